@@ -1,0 +1,1 @@
+"""The shared provider conformance suite (``pip install goat-core[testing]``)."""
