@@ -52,6 +52,7 @@ __all__ = [
     "ScopeRequest",
     "ScopeResolution",
     "Tone",
+    "credential_env_var",
     "derive_pen_id",
     "normalize_pen_id",
 ]
@@ -107,6 +108,19 @@ def derive_pen_id(basename: str, identity: str) -> str:
     slug = re.sub(r"[^a-z0-9._-]+", "-", folded.lower()).strip("-._")[:55].strip("-._")
     digest = hashlib.sha256(identity.encode("utf-8")).hexdigest()[:8]
     return normalize_pen_id(f"{slug or 'project'}-{digest}")
+
+
+def credential_env_var(binding_id: str, name: str = "api_key") -> str:
+    """The environment variable overriding credential ``name`` of binding ``binding_id``.
+
+    ``GOAT_<NAME>_<BINDING_ID>``, both uppercased with every non-alphanumeric as ``_``:
+    ``credential_env_var("pen-my.app")`` is ``GOAT_API_KEY_PEN_MY_APP``.
+    """
+
+    def part(value: str) -> str:
+        return re.sub(r"[^A-Z0-9]", "_", value.upper())
+
+    return f"GOAT_{part(name)}_{part(binding_id)}"
 
 
 class ScopeKind(StrEnum):
@@ -302,6 +316,11 @@ class ProviderSpec(BaseModel):
         return self.settings_model.model_json_schema()
 
 
+# ``Provider``/``ProviderContext`` are imported only for type checkers (goat_core.provider
+# imports this module); at run time pydantic only needs to know ``factory`` is a callable.
+ProviderSpec.model_rebuild(_types_namespace={"Provider": Any, "ProviderContext": Any})
+
+
 class Binding(BaseModel):
     """A configured provider instance: one per scope is selected (DESIGN section 2).
 
@@ -332,7 +351,7 @@ class Binding(BaseModel):
 
     @property
     def credential_env_var(self) -> str:
-        return "GOAT_API_KEY_" + re.sub(r"[^A-Z0-9]", "_", self.id.upper())
+        return credential_env_var(self.id)
 
 
 class MemoryWrite(BaseModel):

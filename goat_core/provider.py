@@ -292,6 +292,8 @@ class SyncProvider:
         return self._portal.call(lambda: fn(*args, **kwargs))
 
     def __getattr__(self, name: str) -> Any:
+        if name in {"provider", "_portal", "_cm"}:
+            raise AttributeError(name)
         attr = getattr(self.provider, name)
         import inspect
 

@@ -72,7 +72,20 @@ class Registry:
 
     def _call(self, impl: pluggy.HookImpl, hook: str, kwargs: dict[str, Any]) -> Any:
         args = {k: kwargs[k] for k in impl.argnames if k in kwargs}
-        return _not_awaitable(impl.function(**args), impl.plugin_name, hook)
+        if not self.pm.settings.trace:
+            return _not_awaitable(impl.function(**args), impl.plugin_name, hook)
+        # Calls made here bypass pm.hook, so GOAT_TRACE_PLUGINS is honoured here too.
+        from goat_core.logs import get_logger
+
+        log = get_logger("goat_core.trace")
+        log.debug("hook.call", hook=hook, plugin=impl.plugin_name)
+        try:
+            result = _not_awaitable(impl.function(**args), impl.plugin_name, hook)
+        except BaseException as exc:
+            log.debug("hook.result", hook=hook, plugin=impl.plugin_name, error=repr(exc))
+            raise
+        log.debug("hook.result", hook=hook, plugin=impl.plugin_name, error=None)
+        return result
 
     def _hook_failure(self, plugin: str, hook: str, exc: BaseException) -> None:
         import traceback
@@ -134,9 +147,7 @@ class Registry:
         for failure in self.pm.failures:
             if failure.plugin == name:
                 dist = failure.distribution or "its distribution"
-                raise ProviderUnavailable(
-                    f"{name}: plugin {dist} failed to load: {failure.error}"
-                )
+                raise ProviderUnavailable(f"{name}: plugin {dist} failed to load: {failure.error}")
         known = ", ".join(sorted(providers)) or "none"
         raise NotFound(f"no provider named {name!r} is installed (installed: {known})")
 
@@ -176,11 +187,18 @@ class Registry:
         :raises ScopeError: invalid Pen id, or a plugin answered another scope than the
             chat's project id.
         """
-        expected = Scope.pen(request.project_id) if request.project_id else None
-        result = self.pm.hook.goat_resolve_scope(request=request)
-        result = _not_awaitable(result, "goat_resolve_scope", "goat_resolve_scope")
-        if result is not None and not isinstance(result, ScopeResolution):
-            raise ScopeError(f"goat_resolve_scope returned {type(result).__name__}")
+        expected = Scope.pen(request.project_id) if request.project_id is not None else None
+        hook = "goat_resolve_scope"
+        result = None
+        for impl in self._impls(hook):  # firstresult: stop at the first non-None answer
+            result = self._call(impl, hook, {"request": request})
+            if result is not None:
+                if not isinstance(result, ScopeResolution):
+                    raise ScopeError(
+                        f"plugin {impl.plugin_name!r} returned {type(result).__name__} "
+                        f"from {hook}, not a ScopeResolution"
+                    )
+                break
         if expected is not None and (result is None or result.scope != expected):
             got = result.scope.key if result is not None else "nothing"
             raise ScopeError(
@@ -195,12 +213,19 @@ class Registry:
     def register_commands(self, cli: click.Group) -> None:
         hook = "goat_register_commands"
         for impl in self._impls(hook):
-            before = set(cli.commands)
+            before = dict(cli.commands)
             try:
                 self._call(impl, hook, {"cli": cli})
             except Exception as exc:
                 self._hook_failure(impl.plugin_name, hook, exc)
-            _ = before
+            for name, command in before.items():  # an existing command is never replaced
+                if cli.commands.get(name) is not command:
+                    cli.commands[name] = command
+                    self._hook_failure(
+                        impl.plugin_name,
+                        hook,
+                        ValueError(f"command {name!r} already exists and was not replaced"),
+                    )
 
     # -- interception -----------------------------------------------------------------------
     def inspect_remember(self, scope: Scope, write: MemoryWrite) -> MemoryWrite:

@@ -1,13 +1,15 @@
-"""Built-in scope resolution (DESIGN section 3). Placeholder until derivation lands."""
+"""Built-in scope resolution (DESIGN section 3), registered ``trylast`` so a third-party
+plugin's answer comes first. The rules live in :mod:`goat_core.scope`."""
 
 from __future__ import annotations
 
 from goat_core.hookspecs import hookimpl
-from goat_core.models import Derivation, Scope, ScopeRequest, ScopeResolution
+from goat_core.models import ScopeRequest, ScopeResolution
 
 
 @hookimpl(trylast=True)
 def goat_resolve_scope(request: ScopeRequest) -> ScopeResolution | None:
-    if request.project_id:
-        return ScopeResolution(scope=Scope.pen(request.project_id), derivation=Derivation.PROJECT)
-    return ScopeResolution(scope=Scope.global_(), derivation=Derivation.GLOBAL)
+    """Project id, then pin, then (if asked) the working directory's identity, else Global."""
+    from goat_core.scope import resolve_request
+
+    return resolve_request(request)

@@ -1,0 +1,187 @@
+"""Truth rules of the contract's value objects (DESIGN section 2)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from goat_core.errors import ScopeError
+from goat_core.models import (
+    Binding,
+    Capability,
+    ProviderSpec,
+    Receipt,
+    ReceiptStatus,
+    Scope,
+    ScopeKind,
+)
+from goat_core.provider import Provider, ProviderContext
+
+# -- Receipt ---------------------------------------------------------------------------
+
+
+def never_built(context: ProviderContext) -> Provider:
+    raise AssertionError("this test declares a provider but never builds it")
+
+
+def test_stored_receipt_needs_nothing_else() -> None:
+    r = Receipt(status=ReceiptStatus.STORED, id="a.md", path="a.md", scope="global")
+    assert r.to_json() == {
+        "status": "stored",
+        "operation_id": None,
+        "reason": None,
+        "id": "a.md",
+        "path": "a.md",
+        "scope": "global",
+    }
+
+
+@pytest.mark.parametrize("operation_id", [None, ""])
+def test_queued_receipt_needs_an_operation_id(operation_id: str | None) -> None:
+    with pytest.raises(ValidationError, match="a queued receipt needs an operation id"):
+        Receipt(status=ReceiptStatus.QUEUED, operation_id=operation_id, scope="global")
+    ok = Receipt(status=ReceiptStatus.QUEUED, operation_id="op-1", scope="pen:x")
+    assert ok.to_json()["operation_id"] == "op-1"
+
+
+@pytest.mark.parametrize("status", [ReceiptStatus.REJECTED, ReceiptStatus.FAILED])
+@pytest.mark.parametrize("reason", [None, ""])
+def test_rejected_and_failed_receipts_need_a_reason(
+    status: ReceiptStatus, reason: str | None
+) -> None:
+    with pytest.raises(ValidationError, match=f"a {status.value} receipt needs a reason"):
+        Receipt(status=status, reason=reason, scope="global")
+    assert Receipt(status=status, reason="contains a secret", scope="global").reason
+
+
+def test_unknown_receipt_is_allowed_without_id() -> None:
+    assert Receipt(status=ReceiptStatus.UNKNOWN, scope="global").status is ReceiptStatus.UNKNOWN
+
+
+def test_receipts_are_frozen() -> None:
+    r = Receipt(status=ReceiptStatus.STORED, scope="global")
+    with pytest.raises(ValidationError):
+        r.status = ReceiptStatus.REJECTED  # type: ignore[misc]
+
+
+# -- ProviderSpec ----------------------------------------------------------------------
+
+
+class DemoSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    root: str
+
+
+def _spec(*caps: Capability, name: str = "demo") -> ProviderSpec:
+    return ProviderSpec(
+        name=name,
+        display_name="Demo",
+        version="1.0",
+        capabilities=frozenset(caps),
+        settings_model=DemoSettings,
+        factory=never_built,
+    )
+
+
+@pytest.mark.parametrize(
+    "caps",
+    [
+        (),
+        (Capability.PAGES,),
+        (Capability.SCOPED_STORES, Capability.SHARED_BANK),
+        (Capability.SCOPED_STORES, Capability.SHARED_BANK, Capability.PAGES),
+    ],
+)
+def test_provider_spec_declares_exactly_one_store_kind(caps: tuple[Capability, ...]) -> None:
+    with pytest.raises(ValidationError, match="exactly one of scoped_stores, shared_bank"):
+        _spec(*caps)
+
+
+def test_provider_spec_capabilities_are_declared() -> None:
+    spec = _spec(Capability.SHARED_BANK, Capability.REFLECT)
+    assert spec.supports("reflect") and spec.supports(Capability.SHARED_BANK)
+    assert not spec.supports(Capability.PAGES)
+    schema = _spec(Capability.SCOPED_STORES).settings_schema()
+    assert schema["required"] == ["root"]
+    assert schema["additionalProperties"] is False
+
+
+@pytest.mark.parametrize("name", ["", "Demo", "1x", "a b", "x" * 33])
+def test_provider_names_are_checked(name: str) -> None:
+    with pytest.raises(ValidationError, match="provider name"):
+        _spec(Capability.SCOPED_STORES, name=name)
+
+
+def test_provider_factory_must_be_callable() -> None:
+    with pytest.raises(ValidationError, match="callable"):
+        ProviderSpec(
+            name="demo",
+            display_name="Demo",
+            version="1.0",
+            capabilities=frozenset({Capability.SCOPED_STORES}),
+            settings_model=BaseModel,
+            factory=3,  # type: ignore[arg-type]
+        )
+
+
+# -- Scope -----------------------------------------------------------------------------
+
+PEN_IDS = st.from_regex(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}", fullmatch=True)
+
+
+@given(PEN_IDS)
+def test_scope_key_and_parse_round_trip(raw: str) -> None:
+    scope = Scope.pen(raw)
+    assert scope.key == f"pen:{raw.lower()}"
+    assert Scope.parse(scope.key) == scope
+    assert Scope.parse(f"pen:{raw}") == scope
+    assert str(scope) == scope.key
+
+
+def test_global_round_trip() -> None:
+    g = Scope.global_()
+    assert (g.key, g.is_global, g.kind) == ("global", True, ScopeKind.GLOBAL)
+    assert Scope.parse("global") == g
+
+
+@pytest.mark.parametrize("key", ["", "Global", "pen", "pen:", "pen:a/b", "project:x", " global"])
+def test_scope_parse_rejects(key: str) -> None:
+    with pytest.raises(ScopeError):
+        Scope.parse(key)
+
+
+def test_scope_invariants() -> None:
+    with pytest.raises(ScopeError, match="the Global scope has no Pen id"):
+        Scope(kind=ScopeKind.GLOBAL, pen_id="x")
+    with pytest.raises(ScopeError, match="a Pen scope needs a Pen id"):
+        Scope(kind=ScopeKind.PEN)
+    with pytest.raises(ScopeError, match="not canonical"):
+        Scope(kind=ScopeKind.PEN, pen_id="ABC")
+
+
+# -- Binding ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("binding_id", "env_var"),
+    [
+        ("hindsight", "GOAT_API_KEY_HINDSIGHT"),
+        ("my-bank", "GOAT_API_KEY_MY_BANK"),
+        ("team.bank_2", "GOAT_API_KEY_TEAM_BANK_2"),
+    ],
+)
+def test_binding_credential_env_var(binding_id: str, env_var: str) -> None:
+    assert Binding(id=binding_id, provider="hindsight").credential_env_var == env_var
+
+
+@pytest.mark.parametrize("binding_id", ["", "My-Bank", "a/b", "-x", "x" * 65])
+def test_binding_id_rule(binding_id: str) -> None:
+    with pytest.raises(ValidationError, match="binding id"):
+        Binding(id=binding_id, provider="markdown")
+
+
+def test_binding_forbids_unknown_keys() -> None:
+    with pytest.raises(ValidationError, match="api_key"):
+        Binding(id="b", provider="p", api_key="secret")  # type: ignore[call-arg]
