@@ -1,0 +1,21 @@
+"""The shared provider conformance suite, run against goat-markdown."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from goat_core.home import GoatHome
+from goat_core.testing import ProviderConformanceTests
+from goat_core.testing.conformance import ProviderFactory, spec_factory
+
+from goat_markdown.plugin import spec
+
+
+class TestMarkdownConformance(ProviderConformanceTests):
+    entry_point_name = provider_name = "markdown"
+
+    @pytest.fixture
+    def goat_provider_factory(self, tmp_path: Path) -> ProviderFactory:
+        """Default stores (no ``root``) under a fresh GOAT home: one empty store per scope."""
+        return spec_factory(spec(), GoatHome.at(tmp_path / "goat-home"))

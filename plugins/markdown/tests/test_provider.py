@@ -1,0 +1,503 @@
+"""The markdown provider on real folders: every rule with the exact bad input."""
+
+from __future__ import annotations
+
+import os
+import stat
+import unicodedata
+from pathlib import Path
+
+import pytest
+from conftest import MakeStore
+from goat_core import Registry
+from goat_core.errors import (
+    Ambiguous,
+    BadInput,
+    Conflict,
+    NotFound,
+    PathError,
+    ScopeError,
+    TooLarge,
+)
+from goat_core.frontmatter import parse_note
+from goat_core.home import GoatHome
+from goat_core.manager import PluginSettings
+from goat_core.models import Capability, Consistency, MemoryWrite, ReceiptStatus, Scope, ScopeKind
+
+from goat_markdown.plugin import MarkdownSettings
+
+OBSIDIAN_NOTE = (
+    "---\n"
+    "aliases:\n"
+    "  - How to/Internal link\n"
+    "cssclasses:\n"
+    "  - soft-embed\n"
+    "description: Learn how to link to notes.\n"
+    "publish: 'yes'   # a comment Obsidian keeps\n"
+    "permalink: links\n"
+    "---\n"
+    "Obsidian supports [[Other note|an alias]] links.\r\n"
+    "No trailing newline here"
+)
+
+
+def files(root: Path) -> list[str]:
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
+
+
+# -- plugin declaration -------------------------------------------------------------------------
+
+
+def test_entry_point_declares_markdown() -> None:
+    registry = Registry.load(PluginSettings(load=("markdown",), strict=True))
+    spec = registry.get_provider("markdown")
+    assert spec.capabilities == {
+        Capability.PAGES,
+        Capability.MAP,
+        Capability.FEEDBACK,
+        Capability.SCOPED_STORES,
+    }
+    assert spec.consistency is Consistency.IMMEDIATE
+    assert spec.settings_model is MarkdownSettings
+    schema = spec.settings_schema()
+    assert "description" in schema["properties"]["root"]
+    with pytest.raises(ValueError, match="extra"):
+        MarkdownSettings.model_validate({"root": "/x", "colour": "red"})
+
+
+def test_plugin_import_is_cheap() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, goat_markdown.plugin as p; p.goat_register_providers();"
+        "print(sorted(m for m in ('yaml','sqlite3','goat_markdown.provider','goat_core.search')"
+        " if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+# -- store roots --------------------------------------------------------------------------------
+
+
+def test_default_store_created_per_scope(store: MakeStore, home: GoatHome) -> None:
+    g = store()
+    pen = store(scope=Scope.pen("docs"))
+    assert g.root == Path(os.path.realpath(home.stores_dir / "global"))
+    assert pen.root == Path(os.path.realpath(home.stores_dir / "pens" / "docs"))
+    assert stat.S_IMODE(g.root.stat().st_mode) == 0o700
+    g.remember(MemoryWrite(text="only in global zqglobal"))
+    assert pen.recall("zqglobal").items == ()
+    assert [i.title for i in g.recall("zqglobal").items] == ["only in global zqglobal"]
+
+
+@pytest.mark.parametrize(
+    ("root", "rule"),
+    [
+        ("/", "root-is-filesystem-root"),
+        (str(Path.home()), "root-is-home"),
+        ("/root", "root-is-home"),
+    ],
+)
+def test_root_refused(store: MakeStore, root: str, rule: str) -> None:
+    with pytest.raises(PathError) as info:
+        store(root=Path(root))
+    assert info.value.rule == rule
+
+
+def test_forged_pen_id_refused(store: MakeStore, home: GoatHome) -> None:
+    forged = Scope.model_construct(kind=ScopeKind.PEN, pen_id="../escape")
+    with pytest.raises(ScopeError):
+        store(scope=forged)
+    assert not (home.stores_dir / "escape").exists()
+
+
+def test_explicit_root_must_exist(store: MakeStore, tmp_path: Path) -> None:
+    with pytest.raises(PathError) as info:
+        store(root=tmp_path / "missing")
+    assert info.value.rule == "root-not-directory"
+    assert not (tmp_path / "missing").exists()
+
+
+# -- containment ----------------------------------------------------------------------------------
+
+TRAVERSAL = [
+    ("../outside.md", "parent-traversal"),
+    ("sub/../../outside.md", "parent-traversal"),
+    ("/etc/passwd", "absolute-path"),
+    ("%2e%2e/outside.md", "percent-encoded"),
+    ("sub%2f..%2foutside.md", "percent-encoded"),
+    ("..\\outside.md", "backslash"),
+    ("a\x00b.md", "nul-byte"),
+    ("sub/CON.md", "reserved-name"),
+    ("sub//a.md", "empty-segment"),
+]
+
+
+@pytest.mark.parametrize(("ref", "rule"), TRAVERSAL)
+def test_traversal_refused_everywhere(
+    store: MakeStore, vault: Path, tmp_path: Path, ref: str, rule: str
+) -> None:
+    (tmp_path / "outside.md").write_text("secret")
+    (vault / "sub").mkdir()
+    p = store(root=vault)
+    for call in (p.get_page, p.forget, p.connections):
+        with pytest.raises(PathError) as info:
+            call(ref)
+        assert info.value.rule == rule
+    with pytest.raises(PathError):
+        p.feedback(MemoryWrite(kind="feedback", text="x", on=ref))
+    assert (tmp_path / "outside.md").read_text() == "secret"
+    assert files(vault) == []
+
+
+def test_symlinks_outside_skipped_and_reported(
+    store: MakeStore, vault: Path, tmp_path: Path
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.md").write_text("zqsecretword lives here")
+    (vault / "mine.md").write_text("zqmineword")
+    (vault / "leak").symlink_to(outside)
+    (vault / "leak.md").symlink_to(outside / "secret.md")
+    p = store(root=vault)
+    assert p.recall("zqsecretword").items == ()
+    listing = p.list_pages()
+    assert [i.path for i in listing.items] == ["mine.md"]
+    assert "leak: skipped, symlink points outside the store" in listing.degraded
+    assert "leak.md: skipped, symlink points outside the store" in listing.degraded
+    result = p.recall("zqmineword")
+    assert [i.path for i in result.items] == ["mine.md"]
+    assert any("symlink points outside" in d for d in result.degraded)
+    with pytest.raises(PathError) as info:
+        p.get_page("leak/secret.md")
+    assert info.value.rule == "symlink-escape"
+
+
+def test_symlink_cycle_does_not_loop(store: MakeStore, vault: Path) -> None:
+    (vault / "a").mkdir()
+    (vault / "a" / "n.md").write_text("zqcycle")
+    (vault / "a" / "loop").symlink_to(vault / "a")
+    (vault / "back").symlink_to(vault)
+    p = store(root=vault)
+    assert [i.path for i in p.list_pages().items] == ["a/n.md"]
+    assert [i.path for i in p.recall("zqcycle").items] == ["a/n.md"]
+
+
+# -- remember --------------------------------------------------------------------------------------
+
+
+def test_remember_creates_note_with_frontmatter(store: MakeStore, vault: Path) -> None:
+    p = store(root=vault)
+    r = p.remember(
+        MemoryWrite(
+            text="Deploys run on Fridays", title="Ops", source="cli", tags=("ops", "deploy")
+        )
+    )
+    assert r.status is ReceiptStatus.STORED and r.id == r.path == "Ops.md"
+    assert r.scope == "global"
+    note = parse_note((vault / "Ops.md").read_text())
+    assert list(note.data) == ["id", "title", "created", "updated", "tags", "kind", "source"]
+    assert note.data["title"] == "Ops" and note.data["kind"] == "remember"
+    assert note.data["source"] == "cli" and note.data["tags"] == ["ops", "deploy"]
+    assert note.body == "Deploys run on Fridays\n"
+    page = p.get_page("Ops")
+    assert page.provenance == {
+        "source": "cli",
+        "created": page.frontmatter["created"],
+        "kind": "remember",
+    }
+    umask = os.umask(0)
+    os.umask(umask)
+    assert stat.S_IMODE((vault / "Ops.md").stat().st_mode) == 0o644 & ~umask
+
+
+def test_remember_same_title_appends_dated_entry(store: MakeStore, vault: Path) -> None:
+    p = store(root=vault)
+    p.remember(MemoryWrite(text="first", title="Ops"))
+    before = (vault / "Ops.md").read_text()
+    r = p.remember(MemoryWrite(text="second", title="Ops"))
+    after = (vault / "Ops.md").read_text()
+    assert r.path == "Ops.md" and files(vault) == ["Ops.md"]
+    updated_line = next(ln for ln in before.splitlines(True) if ln.startswith("updated:"))
+    new_updated = next(ln for ln in after.splitlines(True) if ln.startswith("updated:"))
+    assert after.replace(new_updated, updated_line, 1).startswith(before)
+    tail = after[len(before) :]
+    import re
+
+    assert re.fullmatch(r"\n## \d{4}-\d\d-\d\d \d\d:\d\d UTC\n\nsecond\n", tail)
+
+
+def test_remember_into_file_name_match(store: MakeStore, vault: Path) -> None:
+    (vault / "Plain note.md").write_text("no frontmatter at all")
+    p = store(root=vault)
+    p.remember(MemoryWrite(text="added", title="Plain note"))
+    text = (vault / "Plain note.md").read_text()
+    assert text.startswith("no frontmatter at all\n\n## ")  # no frontmatter added
+    assert text.endswith("\n\nadded\n")
+
+
+def test_identical_text_twice_is_never_lost(store: MakeStore, vault: Path) -> None:
+    p = store(root=vault)
+    a = p.remember(MemoryWrite(text="Same words again"))
+    b = p.remember(MemoryWrite(text="Same words again"))
+    assert (a.path, b.path) == ("Same words again.md", "Same words again-2.md")
+    p.remember(MemoryWrite(text="dup", title="T"))
+    p.remember(MemoryWrite(text="dup", title="T"))
+    assert (vault / "T.md").read_text().count("\ndup\n") == 2
+    assert len(p.recall("same words again").items) == 2
+
+
+def test_case_only_twin_is_conflict(store: MakeStore, vault: Path) -> None:
+    (vault / "Internal Links.md").write_text("existing")
+    p = store(root=vault)
+    with pytest.raises(Conflict, match=r"Internal Links\.md") as info:
+        p.remember(MemoryWrite(text="x", title="internal links"))
+    assert info.value.exit_code == 5
+    assert files(vault) == ["Internal Links.md"]
+    assert (vault / "Internal Links.md").read_text() == "existing"
+
+
+def test_file_name_taken_by_other_title_is_conflict(store: MakeStore, vault: Path) -> None:
+    p = store(root=vault)
+    p.remember(MemoryWrite(text="a", title="A-B"))
+    with pytest.raises(Conflict, match=r"taken by note 'A-B\.md'"):
+        p.remember(MemoryWrite(text="b", title="A/B"))
+    assert files(vault) == ["A-B.md"]
+
+
+def test_slash_in_title_stays_one_file(store: MakeStore, vault: Path) -> None:
+    p = store(root=vault)
+    r = p.remember(MemoryWrite(text="t", title="CI/CD: pipelines"))
+    assert r.path == "CI-CD pipelines.md" and files(vault) == ["CI-CD pipelines.md"]
+    assert p.get_page("CI/CD: pipelines").title == "CI/CD: pipelines"
+    p.remember(MemoryWrite(text="more", title="CI/CD: pipelines"))
+    assert files(vault) == ["CI-CD pipelines.md"]
+    assert p.get_page("CI-CD pipelines.md").body.endswith("\n\nmore\n")
+
+
+def test_nfc_title(store: MakeStore, vault: Path) -> None:
+    p = store(root=vault)
+    nfd = unicodedata.normalize("NFD", "Café notes")
+    r = p.remember(MemoryWrite(text="one", title=nfd))
+    assert r.path == "Café notes.md"
+    assert os.listdir(vault) == [unicodedata.normalize("NFC", "Café notes.md")]
+    p.remember(MemoryWrite(text="two", title="Café notes"))  # NFC spelling appends
+    assert files(vault) == ["Café notes.md"]
+    assert parse_note((vault / "Café notes.md").read_text()).data["title"] == "Café notes"
+
+
+@pytest.mark.parametrize(("title", "rule"), [("CON", "reserved-name"), ("???", "empty-title")])
+def test_bad_titles_refused(store: MakeStore, vault: Path, title: str, rule: str) -> None:
+    p = store(root=vault)
+    with pytest.raises(PathError) as info:
+        p.remember(MemoryWrite(text="x", title=title))
+    assert info.value.rule == rule and files(vault) == []
+
+
+def test_too_large_and_empty_write_nothing(store: MakeStore, vault: Path) -> None:
+    p = store(root=vault)
+    limit = p.spec.max_input_chars
+    with pytest.raises(TooLarge):
+        p.remember(MemoryWrite(text="x" * (limit + 1), title="Big"))
+    with pytest.raises(BadInput, match="empty"):
+        p.remember(MemoryWrite(text="  \n "))
+    assert files(vault) == []
+    assert p.remember(MemoryWrite(text="x" * limit, title="Big")).path == "Big.md"
+
+
+# -- Obsidian notes --------------------------------------------------------------------------------
+
+
+def test_obsidian_note_bytes_preserved_after_append(store: MakeStore, vault: Path) -> None:
+    (vault / "Links.md").write_bytes(OBSIDIAN_NOTE.encode())
+    (vault / "Other note.md").write_bytes(b"target")
+    p = store(root=vault)
+    p.list_pages()
+    p.recall("links")
+    assert (vault / "Links.md").read_bytes() == OBSIDIAN_NOTE.encode()  # reads never write
+    p.remember(MemoryWrite(text="appended entry", title="Links"))
+    after = (vault / "Links.md").read_bytes().decode()
+    fm_end = OBSIDIAN_NOTE.index("---\nObsidian")
+    updated = after[fm_end : after.index("---\nObsidian")]
+    assert updated.startswith("updated: ") and updated.count("\n") == 1
+    assert after[:fm_end] == OBSIDIAN_NOTE[:fm_end]
+    rest = after[fm_end + len(updated) :]
+    assert rest.startswith(OBSIDIAN_NOTE[fm_end:])
+    # the note uses CRLF somewhere, so the new lines do too
+    assert rest[len(OBSIDIAN_NOTE) - fm_end :].endswith("\r\n\r\nappended entry\r\n")
+    page = p.get_page("Links")
+    assert page.frontmatter["publish"] == "yes"
+    assert page.frontmatter["aliases"] == ["How to/Internal link"]
+
+
+def test_unparsable_frontmatter_listed_searchable_never_rewritten(
+    store: MakeStore, vault: Path
+) -> None:
+    broken = "---\ntitle: [unclosed\n---\nzqbrokenword text\n"
+    (vault / "Broken.md").write_text(broken)
+    (vault / "Fine.md").write_text("zqbrokenword too")
+    p = store(root=vault)
+    listing = p.list_pages()
+    assert [i.path for i in listing.items] == ["Broken.md", "Fine.md"]
+    assert any(d.startswith("Broken.md: frontmatter does not parse") for d in listing.degraded)
+    result = p.recall("zqbrokenword")
+    assert {i.path for i in result.items} == {"Broken.md", "Fine.md"}
+    assert any("Broken.md" in d for d in result.degraded)
+    page = p.get_page("Broken")
+    assert page.frontmatter == {} and page.body == broken
+    with pytest.raises(Conflict, match="never rewritten"):
+        p.remember(MemoryWrite(text="more", title="Broken"))
+    with pytest.raises(Conflict, match="never rewritten"):
+        p.feedback(MemoryWrite(kind="feedback", text="more", on="Broken"))
+    assert (vault / "Broken.md").read_text() == broken
+
+
+# -- feedback and forget ---------------------------------------------------------------------------
+
+
+def test_feedback_on_page_and_new(store: MakeStore, vault: Path) -> None:
+    p = store(root=vault)
+    p.remember(MemoryWrite(text="base", title="Topic"))
+    r = p.feedback(MemoryWrite(kind="feedback", text="helpful", on="topic"))
+    assert r.path == "Topic.md"
+    assert " UTC feedback\n\nhelpful\n" in (vault / "Topic.md").read_text()
+    r2 = p.feedback(MemoryWrite(kind="feedback", text="the recall missed zqfb"))
+    assert parse_note((vault / r2.path).read_text()).data["kind"] == "feedback"
+    with pytest.raises(NotFound):
+        p.feedback(MemoryWrite(kind="feedback", text="x", on="Nope"))
+
+
+def test_forget_removes_and_reports(store: MakeStore, vault: Path, tmp_path: Path) -> None:
+    p = store(root=vault)
+    p.remember(MemoryWrite(text="zqforget me", title="Gone"))
+    (vault / "real.md").write_text("zqtarget")
+    (vault / "link.md").symlink_to(vault / "real.md")
+    r = p.forget("gone")
+    assert r.removed == ("Gone.md",) and not (vault / "Gone.md").exists()
+    assert p.recall("zqforget").items == ()
+    p.forget("link.md")
+    assert not (vault / "link.md").exists() and (vault / "real.md").read_text() == "zqtarget"
+    with pytest.raises(NotFound):
+        p.forget("Gone")
+
+
+# -- browse ----------------------------------------------------------------------------------------
+
+
+def test_list_pages_paginates_47(store: MakeStore, vault: Path) -> None:
+    names = [f"{'N' if i % 2 else 'n'}ote {i:02d}.md" for i in range(47)]
+    (vault / "sub").mkdir()
+    for name in names[:40]:
+        (vault / name).write_text(name)
+    for name in names[40:]:
+        (vault / "sub" / name).write_text(name)
+    p = store(root=vault)
+    seen: list[str] = []
+    cursor = None
+    pages = 0
+    while True:
+        listing = p.list_pages(limit=10, cursor=cursor)
+        pages += 1
+        seen += [i.path for i in listing.items]
+        if listing.next_cursor is None:
+            assert listing.complete
+            break
+        assert not listing.complete and len(listing.items) == 10
+        cursor = listing.next_cursor
+    assert pages == 5 and len(seen) == 47 == len(set(seen))
+    assert seen == sorted(seen, key=str.casefold)
+    with pytest.raises(BadInput, match="cursor"):
+        p.list_pages(cursor="!!not-base64!!")
+    for bad in (0, 1001):
+        with pytest.raises(BadInput):
+            p.list_pages(limit=bad)
+
+
+def test_get_page_resolution_order(store: MakeStore, vault: Path) -> None:
+    (vault / "a").mkdir()
+    (vault / "b").mkdir()
+    (vault / "a" / "Same.md").write_text("---\nid: abc123\n---\none")
+    (vault / "b" / "Same.md").write_text("two")
+    (vault / "Titled.md").write_text("---\ntitle: Fancy Title\n---\nthree")
+    p = store(root=vault)
+    assert p.get_page("a/Same.md").body == "one"
+    assert p.get_page("b/Same").body == "two"
+    assert p.get_page("abc123").path == "a/Same.md"
+    assert p.get_page("fancy title").path == "Titled.md"
+    assert p.get_page("titled").path == "Titled.md"
+    with pytest.raises(Ambiguous) as info:
+        p.get_page("same")
+    assert info.value.candidates == ["a/Same.md", "b/Same.md"]
+    with pytest.raises(NotFound):
+        p.get_page("nothing here")
+
+
+def test_recall_follows_external_edits(store: MakeStore, vault: Path) -> None:
+    p = store(root=vault)
+    (vault / "n.md").write_text("zqalpha")
+    assert [i.path for i in p.recall("zqalpha").items] == ["n.md"]
+    (vault / "n.md").write_text("zqbeta and more")
+    assert p.recall("zqalpha").items == ()
+    assert [i.path for i in p.recall("zqbeta").items] == ["n.md"]
+    (vault / "n.md").rename(vault / "m.md")
+    assert [i.path for i in p.recall("zqbeta").items] == ["m.md"]
+    for i in range(3):
+        (vault / f"x{i}.md").write_text("zqmany")
+    r = p.recall("zqmany", limit=2)
+    assert len(r.items) == 2 and not r.complete
+    with pytest.raises(BadInput):
+        p.recall("x", limit=0)
+
+
+def test_recall_item_shape(store: MakeStore, vault: Path) -> None:
+    p = store(root=vault)
+    p.remember(MemoryWrite(text="The backup runs nightly at zqtwo", title="Backups", source="cli"))
+    item = p.recall("backup nightly").items[0]
+    assert (item.id, item.title, item.path, item.source) == (
+        "Backups.md",
+        "Backups",
+        "Backups.md",
+        "cli",
+    )
+    assert item.score > 0 and "nightly" in item.snippet
+    assert item.text == "The backup runs nightly at zqtwo"
+
+
+def test_map_and_connections(store: MakeStore, vault: Path) -> None:
+    (vault / "A.md").write_text("see [[B]] and [[Missing]] and ![[pic.png]]\n`[[NotALink]]`")
+    (vault / "B.md").write_text("back to [A](A.md)")
+    (vault / "pic.png").write_bytes(b"\x89PNG")
+    p = store(root=vault)
+    m = p.link_map()
+    assert [n.id for n in m.nodes] == ["A.md", "B.md"]
+    got = {(e.source, e.target, e.resolution.value) for e in m.edges}
+    assert got == {
+        ("A.md", "B.md", "name"),
+        ("A.md", None, "missing"),
+        ("A.md", "pic.png", "attachment"),
+        ("B.md", "A.md", "exact"),
+    } or got == {
+        ("A.md", "B.md", "name"),
+        ("A.md", None, "missing"),
+        ("A.md", "pic.png", "attachment"),
+        ("B.md", "A.md", "name"),
+    }
+    c = p.connections("B")
+    assert [e.source for e in c.backlinks] == ["A.md"]
+    assert [link.target for link in c.outgoing] == ["A.md"]
+
+
+def test_check_and_reindex(store: MakeStore, vault: Path) -> None:
+    (vault / "a.md").write_text("x")
+    (vault / "b.md").write_text("y")
+    p = store(root=vault)
+    assert p.check().ok
+    counts = p.reindex()
+    assert counts["added"] == 2 and counts["notes"] == 2
+    calls: list[tuple[int, int]] = []
+    (vault / "c.md").write_text("z")
+    assert p.reindex(lambda d, t: calls.append((d, t)))["added"] == 1
+    assert calls[-1] == (1, 1)
+    assert not any(p.name.endswith(".sqlite") for p in vault.iterdir())

@@ -1,0 +1,350 @@
+"""goat_core.files: containment, store roots, walking, atomic writes, locking, file names."""
+
+from __future__ import annotations
+
+import os
+import stat
+import threading
+import unicodedata
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from goat_core.errors import Conflict, PathError
+from goat_core.files import (
+    MISSING_ETAG,
+    StoreLock,
+    atomic_write,
+    contain,
+    current_etag,
+    etag,
+    safe_title_filename,
+    validate_store_root,
+    walk_notes,
+)
+
+# -- contain --------------------------------------------------------------------------------
+
+BAD_REFS = [
+    ("", "empty-path"),
+    ("../secret.md", "parent-traversal"),
+    ("notes/../../etc/passwd", "parent-traversal"),
+    ("a/..", "parent-traversal"),
+    ("..", "parent-traversal"),
+    ("/etc/passwd", "absolute-path"),
+    ("C:notes.md", "absolute-path"),
+    ("%2e%2e/secret.md", "percent-encoded"),
+    ("%2E%2E%2Fsecret.md", "percent-encoded"),
+    ("notes%2fsecret.md", "percent-encoded"),
+    ("notes%5Csecret.md", "percent-encoded"),
+    ("a%00.md", "percent-encoded"),
+    ("..\\secret.md", "backslash"),
+    ("notes\\a.md", "backslash"),
+    ("a\x00.md", "nul-byte"),
+    ("CON", "reserved-name"),
+    ("con.md", "reserved-name"),
+    ("notes/NUL.txt", "reserved-name"),
+    ("Lpt1.md", "reserved-name"),
+    ("COM9.tar.gz", "reserved-name"),
+    ("aux .md", "reserved-name"),
+    ("a//b.md", "empty-segment"),
+    ("a/", "empty-segment"),
+    ("./a.md", "dot-segment"),
+]
+
+
+@pytest.mark.parametrize(("ref", "rule"), BAD_REFS)
+def test_contain_refuses_with_rule(tmp_path: Path, ref: str, rule: str) -> None:
+    with pytest.raises(PathError) as info:
+        contain(tmp_path, ref)
+    assert info.value.rule == rule
+    assert info.value.exit_code == 2
+
+
+@pytest.mark.parametrize(
+    "ref",
+    [
+        "a.md",
+        "Folder/Note.md",
+        "café.md",
+        "..hidden-ish.md",
+        "a..b.md",
+        "COM10.md",
+        "console.md",
+        "100%.md",
+        "%41.md",
+    ],
+)
+def test_contain_accepts_plain_paths(tmp_path: Path, ref: str) -> None:
+    assert contain(tmp_path, ref) == Path(os.path.realpath(tmp_path)) / ref
+
+
+def test_contain_refuses_symlink_escape(tmp_path: Path) -> None:
+    root = tmp_path / "store"
+    outside = tmp_path / "outside"
+    root.mkdir()
+    outside.mkdir()
+    (root / "link").symlink_to(outside)
+    (root / "file-link.md").symlink_to(outside / "x.md")
+    for ref in ("link/x.md", "file-link.md", "link"):
+        with pytest.raises(PathError) as info:
+            contain(root, ref)
+        assert info.value.rule == "symlink-escape"
+
+
+def test_contain_follows_symlink_inside(tmp_path: Path) -> None:
+    (tmp_path / "real").mkdir()
+    (tmp_path / "alias").symlink_to(tmp_path / "real")
+    assert contain(tmp_path, "alias/n.md") == Path(os.path.realpath(tmp_path)) / "real" / "n.md"
+
+
+@given(
+    st.lists(
+        st.sampled_from(["a", "b", "..", ".", "", "%2e", "c.md", "\\", "/"]), min_size=1, max_size=6
+    )
+)
+def test_contain_never_escapes(parts: list[str]) -> None:
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        ref = "/".join(parts)
+        try:
+            resolved = contain(Path(d), ref)
+        except PathError:
+            return
+        real = os.path.realpath(d)
+        assert str(resolved) == real or str(resolved).startswith(real + os.sep)
+
+
+# -- store roots ------------------------------------------------------------------------------
+
+
+def test_root_slash_refused() -> None:
+    with pytest.raises(PathError) as info:
+        validate_store_root(Path("/"))
+    assert info.value.rule == "root-is-filesystem-root"
+
+
+@pytest.mark.parametrize("home", [str(Path.home()), "/root", "/home/someone", "~"])
+def test_root_home_refused(home: str) -> None:
+    with pytest.raises(PathError) as info:
+        validate_store_root(Path(home))
+    assert info.value.rule == "root-is-home"
+
+
+def test_root_missing_or_file_refused(tmp_path: Path) -> None:
+    (tmp_path / "f").write_text("x")
+    for bad in (tmp_path / "missing", tmp_path / "f"):
+        with pytest.raises(PathError) as info:
+            validate_store_root(bad)
+        assert info.value.rule == "root-not-directory"
+
+
+def test_root_inside_home_and_symlinked_root_ok(tmp_path: Path) -> None:
+    (tmp_path / "vault").mkdir()
+    (tmp_path / "via").symlink_to(tmp_path / "vault")
+    assert validate_store_root(tmp_path / "via") == Path(os.path.realpath(tmp_path / "vault"))
+
+
+# -- walking ----------------------------------------------------------------------------------
+
+
+def _touch(p: Path, text: str = "x") -> None:
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(text)
+
+
+def test_walk_lists_notes_sorted_and_skips_dot_entries(tmp_path: Path) -> None:
+    for rel in [
+        "b.md",
+        "A.md",
+        "sub/c.MD",
+        ".obsidian/app.md",
+        ".git/x.md",
+        ".trash/t.md",
+        ".hidden.md",
+        "sub/.n.md.1.goat-tmp",
+        "img.png",
+        "sub/doc.pdf",
+    ]:
+        _touch(tmp_path / rel)
+    res = walk_notes(tmp_path)
+    assert [f.path for f in res.files] == ["A.md", "b.md", "sub/c.MD"]
+    assert res.attachments == ["img.png", "sub/doc.pdf"]
+    assert res.skipped == []
+    f = res.files[0]
+    assert f.size == 1 and f.mtime_ns == os.stat(tmp_path / "A.md").st_mtime_ns
+
+
+def test_walk_symlinks_outside_skipped_and_reported(tmp_path: Path) -> None:
+    root, outside = tmp_path / "store", tmp_path / "outside"
+    _touch(outside / "secret.md")
+    _touch(root / "in.md")
+    (root / "out-dir").symlink_to(outside)
+    (root / "out-file.md").symlink_to(outside / "secret.md")
+    (root / "broken.md").symlink_to(root / "nowhere.md")
+    (root / "inside-link.md").symlink_to(root / "in.md")
+    res = walk_notes(root)
+    assert [f.path for f in res.files] == ["in.md", "inside-link.md"]
+    assert dict(res.skipped) == {
+        "broken.md": "broken symlink",
+        "out-dir": "symlink points outside the store",
+        "out-file.md": "symlink points outside the store",
+    }
+
+
+def test_walk_symlink_cycle_terminates(tmp_path: Path) -> None:
+    _touch(tmp_path / "a" / "n.md")
+    (tmp_path / "a" / "loop").symlink_to(tmp_path / "a")
+    (tmp_path / "a" / "up").symlink_to(tmp_path)
+    res = walk_notes(tmp_path)
+    assert [f.path for f in res.files] == ["a/n.md"]
+    assert {p for p, _ in res.skipped} == {"a/loop", "a/up"}
+    assert all("cycle" in reason for _, reason in res.skipped)
+
+
+# -- atomic writes ----------------------------------------------------------------------------
+
+
+def test_atomic_write_creates_with_umask_mode(tmp_path: Path) -> None:
+    p = tmp_path / "n.md"
+    tag = atomic_write(p, b"hello", expected_etag=MISSING_ETAG)
+    assert p.read_bytes() == b"hello" and tag == etag(b"hello")
+    umask = os.umask(0)
+    os.umask(umask)
+    assert stat.S_IMODE(p.stat().st_mode) == 0o644 & ~umask
+    assert sorted(os.listdir(tmp_path)) == ["n.md"]
+
+
+def test_atomic_write_keeps_existing_permissions(tmp_path: Path) -> None:
+    p = tmp_path / "n.md"
+    p.write_bytes(b"old")
+    p.chmod(0o600)
+    atomic_write(p, b"new", expected_etag=etag(b"old"))
+    assert p.read_bytes() == b"new"
+    assert stat.S_IMODE(p.stat().st_mode) == 0o600
+
+
+def test_atomic_write_conflict_leaves_no_partial_file(tmp_path: Path) -> None:
+    p = tmp_path / "n.md"
+    p.write_bytes(b"edited by an editor")
+    with pytest.raises(Conflict):
+        atomic_write(p, b"mine", expected_etag=etag(b"what I read"))
+    assert p.read_bytes() == b"edited by an editor"
+    assert os.listdir(tmp_path) == ["n.md"]
+    with pytest.raises(Conflict, match="was created"):
+        atomic_write(p, b"mine", expected_etag=MISSING_ETAG)
+    q = tmp_path / "gone.md"
+    with pytest.raises(Conflict, match="was deleted"):
+        atomic_write(q, b"mine", expected_etag=etag(b"x"))
+    assert os.listdir(tmp_path) == ["n.md"]
+
+
+def test_atomic_write_failure_removes_temp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    p = tmp_path / "n.md"
+    p.write_bytes(b"old")
+
+    def boom(src: str, dst: str) -> None:
+        raise OSError("disk full")
+
+    monkeypatch.setattr(os, "replace", boom)
+    with pytest.raises(OSError, match="disk full"):
+        atomic_write(p, b"new")
+    assert os.listdir(tmp_path) == ["n.md"] and p.read_bytes() == b"old"
+
+
+def test_atomic_write_through_symlink_keeps_link(tmp_path: Path) -> None:
+    (tmp_path / "real.md").write_bytes(b"a")
+    (tmp_path / "link.md").symlink_to(tmp_path / "real.md")
+    atomic_write(tmp_path / "link.md", b"b", expected_etag=etag(b"a"))
+    assert (tmp_path / "link.md").is_symlink()
+    assert (tmp_path / "real.md").read_bytes() == b"b"
+
+
+def test_current_etag(tmp_path: Path) -> None:
+    assert current_etag(tmp_path / "none") == MISSING_ETAG
+    (tmp_path / "x").write_bytes(b"abc")
+    assert current_etag(tmp_path / "x") == etag(b"abc") and len(etag(b"abc")) == 32
+
+
+# -- lock -------------------------------------------------------------------------------------
+
+
+def test_store_lock_times_out_with_conflict(tmp_path: Path) -> None:
+    path = tmp_path / "locks" / "k-store.lock"
+    held = threading.Event()
+    release = threading.Event()
+
+    def holder() -> None:
+        with StoreLock(path):
+            held.set()
+            release.wait(5)
+
+    t = threading.Thread(target=holder)
+    t.start()
+    assert held.wait(5)
+    try:
+        with pytest.raises(Conflict, match="store is busy"), StoreLock(path, timeout_s=0.2):
+            pass
+    finally:
+        release.set()
+        t.join()
+    with StoreLock(path, timeout_s=1):
+        pass
+    assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+
+
+# -- safe titles ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("title", "name"),
+    [
+        ("A/B testing", "A-B testing"),
+        ("back\\slash", "back-slash"),
+        ("Plan: Q3?", "Plan Q3"),
+        ('say "hi" <now> | *', "say hi now"),
+        ("tabs\tand\nnewlines", "tabs and newlines"),
+        ("trailing dots...", "trailing dots"),
+        ("  spaced  ", "spaced"),
+        ("...dotfile", "dotfile"),
+        ("cafe\u0301", "café"),
+        ("con-artist", "con-artist"),
+    ],
+)
+def test_safe_title_filename(title: str, name: str) -> None:
+    assert safe_title_filename(title) == name
+
+
+@pytest.mark.parametrize(
+    ("title", "rule"),
+    [
+        ("", "empty-title"),
+        ("???", "empty-title"),
+        ("...", "empty-title"),
+        ("CON", "reserved-name"),
+        ("nul.txt", "reserved-name"),
+        ("lpt3", "reserved-name"),
+    ],
+)
+def test_safe_title_filename_refuses(title: str, rule: str) -> None:
+    with pytest.raises(PathError) as info:
+        safe_title_filename(title)
+    assert info.value.rule == rule
+
+
+@given(st.text(min_size=1, max_size=300))
+def test_safe_title_filename_is_one_safe_name(title: str) -> None:
+    try:
+        name = safe_title_filename(title)
+    except PathError as exc:
+        assert exc.rule in {"empty-title", "reserved-name"}
+        return
+    assert "/" not in name and "\\" not in name and "\x00" not in name
+    assert not any(c in name for c in ':*?"<>|')
+    assert not name.startswith(".") and not name.endswith((".", " "))
+    assert len(name.encode("utf-8")) <= 200
+    assert unicodedata.is_normalized("NFC", name) or name == unicodedata.normalize("NFC", name)
+    assert safe_title_filename(name) == name  # idempotent
