@@ -1,16 +1,257 @@
-"""Logging: structlog for everything. Libraries only call :func:`get_logger`; the CLI calls
-:func:`configure` once."""
+"""Logging: structlog for everything, with secrets redacted before anything is rendered.
+
+Libraries (goat_core and plugins) only call :func:`get_logger`. The ``goat`` CLI calls
+:func:`configure` once, which sets up this chain (DESIGN section 6)::
+
+    merge_contextvars -> add_log_level -> TimeStamper(utc) -> format_exc_info
+        -> RedactSecrets -> JSONRenderer | ConsoleRenderer
+
+``format_exc_info`` runs *before* the redactor because ``ConsoleRenderer`` would otherwise
+format a traceback itself after every processor ran, leaking secrets in exception messages
+(verified with structlog 26.1). Records of stdlib loggers (httpx2, httpcore2, mcp, uvicorn)
+go through ``structlog.stdlib.ProcessorFormatter`` with the same redactor.
+
+:class:`RedactSecrets` blanks the values of sensitive keys (``api_key``, ``authorization``,
+``token``, ``password``, ``secret``, ``cookie``, ``x-api-key``, ...) at any depth, replaces
+every value passed to :func:`register_secret` wherever it appears, and scrubs
+``Bearer <x>``, ``Basic <x>`` and ``api_key=<x>`` / ``token=<x>`` / ``password: <x>`` in text.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+import logging
+import re
+import sys
+import threading
+from collections.abc import Iterable, Mapping
+from typing import Any, TextIO
 
 import structlog
 
-__all__ = ["get_logger"]
+__all__ = [
+    "LEVELS",
+    "REDACTED",
+    "SENSITIVE_KEYS",
+    "RedactSecrets",
+    "configure",
+    "get_logger",
+    "register_secret",
+]
+
+#: What a redacted value is replaced with.
+REDACTED = "[REDACTED]"
+
+#: Key names whose values are always blanked (compared lowercased, ``-`` read as ``_``).
+SENSITIVE_KEYS = frozenset(
+    {
+        "api_key",
+        "apikey",
+        "x_api_key",
+        "authorization",
+        "proxy_authorization",
+        "token",
+        "access_token",
+        "refresh_token",
+        "id_token",
+        "auth_token",
+        "password",
+        "passwd",
+        "secret",
+        "client_secret",
+        "cookie",
+        "set_cookie",
+    }
+)
+
+#: Level names :func:`configure` accepts.
+LEVELS: dict[str, int] = {
+    "debug": logging.DEBUG,
+    "info": logging.INFO,
+    "warning": logging.WARNING,
+    "error": logging.ERROR,
+    "critical": logging.CRITICAL,
+}
+
+#: Libraries whose stdlib records are routed through the redacting formatter.
+_STDLIB_LOGGERS = ("httpx2", "httpcore2", "httpx", "httpcore", "mcp", "uvicorn")
+
+_BEARER = re.compile(r"(?i)\b(bearer|basic)(\s+)[A-Za-z0-9._~+/=-]+")
+_KEY_VALUE = re.compile(
+    r"(?i)\b((?:x[_-])?api[_-]?key|(?:access_|refresh_|auth_|id_)?token|password|passwd|"
+    r"(?:client_)?secret)(\s*[=:]\s*)([^\s,;'\"&]+)"
+)
+_MIN_SECRET_LENGTH = 4
+_MAX_DEPTH = 12
+_PASS_THROUGH_KEYS = frozenset({"_record", "_from_structlog"})
+
+
+def _is_sensitive_key(key: object) -> bool:
+    return isinstance(key, str) and key.lower().replace("-", "_") in SENSITIVE_KEYS
+
+
+class RedactSecrets:
+    """A structlog processor removing secrets from an event dict (see the module docstring).
+
+    :param known_secrets: secret values to replace wherever they occur (at least 4
+        characters; shorter ones would blank ordinary words).
+
+    Values that are not plain JSON scalars, strings, mappings or sequences are replaced by
+    their scrubbed ``repr`` (which is what a renderer would print anyway), so an object whose
+    ``repr`` contains a key cannot leak it. A remaining ``exc_info`` is formatted first.
+    """
+
+    def __init__(self, known_secrets: Iterable[str] = ()) -> None:
+        self._lock = threading.Lock()
+        self._known: tuple[str, ...] = ()
+        for value in known_secrets:
+            self.add_secret(value)
+
+    def add_secret(self, value: str) -> None:
+        """Replace ``value`` wherever it appears from now on."""
+        if not isinstance(value, str) or len(value) < _MIN_SECRET_LENGTH:
+            return
+        with self._lock:
+            if value not in self._known:
+                # longest first, so a secret containing another is replaced whole
+                self._known = tuple(sorted((*self._known, value), key=len, reverse=True))
+
+    def scrub_text(self, text: str) -> str:
+        """``text`` with known secrets, bearer tokens and ``key=value`` credentials blanked."""
+        for secret in self._known:
+            if secret in text:
+                text = text.replace(secret, REDACTED)
+        text = _BEARER.sub(lambda m: f"{m.group(1)}{m.group(2)}{REDACTED}", text)
+        return _KEY_VALUE.sub(lambda m: f"{m.group(1)}{m.group(2)}{REDACTED}", text)
+
+    def scrub(self, value: Any, depth: int = 0) -> Any:
+        """A redacted copy of ``value`` (mappings and sequences recursively)."""
+        if value is None or isinstance(value, bool | int | float):
+            return value
+        if isinstance(value, str):
+            return self.scrub_text(value)
+        if isinstance(value, bytes | bytearray):
+            return self.scrub_text(bytes(value).decode("utf-8", "replace"))
+        if depth >= _MAX_DEPTH:
+            return self.scrub_text(repr(value))
+        if isinstance(value, Mapping):
+            return {
+                self.scrub(k, depth + 1): REDACTED
+                if _is_sensitive_key(k)
+                else self.scrub(v, depth + 1)
+                for k, v in value.items()
+            }
+        if isinstance(value, list | tuple | set | frozenset):
+            return [self.scrub(v, depth + 1) for v in value]
+        return self.scrub_text(repr(value))
+
+    def __call__(self, logger: Any, method_name: str, event_dict: Any) -> Any:
+        if "exc_info" in event_dict:
+            event_dict = structlog.processors.format_exc_info(logger, method_name, event_dict)
+        out: dict[str, Any] = {}
+        for key, value in event_dict.items():
+            if key in _PASS_THROUGH_KEYS:
+                out[key] = value
+            elif _is_sensitive_key(key):
+                out[key] = REDACTED
+            else:
+                out[key] = self.scrub(value)
+        return out
+
+
+#: The process-wide redactor used by :func:`configure`; :func:`register_secret` feeds it.
+_REDACTOR = RedactSecrets()
+
+
+def register_secret(value: str) -> None:
+    """Redact ``value`` from every log line rendered from now on (process-wide).
+
+    The credential store calls it whenever it hands out a key, so a key that ends up in an
+    error message, a URL or a header is never rendered. Values under 4 characters are
+    ignored.
+    """
+    _REDACTOR.add_secret(value)
 
 
 def get_logger(name: str | None = None, **bound: Any) -> Any:
-    """A structlog logger; configuration is the application's job."""
+    """A structlog logger; configuration is the application's job (:func:`configure`)."""
     logger = structlog.get_logger(name)
     return logger.bind(**bound) if bound else logger
+
+
+def _renderer(json: bool) -> Any:
+    if json:
+        return structlog.processors.JSONRenderer(sort_keys=True)
+    return structlog.dev.ConsoleRenderer(colors=False)
+
+
+class _GoatHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """The root handler :func:`configure` installs (replaced on a second call)."""
+
+
+class _CurrentStderr:
+    """Writes to whatever ``sys.stderr`` is at write time (test runners swap it)."""
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+
+def configure(*, json: bool = False, level: str = "warning", stream: TextIO | None = None) -> None:
+    """Configure logging for the ``goat`` CLI (never call it from a library or plugin).
+
+    :param json: render one JSON object per line instead of console lines.
+    :param level: lowest level shown: ``debug``, ``info``, ``warning``, ``error`` or
+        ``critical`` (case-insensitive).
+    :param stream: where lines go; default ``sys.stderr`` (stdout stays for command output).
+    :raises BadInput: an unknown level name.
+
+    Installs one root stdlib handler (replacing the one a previous call installed, leaving
+    other handlers alone) so httpx2, httpcore2, mcp and uvicorn records get the same
+    redaction.
+    """
+    from goat_core.errors import BadInput
+
+    numeric = LEVELS.get(level.lower())
+    if numeric is None:
+        raise BadInput(f"unknown log level {level!r}: expected one of {', '.join(LEVELS)}")
+    out: Any = stream if stream is not None else _CurrentStderr()
+    timestamper = structlog.processors.TimeStamper(fmt="iso", utc=True)
+    structlog.configure(
+        processors=[
+            structlog.contextvars.merge_contextvars,
+            structlog.processors.add_log_level,
+            timestamper,
+            structlog.processors.format_exc_info,
+            _REDACTOR,
+            _renderer(json),
+        ],
+        wrapper_class=structlog.make_filtering_bound_logger(numeric),
+        logger_factory=structlog.PrintLoggerFactory(file=out),
+        cache_logger_on_first_use=False,
+    )
+
+    formatter = structlog.stdlib.ProcessorFormatter(
+        foreign_pre_chain=[
+            structlog.contextvars.merge_contextvars,
+            structlog.stdlib.add_log_level,
+            structlog.stdlib.add_logger_name,
+            timestamper,
+        ],
+        processors=[
+            structlog.stdlib.ProcessorFormatter.remove_processors_meta,
+            structlog.processors.format_exc_info,
+            _REDACTOR,
+            _renderer(json),
+        ],
+    )
+    handler = _GoatHandler(out)
+    handler.setFormatter(formatter)
+    root = logging.getLogger()
+    for old in [h for h in root.handlers if isinstance(h, _GoatHandler)]:
+        root.removeHandler(old)
+    root.addHandler(handler)
+    root.setLevel(numeric)
+    for name in _STDLIB_LOGGERS:
+        logging.getLogger(name).setLevel(logging.NOTSET)

@@ -1,0 +1,71 @@
+"""Shared fixtures of the core tests. Keep this small: test modules own their fixtures.
+
+``no_network`` (or ``@pytest.mark.no_network``) blocks IPv4/IPv6 connections and DNS
+lookups for one test and records every attempt; unix sockets (the event loop's self-pipe)
+keep working.
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+
+class NetworkBlocked(OSError):
+    """Raised instead of opening an internet connection while ``no_network`` is active."""
+
+
+class NetworkAttempts(list[str]):
+    """What the code under test tried to reach, e.g. ``["connect 10.0.0.1:443"]``."""
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "no_network: block and record IPv4/IPv6 connections (unix sockets allowed)"
+    )
+
+
+@pytest.fixture
+def no_network(monkeypatch: pytest.MonkeyPatch) -> Iterator[NetworkAttempts]:
+    """Block ``socket.connect``/``connect_ex``/``create_connection``/``getaddrinfo`` for
+    AF_INET and AF_INET6; yield the list of attempts (each one also raises
+    :class:`NetworkBlocked` in the code under test)."""
+    attempts = NetworkAttempts()
+    real_connect = socket.socket.connect
+    real_connect_ex = socket.socket.connect_ex
+
+    def blocked(what: str) -> NetworkBlocked:
+        attempts.append(what)
+        return NetworkBlocked(f"network access blocked in this test: {what}")
+
+    def connect(self: socket.socket, address: Any) -> None:
+        if self.family in (socket.AF_INET, socket.AF_INET6):
+            raise blocked(f"connect {address[0]}:{address[1]}")
+        real_connect(self, address)
+
+    def connect_ex(self: socket.socket, address: Any) -> int:
+        if self.family in (socket.AF_INET, socket.AF_INET6):
+            raise blocked(f"connect {address[0]}:{address[1]}")
+        return real_connect_ex(self, address)
+
+    def create_connection(address: Any, *args: Any, **kwargs: Any) -> socket.socket:
+        raise blocked(f"create_connection {address[0]}:{address[1]}")
+
+    def getaddrinfo(host: Any, port: Any, *args: Any, **kwargs: Any) -> Any:
+        name = host.decode("idna") if isinstance(host, bytes) else host
+        raise blocked(f"getaddrinfo {name}:{port}")
+
+    monkeypatch.setattr(socket.socket, "connect", connect)
+    monkeypatch.setattr(socket.socket, "connect_ex", connect_ex)
+    monkeypatch.setattr(socket, "create_connection", create_connection)
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    yield attempts
+
+
+@pytest.fixture(autouse=True)
+def _no_network_marker(request: pytest.FixtureRequest) -> None:
+    if request.node.get_closest_marker("no_network") is not None:
+        request.getfixturevalue("no_network")

@@ -1,0 +1,167 @@
+"""goat_core.logs: the CLI's structlog configuration never renders a secret."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import uuid
+from collections.abc import Iterator
+
+import pytest
+import structlog
+from hypothesis import given
+from hypothesis import strategies as st
+
+from goat_core import logs
+from goat_core.errors import BadInput
+from goat_core.logs import REDACTED, RedactSecrets, configure, get_logger, register_secret
+
+
+@pytest.fixture
+def restore_logging() -> Iterator[None]:
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    yield
+    structlog.reset_defaults()
+    structlog.contextvars.clear_contextvars()
+    root.handlers[:] = handlers
+    root.setLevel(level)
+
+
+def _sentinel() -> str:
+    return f"sk-sentinel-{uuid.uuid4().hex}"
+
+
+def _log_failing_authenticated_call(key: str) -> None:
+    """What a remote provider's failing call logs: request headers, an httpx2 line with the
+    key in the query string, and an exception whose message contains the key."""
+    log = get_logger("goat_hindsight", binding="pen-x")
+    structlog.contextvars.bind_contextvars(request_key=key)
+    log.info(
+        "mcp.request",
+        headers={"Authorization": f"Bearer {key}", "Accept": "application/json"},
+        nested=[{"x-api-key": key}],
+    )
+    logging.getLogger("httpx2").warning(
+        "HTTP Request: %s %s", "POST", f"https://h.example/mcp/b/?api_key={key} 401"
+    )
+    try:
+        raise RuntimeError(f"server rejected key {key}")
+    except RuntimeError:
+        log.exception("mcp.failed", note=f"Authorization: Bearer {key}")
+    try:
+        raise ConnectionError(f"token={key}")
+    except ConnectionError:
+        logging.getLogger("mcp.client").exception("stdlib failure with %s", "context")
+    structlog.contextvars.clear_contextvars()
+
+
+@pytest.mark.parametrize("as_json", [True, False], ids=["json", "console"])
+def test_failing_authenticated_call_renders_no_secret(restore_logging: None, as_json: bool) -> None:
+    key = _sentinel()
+    register_secret(key)
+    out = io.StringIO()
+    configure(json=as_json, level="info", stream=out)
+    _log_failing_authenticated_call(key)
+    text = out.getvalue()
+    assert key not in text
+    # the lines were really rendered: the events, the traceback and the redaction marker
+    for expected in ("mcp.request", "HTTP Request", "mcp.failed", "RuntimeError", REDACTED):
+        assert expected in text
+    assert "stdlib failure with context" in text and "ConnectionError" in text
+    if as_json:
+        lines = [json.loads(line) for line in text.splitlines() if line.startswith("{")]
+        request = next(line for line in lines if line["event"] == "mcp.request")
+        assert request["headers"] == {"Authorization": REDACTED, "Accept": "application/json"}
+        assert request["binding"] == "pen-x"
+
+
+@pytest.mark.parametrize("as_json", [True, False], ids=["json", "console"])
+def test_unregistered_key_is_caught_by_key_names_and_patterns(
+    restore_logging: None, as_json: bool
+) -> None:
+    key = _sentinel()  # never registered: only key names and text patterns can catch it
+    out = io.StringIO()
+    configure(json=as_json, level="info", stream=out)
+    log = get_logger("x")
+    log.info("call", api_key=key, Authorization=f"Bearer {key}", cookie=key)
+    log.info("url", url=f"https://h.example/mcp?token={key}&x=1")
+    log.info("header line", line=f"X-API-Key: {key}")
+    logging.getLogger("httpcore2").warning("auth: Bearer %s", key)
+    text = out.getvalue()
+    assert key not in text
+    assert text.count(REDACTED) >= 6
+
+
+def test_level_filters_and_default_stream_is_stderr(
+    restore_logging: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    configure(level="warning")
+    get_logger("x").info("hidden.info")
+    get_logger("x").warning("shown.warning")
+    logging.getLogger("httpx2").info("hidden stdlib info")
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert "shown.warning" in captured.err
+    assert "hidden" not in captured.err
+
+
+def test_configure_twice_keeps_one_handler(restore_logging: None) -> None:
+    first, second = io.StringIO(), io.StringIO()
+    configure(stream=first)
+    configure(json=True, stream=second)
+    logging.getLogger("mcp").warning("once")
+    assert first.getvalue() == ""
+    assert second.getvalue().count('"once"') == 1
+
+
+def test_unknown_level_is_bad_input(restore_logging: None) -> None:
+    with pytest.raises(BadInput, match="unknown log level 'loud'"):
+        configure(level="loud")
+
+
+def test_redactor_blanks_objects_whose_repr_holds_a_secret() -> None:
+    key = _sentinel()
+    redact = RedactSecrets([key])
+
+    class Holder:
+        def __repr__(self) -> str:
+            return f"Holder({key})"
+
+    out = redact(None, "info", {"event": "x", "obj": Holder(), "raw": key.encode()})
+    assert key not in repr(out)
+    assert out["obj"] == f"Holder({REDACTED})"
+
+
+def test_redactor_formats_leftover_exc_info() -> None:
+    key = _sentinel()
+    redact = RedactSecrets([key])
+    try:
+        raise ValueError(key)
+    except ValueError as exc:
+        out = redact(None, "error", {"event": "x", "exc_info": exc})
+    assert "exc_info" not in out
+    assert "ValueError" in out["exception"] and key not in out["exception"]
+
+
+def test_short_values_are_not_registered() -> None:
+    redact = RedactSecrets(["abc"])
+    assert redact.scrub_text("abc def") == "abc def"
+
+
+@given(
+    prefix=st.text(max_size=20),
+    suffix=st.text(max_size=20),
+    key=st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789-_", min_size=8, max_size=40),
+)
+def test_registered_secret_never_survives_scrubbing(prefix: str, suffix: str, key: str) -> None:
+    redact = RedactSecrets([key])
+    text = redact.scrub_text(prefix + key + suffix)
+    assert key not in text
+
+
+def test_register_secret_feeds_the_process_redactor() -> None:
+    key = _sentinel()
+    register_secret(key)
+    assert key not in logs._REDACTOR.scrub_text(f"plain text {key} here")
