@@ -574,7 +574,8 @@ class Link(BaseModel):
     :param raw: the link exactly as written (``[[Note|alias]]``, ``[t](a%20b.md)``).
     :param kind: ``wikilink`` or ``markdown``.
     :param target_text: the link target as written, decoded, without heading or block.
-    :param target: the resolved page id, or ``None`` when missing or an attachment.
+    :param target: the resolved page id; for ``attachment`` the attachment's store path (never a
+        page node); ``None`` when missing.
     :param line: 1-based line number in the body.
     """
 
