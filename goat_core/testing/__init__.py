@@ -1,1 +1,51 @@
-"""The shared provider conformance suite (``pip install goat-core[testing]``)."""
+"""The shared provider conformance suite (``pip install goat-core[testing]``).
+
+A provider distribution subclasses :class:`ProviderConformanceTests` in its own tests::
+
+    from goat_core.testing import ProviderConformanceTests
+
+    class TestJsonConformance(ProviderConformanceTests):
+        entry_point_name = provider_name = "jsonfile"
+
+        @pytest.fixture
+        def goat_provider_factory(self, tmp_path):
+            return spec_factory(SPEC, GoatHome.at(tmp_path))
+
+See ``docs/authors.md`` for the whole recipe. Importing this package registers assertion
+rewriting for the suite and imports nothing else; the suite itself loads on first use.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+pytest.register_assert_rewrite("goat_core.testing.conformance")
+
+if TYPE_CHECKING:
+    from goat_core.testing.conformance import (
+        ConformanceBase,
+        ProviderConformanceTests,
+        ProviderFactory,
+        StoreSet,
+        eventually,
+        spec_factory,
+    )
+
+__all__ = [
+    "ConformanceBase",
+    "ProviderConformanceTests",
+    "ProviderFactory",
+    "StoreSet",
+    "eventually",
+    "spec_factory",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name in __all__:
+        from goat_core.testing import conformance
+
+        return getattr(conformance, name)
+    raise AttributeError(f"module 'goat_core.testing' has no attribute {name!r}")

@@ -1,0 +1,451 @@
+"""The in-tree reference provider (tests only, never shipped) and its seeded-defect variants.
+
+``reference`` keeps each scope's notes in one JSON file under the GOAT home and declares
+every optional capability; it passes the whole conformance suite. ``reference_bank`` is a
+shared-bank, eventual-consistency, network-declaring variant whose writes are ``queued``.
+The defect variants each break one rule:
+
+- ``reference_leak``  a Pen's reads also return Global's notes;
+- ``reference_cap``   page lists stop at 20 items without a ``next_cursor``;
+- ``reference_drop``  texts over 1000 characters are dropped but reported ``stored``;
+- ``reference_dedup`` identical text is silently merged while declaring ``keep``.
+
+:func:`install_entry_points` writes a throwaway ``.dist-info`` so the real loader finds them.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+import unicodedata
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, ClassVar
+
+import anyio
+from pydantic import BaseModel, ConfigDict, Field
+
+from goat_core import hookimpl
+from goat_core.errors import Ambiguous, NotFound, TooLarge
+from goat_core.models import (
+    Capability,
+    Connections,
+    Consistency,
+    CredentialSpec,
+    Edge,
+    Health,
+    Link,
+    LinkMap,
+    LinkResolution,
+    MemoryWrite,
+    Page,
+    PageList,
+    PageSummary,
+    ProviderSpec,
+    RecallItem,
+    RecallResult,
+    Receipt,
+    ReceiptStatus,
+    Reflection,
+    Scope,
+    normalize_pen_id,
+)
+from goat_core.provider import ModelTool, Provider, ProviderContext
+
+WIKILINK = re.compile(r"\[\[([^\]|#]+)(?:#[^\]|]*)?(?:\|[^\]]*)?\]\]")
+WORD = re.compile(r"\w+")
+
+
+def _norm(text: str) -> str:
+    return unicodedata.normalize("NFC", text)
+
+
+def _words(text: str) -> set[str]:
+    return {w.casefold() for w in WORD.findall(_norm(text))}
+
+
+class ReferenceSettings(BaseModel):
+    """``root``: a folder for the JSON files (default: the scope's folder under the home)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    root: str | None = Field(default=None, description="folder holding the JSON store")
+
+
+class BankSettings(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    server: str = Field(pattern=r"^https?://[^/\s]+$", description="base server URL")
+    bank: str = Field(pattern=r"^[a-z0-9_-]{1,64}$", description="bank id")
+
+
+class ReferenceProvider(Provider):
+    """Notes in ``<root>/notes.json``: ``{"notes": [{id, title, text, kind, ...}]}``."""
+
+    spec: ClassVar[ProviderSpec]
+    list_cap: ClassVar[int | None] = None
+    drop_over: ClassVar[int | None] = None
+    dedup: ClassVar[bool] = False
+    leak_global: ClassVar[bool] = False
+
+    def __init__(self, context: ProviderContext) -> None:
+        super().__init__(context)
+        if context.scope.pen_id is not None:
+            normalize_pen_id(context.scope.pen_id)  # ScopeError for a forged scope
+        self.path = self._root(context.scope) / "notes.json"
+
+    def _root(self, scope: Scope) -> Path:
+        settings: Any = self.context.settings
+        if getattr(settings, "root", None):
+            base = Path(settings.root)
+            return base if scope.is_global else base / "pens" / str(scope.pen_id)
+        return self.context.home.default_store_dir(scope)
+
+    # -- storage ------------------------------------------------------------------------------
+    def _load(self, path: Path | None = None) -> list[dict[str, Any]]:
+        path = path or self.path
+        if not path.exists():
+            return []
+        return list(json.loads(path.read_text("utf-8"))["notes"])
+
+    def _save(self, notes: list[dict[str, Any]]) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"notes": notes}, ensure_ascii=False), "utf-8")
+        tmp.replace(self.path)
+
+    def _visible(self) -> list[dict[str, Any]]:
+        notes = [n for n in self._load() if n.get("visible_at", 0) <= time.time()]
+        if self.leak_global and not self.scope.is_global:
+            notes += self._load(self._root(Scope.global_()) / "notes.json")
+        return notes
+
+    def _receipt(self, note: dict[str, Any]) -> Receipt:
+        return Receipt(status=ReceiptStatus.STORED, id=note["id"], scope=self.scope.key)
+
+    # -- writes -------------------------------------------------------------------------------
+    async def _write(self, write: MemoryWrite) -> Receipt:
+        if len(write.text) > self.spec.max_input_chars:
+            raise TooLarge(
+                f"text is {len(write.text)} characters; {self.spec.name} accepts at most "
+                f"{self.spec.max_input_chars}"
+            )
+        text = _norm(write.text)
+        notes = self._load()
+        if self.dedup:
+            for note in notes:
+                if note["text"] == text:
+                    return self._receipt(note)
+        title = _norm(write.title) if write.title else text.strip().splitlines()[0][:60]
+        note = {
+            "id": f"n-{uuid.uuid4().hex[:12]}",
+            "title": title,
+            "text": text,
+            "kind": write.kind,
+            "on": write.on,
+            "source": write.source,
+            "tags": list(write.tags),
+        }
+        if self.drop_over is not None and len(text) > self.drop_over:
+            return self._receipt(note)  # the seeded defect: claims stored, writes nothing
+        notes.append(note)
+        self._save(notes)
+        return self._receipt(note)
+
+    async def remember(self, write: MemoryWrite) -> Receipt:
+        return await self._write(write)
+
+    async def feedback(self, write: MemoryWrite) -> Receipt:
+        return await self._write(write.model_copy(update={"kind": "feedback"}))
+
+    async def forget(self, ref: str) -> Receipt:
+        note = self._find(ref)
+        self._save([n for n in self._load() if n["id"] != note["id"]])
+        return Receipt(
+            status=ReceiptStatus.STORED, id=note["id"], scope=self.scope.key, removed=(note["id"],)
+        )
+
+    # -- reads --------------------------------------------------------------------------------
+    async def recall(self, query: str, *, limit: int = 10) -> RecallResult:
+        wanted = _words(query)
+        scored = []
+        for order, note in enumerate(self._visible()):
+            score = len(wanted & _words(note["title"] + " " + note["text"]))
+            if score:
+                scored.append((score, order, note))
+        scored.sort(key=lambda s: (-s[0], -s[1]))
+        items = tuple(
+            RecallItem(
+                id=n["id"],
+                title=n["title"],
+                score=float(score),
+                snippet=n["text"][:200],
+                text=n["text"],
+                source=self.label(),
+            )
+            for score, _, n in scored[:limit]
+        )
+        return RecallResult(scope=self.scope.key, items=items, complete=len(scored) <= limit)
+
+    async def reflect(self, query: str) -> Reflection:
+        result = await self.recall(query, limit=5)
+        text = " ".join(i.snippet for i in result.items) or "Nothing remembered about that."
+        return Reflection(scope=self.scope.key, text=text, based_on=result.items)
+
+    def _summaries(self) -> list[PageSummary]:
+        notes = sorted(self._visible(), key=lambda n: (n["title"].casefold(), n["id"]))
+        return [PageSummary(id=n["id"], title=n["title"]) for n in notes]
+
+    async def list_pages(self, *, limit: int = 50, cursor: str | None = None) -> PageList:
+        pages = self._summaries()
+        start = int(cursor[2:]) if cursor else 0
+        chunk = pages[start : start + limit]
+        if self.list_cap is not None:
+            chunk = chunk[: self.list_cap]  # the seeded defect: a silent cap
+        more = start + limit < len(pages)
+        return PageList(
+            items=tuple(chunk),
+            next_cursor=f"o:{start + limit}" if more else None,
+            complete=not more,
+        )
+
+    def _find(self, ref: str) -> dict[str, Any]:
+        notes = self._visible()
+        for note in notes:
+            if note["id"] == ref:
+                return note
+        by_title = [n for n in notes if n["title"].casefold() == _norm(ref).casefold()]
+        if len(by_title) > 1:
+            raise Ambiguous(
+                f"{len(by_title)} notes are titled {ref!r}", candidates=[n["id"] for n in by_title]
+            )
+        if not by_title:
+            raise NotFound(f"no note {ref!r} in {self.label()}")
+        return by_title[0]
+
+    async def get_page(self, ref: str) -> Page:
+        note = self._find(ref)
+        return Page(
+            id=note["id"],
+            title=note["title"],
+            body=note["text"],
+            provenance={"source": note["source"], "kind": note["kind"]},
+        )
+
+    def _links(self, note: dict[str, Any], notes: list[dict[str, Any]]) -> list[Link]:
+        by_title = {n["title"].casefold(): n["id"] for n in notes}
+        links = []
+        for lineno, line in enumerate(note["text"].splitlines(), start=1):
+            for m in WIKILINK.finditer(line):
+                target = by_title.get(m.group(1).strip().casefold())
+                links.append(
+                    Link(
+                        raw=m.group(0),
+                        kind="wikilink",
+                        target_text=m.group(1).strip(),
+                        target=target,
+                        line=lineno,
+                        resolution=LinkResolution.EXACT if target else LinkResolution.MISSING,
+                    )
+                )
+        return links
+
+    async def link_map(self) -> LinkMap:
+        notes = self._visible()
+        edges = [
+            Edge(source=n["id"], target=link.target, raw=link.raw, resolution=link.resolution)
+            for n in notes
+            for link in self._links(n, notes)
+        ]
+        return LinkMap(nodes=tuple(self._summaries()), edges=tuple(edges))
+
+    async def connections(self, ref: str) -> Connections:
+        note = self._find(ref)
+        link_map = await self.link_map()
+        notes = self._visible()
+        return Connections(
+            page=PageSummary(id=note["id"], title=note["title"]),
+            outgoing=tuple(self._links(note, notes)),
+            backlinks=tuple(e for e in link_map.edges if e.target == note["id"]),
+        )
+
+    async def reindex(self, progress: Callable[[int, int], None] | None = None) -> dict[str, int]:
+        notes = self._load()
+        if progress:
+            progress(len(notes), len(notes))
+        return {"indexed": len(notes)}
+
+    def model_tools(self) -> list[ModelTool]:
+        async def count(arguments: dict[str, Any]) -> dict[str, Any]:
+            return {"count": len(self._visible())}
+
+        return [
+            ModelTool(
+                name="count_notes",
+                description="Count the notes in this memory.",
+                input_schema={"type": "object", "properties": {}, "additionalProperties": False},
+                handler=count,
+                read_only=True,
+            )
+        ]
+
+    async def check(self) -> Health:
+        return Health.healthy(f"{len(self._load())} notes")
+
+
+class LeakProvider(ReferenceProvider):
+    leak_global = True
+
+
+class CapProvider(ReferenceProvider):
+    list_cap = 20
+
+
+class DropProvider(ReferenceProvider):
+    drop_over = 1000
+
+
+class DedupProvider(ReferenceProvider):
+    dedup = True
+
+
+class BankProvider(ReferenceProvider):
+    """One bank per binding whatever the scope; writes are queued and land after a delay."""
+
+    delay: ClassVar[float] = 0.2
+
+    # Not declared by this spec: back to the base class, which raises NotSupported.
+    feedback = Provider.feedback
+    link_map = Provider.link_map
+    connections = Provider.connections
+
+    def _root(self, scope: Scope) -> Path:
+        settings: Any = self.context.settings
+        return self.context.home.data_dir / "reference-bank" / settings.bank
+
+    def label(self) -> str:
+        settings: Any = self.context.settings
+        return f"shared bank `{settings.bank}` on `{settings.server}`"
+
+    async def _write(self, write: MemoryWrite) -> Receipt:
+        receipt = await super()._write(write)
+        notes = self._load()
+        for note in notes:
+            if note["id"] == receipt.id:
+                note["visible_at"] = time.time() + self.delay
+        self._save(notes)
+        return Receipt(
+            status=ReceiptStatus.QUEUED, operation_id=f"op-{receipt.id}", scope=self.scope.key
+        )
+
+    async def refresh(self, receipt: Receipt) -> Receipt:
+        if receipt.status is not ReceiptStatus.QUEUED or not receipt.operation_id:
+            return receipt
+        note_id = receipt.operation_id.removeprefix("op-")
+        if any(n["id"] == note_id for n in self._visible()):
+            return Receipt(
+                status=ReceiptStatus.STORED,
+                operation_id=receipt.operation_id,
+                id=note_id,
+                scope=receipt.scope,
+            )
+        return receipt
+
+    async def forget(self, ref: str) -> Receipt:
+        raise self._unsupported("forget", "forget")
+
+    async def check(self) -> Health:
+        settings: Any = self.context.settings
+        await anyio.sleep(0)
+        if "unreachable" in settings.server:
+            return Health.broken(f"cannot reach {settings.server}")
+        return Health.healthy(f"bank {settings.bank} reachable")
+
+
+ALL = frozenset(
+    {
+        Capability.PAGES,
+        Capability.MAP,
+        Capability.REFLECT,
+        Capability.FEEDBACK,
+        Capability.SCOPED_STORES,
+    }
+)
+
+
+def _spec(name: str, cls: type[ReferenceProvider], **kw: Any) -> ProviderSpec:
+    values: dict[str, Any] = {
+        "name": name,
+        "display_name": f"Reference ({name})",
+        "version": "0.0.0",
+        "capabilities": ALL,
+        "settings_model": ReferenceSettings,
+        "factory": cls,
+        "max_input_chars": 20_000,
+    }
+    values.update(kw)
+    spec = ProviderSpec(**values)
+    return spec
+
+
+class _Plugin:
+    def __init__(self, spec: ProviderSpec) -> None:
+        self.spec = spec
+
+    @hookimpl
+    def goat_register_providers(self) -> list[ProviderSpec]:
+        return [self.spec]
+
+
+def _make(name: str, cls: type[ReferenceProvider], **kw: Any) -> tuple[ProviderSpec, _Plugin]:
+    sub = type(cls.__name__, (cls,), {})
+    spec = _spec(name, sub, **kw)
+    sub.spec = spec
+    return spec, _Plugin(spec)
+
+
+SPEC, plugin = _make("reference", ReferenceProvider)
+LEAK_SPEC, leak_plugin = _make("reference_leak", LeakProvider)
+CAP_SPEC, cap_plugin = _make("reference_cap", CapProvider)
+DROP_SPEC, drop_plugin = _make("reference_drop", DropProvider)
+DEDUP_SPEC, dedup_plugin = _make("reference_dedup", DedupProvider)
+BANK_SPEC, bank_plugin = _make(
+    "reference_bank",
+    BankProvider,
+    capabilities=frozenset({Capability.PAGES, Capability.REFLECT, Capability.SHARED_BANK}),
+    consistency=Consistency.EVENTUAL,
+    settings_model=BankSettings,
+    network=True,
+    egress_urls=lambda s: [s.server],
+    duplicate_policy="keep",
+    credentials=(CredentialSpec(name="api_key", description="API key"),),
+)
+#: The reference provider under the embedded default's name, for host tests.
+MARKDOWN_SPEC, markdown_plugin = _make("markdown", ReferenceProvider)
+
+#: entry-point name -> module attribute, as ``install_entry_points`` registers them.
+ENTRY_POINTS = {
+    "reference": "plugin",
+    "reference_leak": "leak_plugin",
+    "reference_cap": "cap_plugin",
+    "reference_drop": "drop_plugin",
+    "reference_dedup": "dedup_plugin",
+    "reference_bank": "bank_plugin",
+}
+
+
+def install_entry_points(site: Path) -> Path:
+    """Write ``goat_reference_tests-0.0.0.dist-info`` under ``site`` (put ``site`` and this
+    file's folder on ``sys.path``) declaring :data:`ENTRY_POINTS` in ``goat_core.plugins``."""
+    dist = site / "goat_reference_tests-0.0.0.dist-info"
+    dist.mkdir(parents=True, exist_ok=True)
+    (dist / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: goat-reference-tests\nVersion: 0.0.0\n", "utf-8"
+    )
+    lines = ["[goat_core.plugins]"] + [
+        f"{name} = reference_provider:{attr}" for name, attr in ENTRY_POINTS.items()
+    ]
+    (dist / "entry_points.txt").write_text("\n".join(lines) + "\n", "utf-8")
+    return dist
