@@ -1,0 +1,938 @@
+"""Full-text search index for file-based stores (SQLite FTS5 from the standard library).
+
+One :class:`SearchIndex` is one SQLite file kept under the GOAT home (``GoatHome.index_path``),
+never inside the notes folder. It follows the files incrementally: :meth:`SearchIndex.sync`
+takes the store's current ``(path, mtime_ns, size)`` list, loads only what changed, and drops
+rows for files that are gone (a rename is a delete plus an add).
+
+Ranking is bm25 with separately weighted columns: ``title`` 10, ``meta`` (description, aliases,
+tags) 5, ``extra`` (other frontmatter values) 2 and ``body`` 1. Whole notes are indexed however
+long.
+
+Queries are user text, never FTS5 query syntax. The text is split into terms here (runs of
+letters, digits and combining marks, the characters SQLite's ``unicode61`` tokenizer keeps) and
+every term is quoted as an FTS5 string, so ``status: done``, ``retry OR``, ``a*``, ``"x"``,
+``-x``, ``a/b``, ``(x)`` and ``NEAR`` never raise and find the literal words. Semantics:
+notes containing **every** term are ranked first (AND); when fewer than ``limit`` notes contain
+them all, notes containing **any** term fill the rest (OR), ranked after them. A query with no
+terms (empty, whitespace or only punctuation) returns no hits. Only the first
+:data:`MAX_QUERY_TERMS` distinct terms of a query are used.
+
+Text folding: NFKC, case folding and diacritics removal (``unicode61 remove_diacritics 2``, so
+``cafe`` finds ``café``). Scripts written without spaces (Han, Hiragana, Katakana, Hangul,
+Bopomofo, Thai, Lao, Khmer, Myanmar) are split here into overlapping character pairs, both in
+notes and in queries, so a 2-character query such as ``接続`` or ``数据`` finds the notes that
+contain it inside a longer run (the default tokenizer would treat the run as one token and the
+trigram tokenizer finds nothing for 2 characters). A 1-character query matches as a prefix.
+
+Storage: the FTS5 table is contentless (only the inverted index); the original title, metadata
+and the zlib-compressed body are kept in a plain table for snippets, which are cut from the
+original text with every matched term wrapped in :data:`SNIPPET_OPEN` / :data:`SNIPPET_CLOSE`
+(``[`` and ``]``).
+
+Concurrency: several processes may use one index file. It runs in WAL mode with a busy timeout;
+a write waits at most ``busy_timeout_s`` for the lock and then raises
+:class:`~goat_core.errors.ProviderUnavailable` naming the index. Only SQLite's own corruption
+errors (``database disk image is malformed``, ``file is not a database``) are treated as
+corruption; the index is then rebuilt from scratch (it holds nothing that the files don't).
+A schema version change also rebuilds.
+
+Threading: a :class:`SearchIndex` owns a single connection and must be used from one thread at a
+time (the store's :class:`~goat_core.provider.StoreWorker`); it may be created on another thread.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import re
+import sqlite3
+import time
+import unicodedata
+import zlib
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from goat_core.errors import BadInput, ProviderUnavailable
+
+__all__ = [
+    "MAX_QUERY_TERMS",
+    "SCHEMA_VERSION",
+    "SNIPPET_CLOSE",
+    "SNIPPET_OPEN",
+    "FileStat",
+    "IndexStats",
+    "IndexedDoc",
+    "SearchHit",
+    "SearchIndex",
+    "SearchResults",
+    "SyncStats",
+    "fts_query",
+    "query_terms",
+]
+
+SCHEMA_VERSION = 1
+"""Bump when the tables, the tokenizer or the text preprocessing change: old indexes rebuild."""
+
+SNIPPET_OPEN = "["
+SNIPPET_CLOSE = "]"
+MAX_QUERY_TERMS = 64
+SNIPPET_WIDTH = 160
+"""Approximate snippet length in characters (before marks and ellipses)."""
+
+COLUMN_WEIGHTS = (10.0, 5.0, 2.0, 1.0)
+"""bm25 weights of the columns title, meta, extra, body."""
+
+_BATCH_DOCS = 256
+_BATCH_BYTES = 8 * 1024 * 1024
+_TOKENIZER = "unicode61 remove_diacritics 2 categories 'L* N* Co Mn Mc'"
+
+# Scripts written without spaces between words: indexed as overlapping character pairs.
+_CJK_CLASS = (
+    "\u0e00-\u0eff"  # Thai, Lao
+    "\u1000-\u109f"  # Myanmar
+    "\u1100-\u11ff"  # Hangul Jamo
+    "\u1780-\u17ff"  # Khmer
+    "\u2e80-\u2fdf"  # CJK radicals, Kangxi radicals
+    "\u3005-\u3007\u3021-\u3029\u3031-\u3035\u3038-\u303c"
+    "\u3040-\u30ff"  # Hiragana, Katakana
+    "\u3100-\u312f\u3130-\u318f\u31a0-\u31bf\u31f0-\u31ff"  # Bopomofo, Hangul compat, Katakana ext
+    "\u3400-\u4dbf\u4e00-\u9fff"  # Han
+    "\ua960-\ua97f\uac00-\ud7af\ud7b0-\ud7ff"  # Hangul
+    "\uf900-\ufaff"  # Han compatibility
+    "\uff66-\uff9f"  # halfwidth Katakana
+    "\U00020000-\U0003134f"  # Han extensions
+)
+_CJK_RUN = re.compile(f"[{_CJK_CLASS}]+")
+_TOKEN_CATEGORIES = frozenset({"Co", "Mn", "Mc"})
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class FileStat:
+    """One file of a store as the change scan saw it.
+
+    ``path``: store-relative POSIX path with its extension (``Folder/Note.md``);
+    ``mtime_ns``: ``os.stat().st_mtime_ns``; ``size``: bytes.
+    """
+
+    path: str
+    mtime_ns: int
+    size: int
+
+
+@dataclass(frozen=True)
+class IndexedDoc:
+    """What the index holds for one file. ``extra``: other frontmatter values as text."""
+
+    path: str
+    title: str
+    body: str
+    description: str = ""
+    aliases: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
+    extra: str = ""
+
+
+@dataclass(frozen=True)
+class SyncStats:
+    """Outcome of one :meth:`SearchIndex.sync`. ``skipped``: files the loader could not read
+    (their previous row, if any, is kept and retried at the next sync). ``seconds``: wall time."""
+
+    scanned: int
+    added: int
+    updated: int
+    removed: int
+    unchanged: int
+    seconds: float
+    skipped: int = 0
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    """One ranked note. ``score``: higher is better (negated bm25, comparable only within one
+    result list). ``snippet``: about :data:`SNIPPET_WIDTH` characters of the original text
+    around the best match, matched words wrapped in ``[`` and ``]``, ``…`` where cut; when only
+    the title matched, the start of the note."""
+
+    path: str
+    title: str
+    score: float
+    snippet: str
+
+
+@dataclass(frozen=True)
+class SearchResults:
+    """Ranked hits. ``total``: notes that matched (containing every term, or, when the
+    any-term fallback was used, any term). ``complete``: ``False`` when more matched than
+    returned or the index could not be searched (reasons in ``degraded``)."""
+
+    hits: list[SearchHit]
+    total: int
+    complete: bool
+    degraded: tuple[str, ...] = field(default=())
+
+
+@dataclass(frozen=True)
+class IndexStats:
+    """Size of an index: ``documents`` indexed, ``bytes`` on disk (database, WAL and shared
+    memory files)."""
+
+    path: str
+    documents: int
+    bytes: int
+    schema_version: int
+
+
+# --------------------------------------------------------------------------- text processing
+
+
+def _is_token_char(ch: str) -> bool:
+    """The characters ``unicode61`` (with our categories) keeps inside a token."""
+    cat = unicodedata.category(ch)
+    return cat[0] in "LN" or cat in _TOKEN_CATEGORIES
+
+
+def _pairs(run: str) -> str:
+    """``abcd`` -> ``ab bc cd d``: overlapping pairs plus the last character alone, so every
+    character starts a token (a 1-character prefix query then finds it)."""
+    if len(run) == 1:
+        return run
+    return " ".join([run[i : i + 2] for i in range(len(run) - 1)] + [run[-1]])
+
+
+def _valid_utf8(text: str) -> str:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "replace").decode("utf-8")
+    return text
+
+
+def _prepare(text: str) -> str:
+    """Text as it goes into the FTS5 index: NFKC, spaceless scripts split into pairs."""
+    if text.isascii():
+        return text
+    text = _valid_utf8(unicodedata.normalize("NFKC", text))
+    if _CJK_RUN.search(text) is None:
+        return text
+    return _CJK_RUN.sub(lambda m: f" {_pairs(m.group())} ", text)
+
+
+def _split_words(text: str) -> list[str]:
+    words: list[str] = []
+    cur: list[str] = []
+    for ch in text:
+        if _is_token_char(ch):
+            cur.append(ch)
+        elif cur:
+            words.append("".join(cur))
+            cur = []
+    if cur:
+        words.append("".join(cur))
+    return words
+
+
+def query_terms(query: str) -> list[str]:
+    """The terms of user text, in order, without duplicates (case-folded), at most
+    :data:`MAX_QUERY_TERMS`. A term is a run of letters, digits and marks; a run of a spaceless
+    script is one term of its own (``Python数据`` -> ``Python``, ``数据``)."""
+    text = _valid_utf8(unicodedata.normalize("NFKC", query))
+    terms: list[str] = []
+    seen: set[str] = set()
+    pos = 0
+    pieces: list[tuple[str, bool]] = []
+    for m in _CJK_RUN.finditer(text):
+        pieces.append((text[pos : m.start()], False))
+        pieces.append((m.group(), True))
+        pos = m.end()
+    pieces.append((text[pos:], False))
+    for piece, spaceless in pieces:
+        for word in [piece] if spaceless else _split_words(piece):
+            if spaceless and not any(_is_token_char(c) for c in word):
+                continue
+            key = word.casefold()
+            if word and key not in seen:
+                seen.add(key)
+                terms.append(word)
+    return terms[:MAX_QUERY_TERMS]
+
+
+def _quote(s: str) -> str:
+    return '"' + s.replace('"', '""') + '"'
+
+
+def _term_expr(term: str) -> str:
+    if _CJK_RUN.fullmatch(term):
+        if len(term) == 1:
+            return _quote(term) + "*"
+        return _quote(" ".join(term[i : i + 2] for i in range(len(term) - 1)))
+    return _quote(term)
+
+
+def fts_query(terms: list[str], mode: str = "AND") -> str:
+    """A safe FTS5 MATCH expression: every term quoted as a string, joined by ``AND``/``OR``."""
+    if mode not in ("AND", "OR"):
+        raise ValueError("mode must be AND or OR")
+    return f" {mode} ".join(_term_expr(t) for t in terms)
+
+
+_FOLD_CACHE: dict[str, str] = {}
+
+
+def _fold_char(ch: str) -> str:
+    got = _FOLD_CACHE.get(ch)
+    if got is None:
+        decomposed = unicodedata.normalize("NFKD", ch)
+        got = "".join(c for c in decomposed if not unicodedata.combining(c)).casefold()
+        if len(_FOLD_CACHE) < 65536:
+            _FOLD_CACHE[ch] = got
+    return got
+
+
+def _fold(text: str) -> tuple[str, list[int] | None]:
+    """Folded text for snippet matching and, unless it is the identity, a map from each
+    folded index to its original index (with one extra entry for the end)."""
+    if text.isascii():
+        return text.lower(), None
+    parts = [_fold_char(c) for c in text]
+    offsets: list[int] = []
+    for i, p in enumerate(parts):
+        offsets.extend([i] * len(p))
+    offsets.append(len(text))
+    return "".join(parts), offsets
+
+
+def _fold_term(term: str) -> str:
+    return "".join(_fold_char(c) for c in term)
+
+
+def _find_matches(folded: str, terms: list[str]) -> list[tuple[int, int, int]]:
+    """``(start, end, term index)`` of whole-word occurrences (substring for spaceless runs)."""
+    found: list[tuple[int, int, int]] = []
+    for ti, term in enumerate(terms):
+        ft = _fold_term(term)
+        if not ft:
+            continue
+        spaceless = _CJK_RUN.fullmatch(term) is not None
+        start = 0
+        count = 0
+        while count < 64:
+            i = folded.find(ft, start)
+            if i < 0:
+                break
+            end = i + len(ft)
+            start = i + 1
+            if not spaceless and (
+                (i > 0 and folded[i - 1].isalnum()) or (end < len(folded) and folded[end].isalnum())
+            ):
+                continue
+            found.append((i, end, ti))
+            count += 1
+    found.sort()
+    return found
+
+
+def _snippet(text: str, terms: list[str], width: int = SNIPPET_WIDTH) -> str | None:
+    """The window of ``text`` holding the most distinct terms, terms marked; ``None`` if none."""
+    if not text or not terms:
+        return None
+    folded, offsets = _fold(text)
+    matches = _find_matches(folded, terms)
+    if not matches:
+        return None
+
+    def orig(i: int) -> int:
+        return i if offsets is None else offsets[min(i, len(offsets) - 1)]
+
+    best_i, best_score = 0, -1
+    for i, (s, _e, _t) in enumerate(matches):
+        distinct = {t for (s2, _e2, t) in matches[i:] if s2 < s + width * 3 // 4}
+        if len(distinct) > best_score:
+            best_i, best_score = i, len(distinct)
+    first = orig(matches[best_i][0])
+    lo = max(0, first - width // 4)
+    hi = min(len(text), lo + width)
+    # widen to word boundaries
+    while lo > 0 and not text[lo - 1].isspace() and first - lo < width // 2:
+        lo -= 1
+    while hi < len(text) and not text[hi].isspace() and hi - lo < width * 3 // 2:
+        hi += 1
+    out: list[str] = ["…" if lo > 0 else ""]
+    pos = lo
+    for s, e, _t in matches:
+        os_, oe = orig(s), orig(e)
+        if os_ < pos or oe > hi:
+            continue
+        out.append(text[pos:os_])
+        out.append(SNIPPET_OPEN + text[os_:oe] + SNIPPET_CLOSE)
+        pos = oe
+    out.append(text[pos:hi])
+    out.append("…" if hi < len(text) else "")
+    return " ".join("".join(out).split())
+
+
+def _head(text: str, width: int = SNIPPET_WIDTH) -> str:
+    flat = " ".join(text[: width * 3].split())
+    if len(flat) <= width:
+        return flat
+    cut = flat.rfind(" ", 0, width)
+    return flat[: cut if cut > width // 2 else width] + "…"
+
+
+def _meta_text(doc: IndexedDoc) -> str:
+    return "\n".join([doc.description, " ".join(doc.aliases), " ".join(doc.tags)])
+
+
+# --------------------------------------------------------------------------- the index
+
+
+_SCHEMA = [
+    "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    "CREATE TABLE docs(id INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE,"
+    " mtime_ns INTEGER NOT NULL, size INTEGER NOT NULL, title TEXT NOT NULL,"
+    " meta TEXT NOT NULL, extra TEXT NOT NULL, body BLOB NOT NULL)",
+    # covering index: the change scan reads (path, mtime_ns, size) without touching bodies
+    "CREATE INDEX docs_stat ON docs(path, mtime_ns, size)",
+    f"CREATE VIRTUAL TABLE fts USING fts5(title, meta, extra, body, content='',"
+    f' tokenize="{_TOKENIZER}")',
+]
+
+
+def _is_corrupt(exc: BaseException) -> bool:
+    """Only SQLite's own corruption verdicts count; busy, locked or I/O errors never do."""
+    if not isinstance(exc, sqlite3.DatabaseError):
+        return False
+    msg = str(exc).lower()
+    return "malformed" in msg or "not a database" in msg
+
+
+def _is_busy(exc: BaseException) -> bool:
+    if not isinstance(exc, sqlite3.OperationalError):
+        return False
+    msg = str(exc).lower()
+    return "locked" in msg or "busy" in msg
+
+
+@dataclass
+class _Pending:
+    stat: FileStat
+    doc: IndexedDoc | None
+
+
+class SearchIndex:
+    """A full-text index in one SQLite file (created with its folder if missing).
+
+    :param db_path: the index file, e.g. ``GoatHome.index_path(root)``.
+    :param busy_timeout_s: how long any operation waits for another process's lock before
+        raising :class:`~goat_core.errors.ProviderUnavailable` (seconds).
+    :raises ProviderUnavailable: the file cannot be opened or stays locked past the timeout.
+    """
+
+    def __init__(self, db_path: Path, *, busy_timeout_s: float = 5.0) -> None:
+        if busy_timeout_s <= 0:
+            raise BadInput("busy_timeout_s must be positive (seconds to wait for a lock)")
+        self.db_path = Path(db_path)
+        self.busy_timeout_s = float(busy_timeout_s)
+        self.rebuilt = False
+        """``True`` once this object rebuilt the index (corrupt or older schema): sync again."""
+        self._conn: sqlite3.Connection | None = None
+        try:
+            self._guarded(self._open)
+        except sqlite3.DatabaseError as exc:
+            if not _is_corrupt(exc):
+                raise
+            self._rebuild_file()
+
+    # ---------------------------------------------------------------- connection handling
+
+    def _open(self) -> None:
+        try:
+            self.db_path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ProviderUnavailable(
+                f"search index {self.db_path}: cannot create its folder ({exc.strerror})"
+            ) from exc
+        conn = sqlite3.connect(
+            str(self.db_path),
+            timeout=self.busy_timeout_s,
+            isolation_level=None,
+            check_same_thread=False,
+        )
+        self._conn = conn
+        try:
+            if conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] == 0:
+                # only takes effect on a new, empty file: free pages can be given back
+                conn.execute("PRAGMA auto_vacuum=INCREMENTAL")
+            conn.execute("PRAGMA journal_mode=WAL").fetchone()
+            conn.execute("PRAGMA synchronous=NORMAL")
+            self._ensure_schema()
+        except BaseException:
+            self._conn = None
+            conn.close()
+            raise
+
+    @property
+    def _db(self) -> sqlite3.Connection:
+        if self._conn is None:
+            raise ProviderUnavailable(f"search index {self.db_path} is closed")
+        return self._conn
+
+    def _ensure_schema(self) -> None:
+        db = self._db
+        row = db.execute(
+            "SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'"
+        ).fetchone()
+        if row is not None:
+            got = db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+            if got is not None and got[0] == str(SCHEMA_VERSION):
+                return
+        with self._write() as db:
+            have = db.execute(
+                "SELECT name FROM sqlite_master WHERE type='table' AND name='meta'"
+            ).fetchone()
+            version = None
+            if have:
+                row = db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+                version = row[0] if row else None
+            if version == str(SCHEMA_VERSION):
+                return
+            if have is not None or version is not None:
+                self.rebuilt = True
+            self._drop_all(db)
+            for stmt in _SCHEMA:
+                db.execute(stmt)
+            db.execute(
+                "INSERT INTO meta(key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
+            )
+
+    @staticmethod
+    def _drop_all(db: sqlite3.Connection) -> None:
+        names = db.execute(
+            "SELECT type, name FROM sqlite_master WHERE type IN ('table', 'view')"
+            " AND name NOT LIKE 'sqlite_%' AND name NOT LIKE 'fts_%'"
+        ).fetchall()
+        for kind, name in names:
+            db.execute(f'DROP {kind.upper()} IF EXISTS "{name}"')
+
+    @contextlib.contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction (``BEGIN IMMEDIATE``: takes the lock up front, waits the busy
+        timeout for it)."""
+        db = self._db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            yield db
+        except BaseException:
+            if db.in_transaction:
+                db.rollback()
+            raise
+        db.execute("COMMIT")
+
+    @contextlib.contextmanager
+    def _read(self) -> Iterator[sqlite3.Connection]:
+        """One read transaction: a consistent snapshot (WAL readers never wait for writers)."""
+        db = self._db
+        db.execute("BEGIN")
+        try:
+            yield db
+        finally:
+            if db.in_transaction:
+                db.rollback()
+
+    def _guarded(self, fn: Callable[[], T]) -> T:
+        """Run ``fn``; retry while the database is busy, up to the timeout; map errors."""
+        deadline = time.monotonic() + self.busy_timeout_s
+        while True:
+            try:
+                return fn()
+            except sqlite3.Error as exc:
+                if _is_busy(exc):
+                    if time.monotonic() < deadline:
+                        time.sleep(0.02)
+                        continue
+                    raise ProviderUnavailable(
+                        f"search index {self.db_path} is busy: another process held its lock"
+                        f" longer than the busy timeout ({self.busy_timeout_s:g} s)"
+                    ) from exc
+                if _is_corrupt(exc):
+                    raise
+                raise ProviderUnavailable(f"search index {self.db_path}: {exc}") from exc
+
+    def _run(self, fn: Callable[[], T]) -> T:
+        """Like :meth:`_guarded`, but a corrupt index is rebuilt and ``fn`` tried once more."""
+        try:
+            return self._guarded(fn)
+        except sqlite3.DatabaseError as exc:
+            if not _is_corrupt(exc):
+                raise
+            self._rebuild_file()
+            try:
+                return self._guarded(fn)
+            except sqlite3.DatabaseError as exc2:
+                raise ProviderUnavailable(
+                    f"search index {self.db_path} is still corrupt after a rebuild: {exc2}"
+                ) from exc2
+
+    def _rebuild_file(self) -> None:
+        """Delete the index files and start empty (the index holds nothing the files don't)."""
+        if self._conn is not None:
+            with contextlib.suppress(sqlite3.Error):
+                self._conn.close()
+            self._conn = None
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(f"{self.db_path}{suffix}")
+        self.rebuilt = True
+        self._guarded(self._open)
+
+    # ---------------------------------------------------------------- writing
+
+    def _delete_row(self, db: sqlite3.Connection, row: tuple[Any, ...]) -> None:
+        """Remove one ``docs`` row ``(id, title, meta, extra, body)`` and its FTS5 entries (a
+        contentless table needs the indexed values back, rebuilt from the stored originals)."""
+        rid, title, meta, extra, blob = row
+        body = zlib.decompress(blob).decode("utf-8", "surrogatepass")
+        db.execute(
+            "INSERT INTO fts(fts, rowid, title, meta, extra, body)"
+            " VALUES ('delete', ?, ?, ?, ?, ?)",
+            (rid, _prepare(title), _prepare(meta), _prepare(extra), _prepare(body)),
+        )
+        db.execute("DELETE FROM docs WHERE id = ?", (rid,))
+
+    def _insert(self, db: sqlite3.Connection, doc: IndexedDoc, stat: FileStat) -> None:
+        title = _valid_utf8(doc.title)
+        meta = _valid_utf8(_meta_text(doc))
+        extra = _valid_utf8(doc.extra)
+        blob = zlib.compress(doc.body.encode("utf-8", "surrogatepass"), 6)
+        cur = db.execute(
+            "INSERT INTO docs(path, mtime_ns, size, title, meta, extra, body)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (stat.path, stat.mtime_ns, stat.size, title, meta, extra, blob),
+        )
+        db.execute(
+            "INSERT INTO fts(rowid, title, meta, extra, body) VALUES (?, ?, ?, ?, ?)",
+            (cur.lastrowid, _prepare(title), _prepare(meta), _prepare(extra), _prepare(doc.body)),
+        )
+
+    _ROW = "SELECT id, title, meta, extra, body FROM docs WHERE path = ?"
+
+    def _apply(self, batch: list[_Pending], removals: list[str]) -> tuple[int, int, int, int]:
+        """Apply one batch in one transaction; returns (added, updated, removed, unchanged).
+        Rows are re-read under the lock, so another process's concurrent sync is respected."""
+        added = updated = removed = unchanged = 0
+        with self._write() as db:
+            for path in removals:
+                row = db.execute(self._ROW, (path,)).fetchone()
+                if row is not None:
+                    self._delete_row(db, row)
+                    removed += 1
+            for item in batch:
+                if item.doc is None:
+                    continue
+                st = item.stat
+                cur = db.execute(
+                    "SELECT mtime_ns, size FROM docs WHERE path = ?", (st.path,)
+                ).fetchone()
+                if cur is not None and (cur[0], cur[1]) == (st.mtime_ns, st.size):
+                    unchanged += 1  # another process indexed this version meanwhile
+                    continue
+                if cur is not None:
+                    row = db.execute(self._ROW, (st.path,)).fetchone()
+                    self._delete_row(db, row)
+                    updated += 1
+                else:
+                    added += 1
+                self._insert(db, item.doc, st)
+        return added, updated, removed, unchanged
+
+    def sync(
+        self,
+        files: Iterable[FileStat],
+        load: Callable[[str], IndexedDoc | None],
+        *,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> SyncStats:
+        """Bring the index in line with ``files`` (every file of the store, once).
+
+        A file whose ``(mtime_ns, size)`` equals the stored one is not loaded. Changed and new
+        files are passed to ``load(path)``; ``None`` means unreadable: counted in ``skipped``,
+        any older row kept. Rows of paths not in ``files`` are removed. Work is committed in
+        batches (one transaction each, at most 256 files); the lock is only held while a
+        batch is written, not while files are read.
+
+        :param progress: called as ``progress(done, total)`` with counts of changed files.
+        :raises ProviderUnavailable: the index stayed locked past the busy timeout.
+        """
+        started = time.monotonic()
+        stored: dict[str, tuple[int, int]] = self._run(self._stored_stats)
+        scanned = unchanged = skipped = 0
+        changed: list[FileStat] = []
+        pop = stored.pop
+        for st in files:
+            scanned += 1
+            # a path listed twice is popped once; its second entry is re-checked under the lock
+            if pop(st.path, None) == (st.mtime_ns, st.size):
+                unchanged += 1
+            else:
+                try:
+                    st.path.encode("utf-8")
+                except UnicodeEncodeError:
+                    skipped += 1
+                    continue
+                changed.append(st)
+        gone = list(stored)  # stored paths no longer among the files
+        del stored
+        total = len(changed) + len(gone)
+        done = 0
+        added = updated = removed = 0
+        if progress is not None:
+            progress(0, total)
+        if gone:
+            for i in range(0, len(gone), _BATCH_DOCS * 4):
+                part = gone[i : i + _BATCH_DOCS * 4]
+                r = self._run(functools.partial(self._apply, [], part))[2]
+                removed += r
+                done += len(part)
+                if progress is not None:
+                    progress(done, total)
+        batch: list[_Pending] = []
+        batch_bytes = 0
+
+        def flush() -> None:
+            nonlocal added, updated, unchanged, done, batch, batch_bytes
+            if not batch:
+                return
+            todo = batch
+            a, u, _r, n = self._run(lambda: self._apply(todo, []))
+            added += a
+            updated += u
+            unchanged += n
+            done += len(todo)
+            batch, batch_bytes = [], 0
+            if progress is not None:
+                progress(done, total)
+
+        for st in changed:
+            doc = load(st.path)
+            if doc is None:
+                skipped += 1
+                done += 1
+                continue
+            batch.append(_Pending(st, doc))
+            batch_bytes += len(doc.body)
+            if len(batch) >= _BATCH_DOCS or batch_bytes >= _BATCH_BYTES:
+                flush()
+        flush()
+        if added or updated or removed:
+            self._run(self._release_free_pages)
+        return SyncStats(
+            scanned=scanned,
+            added=added,
+            updated=updated,
+            removed=removed,
+            unchanged=unchanged,
+            seconds=time.monotonic() - started,
+            skipped=skipped,
+        )
+
+    def _release_free_pages(self) -> None:
+        """Give free pages back to the file system when they are over a tenth of the file
+        (FTS5 segment merges leave them behind after large syncs)."""
+        db = self._db
+        pages = db.execute("PRAGMA page_count").fetchone()[0]
+        free = db.execute("PRAGMA freelist_count").fetchone()[0]
+        if pages and free * 10 > pages:
+            # executescript steps the pragma to completion (execute() frees only one page)
+            db.executescript("PRAGMA incremental_vacuum;")
+
+    def _stored_stats(self) -> dict[str, tuple[int, int]]:
+        with self._read() as db:
+            return {p: (m, s) for p, m, s in db.execute("SELECT path, mtime_ns, size FROM docs")}
+
+    def update_one(self, doc: IndexedDoc, stat: FileStat) -> None:
+        """Index one file the provider just wrote (replacing its row). ``doc.path`` must equal
+        ``stat.path``.
+
+        :raises BadInput: the two paths differ.
+        """
+        if doc.path != stat.path:
+            raise BadInput(
+                f"update_one: doc.path {doc.path!r} differs from stat.path {stat.path!r}"
+            )
+
+        def go() -> None:
+            with self._write() as db:
+                row = db.execute(self._ROW, (stat.path,)).fetchone()
+                if row is not None:
+                    self._delete_row(db, row)
+                self._insert(db, doc, stat)
+
+        self._run(go)
+
+    def remove(self, path: str) -> bool:
+        """Drop the row of ``path`` (store-relative). Returns whether there was one."""
+
+        def go() -> bool:
+            with self._write() as db:
+                row = db.execute(self._ROW, (path,)).fetchone()
+                if row is None:
+                    return False
+                self._delete_row(db, row)
+                return True
+
+        return self._run(go)
+
+    def rebuild(self) -> None:
+        """Empty the index (the next :meth:`sync` indexes every file again)."""
+
+        def go() -> None:
+            with self._write() as db:
+                self._drop_all(db)
+                for stmt in _SCHEMA:
+                    db.execute(stmt)
+                db.execute(
+                    "INSERT INTO meta(key, value) VALUES ('schema_version', ?)",
+                    (str(SCHEMA_VERSION),),
+                )
+
+        self._run(go)
+        self.rebuilt = True
+
+    # ---------------------------------------------------------------- reading
+
+    def search(self, query: str, *, limit: int = 10) -> SearchResults:
+        """Ranked notes for user text ``query`` (see the module docs for the semantics).
+
+        :param limit: most hits returned, at least 1.
+        :raises BadInput: ``limit`` below 1.
+        :raises ProviderUnavailable: the index could not be read within the busy timeout.
+        """
+        if limit < 1:
+            raise BadInput(f"search limit must be at least 1, got {limit}")
+        terms = query_terms(query)
+        if not terms:
+            return SearchResults(hits=[], total=0, complete=True)
+        try:
+            return self._guarded(lambda: self._search(terms, limit))
+        except sqlite3.DatabaseError as exc:
+            if not _is_corrupt(exc):
+                raise
+            self._rebuild_file()
+            return SearchResults(
+                hits=[],
+                total=0,
+                complete=False,
+                degraded=(f"search index {self.db_path} was corrupt and has been rebuilt",),
+            )
+
+    def _search(self, terms: list[str], limit: int) -> SearchResults:
+        w = ", ".join(str(x) for x in COLUMN_WEIGHTS)
+        rank_sql = (
+            f"SELECT rowid, bm25(fts, {w}) AS r FROM fts WHERE fts MATCH ? ORDER BY r LIMIT ?"
+        )
+        count_sql = "SELECT count(*) FROM fts WHERE fts MATCH ?"
+        with self._read() as db:
+            q_and = fts_query(terms, "AND")
+            ranked: list[tuple[int, float]] = [
+                (rid, -r) for rid, r in db.execute(rank_sql, (q_and, limit))
+            ]
+            if len(ranked) < limit:
+                total = len(ranked)
+            else:
+                total = db.execute(count_sql, (q_and,)).fetchone()[0]
+            if len(ranked) < limit and len(terms) > 1:
+                q_or = fts_query(terms, "OR")
+                have = {rid for rid, _ in ranked}
+                floor = ranked[-1][1] if ranked else None
+                for rid, r in db.execute(rank_sql, (q_or, limit + len(ranked))):
+                    if rid in have:
+                        continue
+                    score = -r if floor is None else min(-r, floor)
+                    floor = score
+                    ranked.append((rid, score))
+                    if len(ranked) >= limit:
+                        break
+                total = db.execute(count_sql, (q_or,)).fetchone()[0]
+            hits: list[SearchHit] = []
+            for rid, score in ranked:
+                row = db.execute(
+                    "SELECT path, title, meta, extra, body FROM docs WHERE id = ?", (rid,)
+                ).fetchone()
+                if row is None:
+                    continue
+                path, title, meta, extra, blob = row
+                body = zlib.decompress(blob).decode("utf-8", "surrogatepass")
+                snippet = (
+                    _snippet(body, terms)
+                    or _snippet(meta, terms)
+                    or _snippet(extra, terms)
+                    or _head(body or meta or title)
+                )
+                hits.append(SearchHit(path=path, title=title, score=score, snippet=snippet))
+        return SearchResults(hits=hits, total=total, complete=total <= len(hits))
+
+    def stats(self) -> IndexStats:
+        """Documents indexed and bytes on disk."""
+
+        def go() -> int:
+            with self._read() as db:
+                return int(db.execute("SELECT count(*) FROM docs").fetchone()[0])
+
+        docs = self._run(go)
+        size = 0
+        for suffix in ("", "-wal", "-shm"):
+            with contextlib.suppress(OSError):
+                size += os.stat(f"{self.db_path}{suffix}").st_size
+        return IndexStats(
+            path=str(self.db_path), documents=docs, bytes=size, schema_version=SCHEMA_VERSION
+        )
+
+    def verify(self) -> list[str]:
+        """Check the index; returns the problems found (empty: healthy). Runs SQLite's
+        ``quick_check``, FTS5's ``integrity-check`` and compares row counts, all in one write
+        transaction so a concurrent writer can never make a healthy index look inconsistent.
+        Does not repair: call :meth:`rebuild` (then :meth:`sync`) for that.
+
+        :raises ProviderUnavailable: the index stayed locked past the busy timeout.
+        """
+
+        def go() -> list[str]:
+            problems: list[str] = []
+            with self._write() as db:
+                for (line,) in db.execute("PRAGMA quick_check"):
+                    if line != "ok":
+                        problems.append(f"quick_check: {line}")
+                db.execute("INSERT INTO fts(fts) VALUES ('integrity-check')")
+                docs = db.execute("SELECT count(*) FROM docs").fetchone()[0]
+                sized = db.execute("SELECT count(*) FROM fts_docsize").fetchone()[0]
+                if docs != sized:
+                    problems.append(f"{docs} documents but {sized} full-text entries")
+            return problems
+
+        try:
+            return self._guarded(go)
+        except sqlite3.DatabaseError as exc:
+            if not _is_corrupt(exc):
+                raise
+            return [f"search index {self.db_path} is corrupt: {exc}"]
+
+    def close(self) -> None:
+        """Close the connection (idempotent)."""
+        if self._conn is not None:
+            with contextlib.suppress(sqlite3.Error):
+                self._conn.close()
+            self._conn = None
+
+    def __enter__(self) -> SearchIndex:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"SearchIndex({str(self.db_path)!r})"

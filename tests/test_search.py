@@ -1,0 +1,499 @@
+"""The full-text search index (goat_core.search) on real files in temporary folders."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import sqlite3
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from goat_core.errors import BadInput, ProviderUnavailable
+from goat_core.search import (
+    SNIPPET_CLOSE,
+    SNIPPET_OPEN,
+    FileStat,
+    IndexedDoc,
+    SearchIndex,
+    fts_query,
+    query_terms,
+)
+
+# --------------------------------------------------------------------------- a tiny store
+
+
+def _split_frontmatter(text: str) -> tuple[dict[str, object], str]:
+    import yaml
+
+    if text.startswith("---\n"):
+        end = text.find("\n---\n", 4)
+        if end >= 0:
+            data = yaml.safe_load(text[4:end]) or {}
+            if isinstance(data, dict):
+                return data, text[end + 5 :]
+    return {}, text
+
+
+def scan(root: Path) -> list[FileStat]:
+    out = []
+    for p in sorted(root.rglob("*.md")):
+        st_ = p.stat()
+        out.append(FileStat(p.relative_to(root).as_posix(), st_.st_mtime_ns, st_.st_size))
+    return out
+
+
+def loader(root: Path):  # type: ignore[no-untyped-def]
+    def load(rel: str) -> IndexedDoc | None:
+        try:
+            text = (root / rel).read_text(encoding="utf-8")
+        except OSError:
+            return None
+        fm, body = _split_frontmatter(text)
+        as_tuple = lambda v: tuple(str(x) for x in v) if isinstance(v, list) else ()  # noqa: E731
+        return IndexedDoc(
+            path=rel,
+            title=str(fm.get("title") or Path(rel).stem),
+            body=body,
+            description=str(fm.get("description") or ""),
+            aliases=as_tuple(fm.get("aliases")),
+            tags=as_tuple(fm.get("tags")),
+        )
+
+    return load
+
+
+def write(root: Path, rel: str, text: str) -> Path:
+    p = root / rel
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(text, encoding="utf-8")
+    return p
+
+
+def bump_mtime(p: Path) -> None:
+    st_ = p.stat()
+    os.utime(p, ns=(st_.st_atime_ns, st_.st_mtime_ns + 1_000_000_000))
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Path:
+    root = tmp_path / "vault"
+    write(root, "Syntax.md", "Tasks with status: done are archived. Always retry OR give up.\n")
+    write(root, "Globs.md", "Use a* to match, keep the -x flag, see a/b and (paren) too.\n")
+    write(root, "Quotes.md", 'He said "quoted" words NEAR the door.\n')
+    write(root, "Cafe.md", "---\ntitle: Meeting place\n---\nWe met at the café near the station.\n")
+    write(root, "zh/数据.md", "这是一个关于数据库设计的笔记，数据很重要。\n")  # noqa: RUF001
+    write(root, "ja/接続.md", "データベースへの接続方法を説明します。\n")
+    write(root, "ja/kana.md", "きょうはとてもいいてんきですね。\n")
+    write(root, "th/ภาษา.md", "บันทึกนี้เกี่ยวกับภาษาไทยและการเขียน\n")
+    write(root, "hi.md", "यह किताब पढ़ना अच्छा है\n")
+    for i in range(6):
+        write(root, f"filler/{i}.md", f"Plain filler note number {i} about gardening and tools.\n")
+    return root
+
+
+@pytest.fixture
+def index(tmp_path: Path, store: Path):  # type: ignore[no-untyped-def]
+    ix = SearchIndex(tmp_path / "home" / "index" / "search.sqlite")
+    ix.sync(scan(store), loader(store))
+    yield ix
+    ix.close()
+
+
+def paths(ix: SearchIndex, q: str) -> list[str]:
+    return [h.path for h in ix.search(q).hits]
+
+
+# --------------------------------------------------------------------------- queries
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("status: done", "Syntax.md"),
+        ("retry OR", "Syntax.md"),
+        ("a*", "Globs.md"),
+        ('"quoted"', "Quotes.md"),
+        ("-x", "Globs.md"),
+        ("a/b", "Globs.md"),
+        ("(paren)", "Globs.md"),
+        ("NEAR", "Quotes.md"),
+        ("NEAR(", "Quotes.md"),
+        ("give AND up", "Syntax.md"),
+        ("NOT retry", "Syntax.md"),
+        ("title:status", "Syntax.md"),
+        ("^retry", "Syntax.md"),
+        ("{retry}", "Syntax.md"),
+        ("retry +", "Syntax.md"),
+    ],
+)
+def test_query_syntax_characters_find_the_literal(index: SearchIndex, query: str, expected: str):
+    res = index.search(query)
+    assert res.hits, query
+    assert res.hits[0].path == expected
+
+
+def test_operator_words_are_plain_words(index: SearchIndex):
+    # "OR" is a term like any other: only the note containing both words matches both.
+    res = index.search("retry OR")
+    assert [h.path for h in res.hits] == ["Syntax.md"]
+    assert SNIPPET_OPEN + "OR" + SNIPPET_CLOSE in res.hits[0].snippet
+
+
+@pytest.mark.parametrize("query", ["", "   ", "\n\t", "---", '"" ()', "*", ":", "-", "/", "?!."])
+def test_queries_without_terms_return_nothing(index: SearchIndex, query: str):
+    res = index.search(query)
+    assert res.hits == [] and res.total == 0 and res.complete
+
+
+def test_limit_below_one_is_bad_input(index: SearchIndex):
+    with pytest.raises(BadInput, match="at least 1"):
+        index.search("retry", limit=0)
+
+
+def test_query_terms_and_expression():
+    assert query_terms('status: done "x" Python数据') == ["status", "done", "x", "Python", "数据"]
+    assert fts_query(['a"b', "数据库", "据"], "OR") == '"a""b" OR "数据 据库" OR "据"*'
+
+
+@settings(
+    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(st.text(max_size=80))
+def test_search_of_any_text_never_raises(index: SearchIndex, query: str):
+    res = index.search(query, limit=3)
+    assert res.total >= len(res.hits)
+
+
+@settings(
+    max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(st.text(alphabet=st.characters(categories=("L", "N")), min_size=1, max_size=12))
+def test_any_indexed_word_is_found(tmp_path: Path, word: str):
+    db = tmp_path / "prop.sqlite"
+    with SearchIndex(db) as ix:
+        ix.update_one(IndexedDoc("w.md", "w", f"before {word} after"), FileStat("w.md", 1, 1))
+        assert [h.path for h in ix.search(word).hits] == ["w.md"]
+        ix.remove("w.md")
+
+
+# --------------------------------------------------------------------------- languages
+
+
+def test_diacritics_are_folded(index: SearchIndex):
+    assert paths(index, "cafe") == ["Cafe.md"]
+    assert paths(index, "CAFÉ") == ["Cafe.md"]
+    assert SNIPPET_OPEN + "café" + SNIPPET_CLOSE in index.search("cafe").hits[0].snippet
+
+
+def test_decomposed_accents_are_folded(tmp_path: Path):
+    with SearchIndex(tmp_path / "i.sqlite") as ix:
+        ix.update_one(IndexedDoc("n.md", "n", "cafe\u0301 au lait"), FileStat("n.md", 1, 1))
+        assert [h.path for h in ix.search("café").hits] == ["n.md"]
+        assert [h.path for h in ix.search("cafe").hits] == ["n.md"]
+
+
+@pytest.mark.parametrize(
+    ("query", "expected", "shown"),
+    [
+        ("接続", "ja/接続.md", "接続"),
+        ("数据", "zh/数据.md", "数据"),
+        ("数据库", "zh/数据.md", "数据库"),
+        ("库", "zh/数据.md", "库"),
+        ("データ", "ja/接続.md", "データ"),
+        ("てんき", "ja/kana.md", "てんき"),
+        ("ภาษา", "th/ภาษา.md", "ภาษา"),
+        ("किताब", "hi.md", "किताब"),
+    ],
+)
+def test_spaceless_scripts_find_short_words(
+    index: SearchIndex, query: str, expected: str, shown: str
+):
+    res = index.search(query)
+    assert [h.path for h in res.hits] == [expected]
+    assert SNIPPET_OPEN + shown + SNIPPET_CLOSE in res.hits[0].snippet
+
+
+def test_cjk_pair_not_in_text_is_not_found(index: SearchIndex):
+    assert paths(index, "据数") == []  # both characters present, never adjacent in this order
+
+
+# --------------------------------------------------------------------------- ranking, snippets
+
+
+def test_title_match_outranks_body_only_match(tmp_path: Path):
+    root = tmp_path / "v"
+    write(root, "a.md", "---\ntitle: Notes\n---\n" + "Kubernetes is mentioned here once.\n")
+    write(root, "b.md", "---\ntitle: Kubernetes\n---\nA note about clusters.\n")
+    write(root, "c.md", "---\ntitle: Other\ndescription: Kubernetes cheat sheet\n---\nStuff.\n")
+    with SearchIndex(tmp_path / "i.sqlite") as ix:
+        ix.sync(scan(root), loader(root))
+        hits = ix.search("kubernetes").hits
+        assert [h.path for h in hits] == ["b.md", "c.md", "a.md"]
+        assert hits[0].score > hits[1].score > hits[2].score
+
+
+def test_all_terms_rank_before_some_terms(tmp_path: Path):
+    root = tmp_path / "v"
+    write(root, "one.md", "apple apple apple apple banana words\n")
+    write(root, "both.md", "apple cherry and more words\n")
+    with SearchIndex(tmp_path / "i.sqlite") as ix:
+        ix.sync(scan(root), loader(root))
+        res = ix.search("apple cherry")
+        assert [h.path for h in res.hits] == ["both.md", "one.md"]
+        assert res.total == 2 and res.complete
+        assert res.hits[0].score >= res.hits[1].score
+
+
+def test_snippet_contains_the_match_far_into_a_long_note(tmp_path: Path):
+    body = ("lorem ipsum dolor sit amet " * 20000) + "the needle sits here " + "tail " * 100
+    with SearchIndex(tmp_path / "i.sqlite") as ix:
+        ix.update_one(IndexedDoc("long.md", "Long", body), FileStat("long.md", 1, len(body)))
+        hit = ix.search("needle").hits[0]
+        assert SNIPPET_OPEN + "needle" + SNIPPET_CLOSE in hit.snippet
+        assert hit.snippet.startswith("…") and len(hit.snippet) < 300
+
+
+def test_title_only_match_snippet_is_start_of_note(index: SearchIndex):
+    hit = index.search("meeting place").hits[0]
+    assert hit.path == "Cafe.md" and hit.title == "Meeting place"
+    assert hit.snippet.startswith("We met at the café")
+
+
+def test_limit_and_complete(index: SearchIndex):
+    res = index.search("filler", limit=2)
+    assert len(res.hits) == 2 and res.total == 6 and res.complete is False
+
+
+# --------------------------------------------------------------------------- incremental sync
+
+
+def test_incremental_sync_touch_delete_rename(tmp_path: Path, store: Path):
+    loads: list[str] = []
+    base = loader(store)
+
+    def counting(rel: str) -> IndexedDoc | None:
+        loads.append(rel)
+        return base(rel)
+
+    with SearchIndex(tmp_path / "i.sqlite") as ix:
+        first = ix.sync(scan(store), counting)
+        n = first.scanned
+        assert (first.added, first.updated, first.removed) == (n, 0, 0)
+
+        loads.clear()
+        again = ix.sync(scan(store), counting)
+        assert (again.added, again.updated, again.removed, again.unchanged) == (0, 0, 0, n)
+        assert loads == []
+
+        p = store / "Syntax.md"
+        p.write_text("Tasks now say status: archived.\n", encoding="utf-8")
+        bump_mtime(p)
+        touched = ix.sync(scan(store), counting)
+        assert (touched.updated, touched.unchanged, touched.added, touched.removed) == (
+            1,
+            n - 1,
+            0,
+            0,
+        )
+        assert loads == ["Syntax.md"]
+        assert paths(ix, "archived") == ["Syntax.md"] and paths(ix, "retry") == []
+
+        (store / "Quotes.md").unlink()
+        gone = ix.sync(scan(store), counting)
+        assert (gone.removed, gone.unchanged) == (1, n - 1)
+        assert paths(ix, "quoted") == []
+
+        (store / "Globs.md").rename(store / "filler" / "Renamed.md")
+        moved = ix.sync(scan(store), counting)
+        assert (moved.added, moved.removed, moved.unchanged) == (1, 1, n - 2)
+        assert paths(ix, "paren") == ["filler/Renamed.md"]
+        assert ix.verify() == []
+        assert ix.stats().documents == n - 1
+
+
+def test_unreadable_file_is_skipped_and_the_rest_indexed(tmp_path: Path, store: Path):
+    base = loader(store)
+    seen: list[tuple[int, int]] = []
+
+    def flaky(rel: str) -> IndexedDoc | None:
+        return None if rel == "Globs.md" else base(rel)
+
+    with SearchIndex(tmp_path / "i.sqlite") as ix:
+        res = ix.sync(scan(store), flaky, progress=lambda d, t: seen.append((d, t)))
+        assert res.skipped == 1 and res.added == res.scanned - 1
+        assert paths(ix, "paren") == [] and paths(ix, "cafe") == ["Cafe.md"]
+        assert seen[0] == (0, res.scanned) and seen[-1] == (res.scanned, res.scanned)
+        # retried next time, now readable
+        res2 = ix.sync(scan(store), base)
+        assert (res2.added, res2.unchanged) == (1, res.scanned - 1)
+        assert paths(ix, "paren") == ["Globs.md"]
+
+
+def test_update_one_and_remove(tmp_path: Path):
+    with SearchIndex(tmp_path / "i.sqlite") as ix:
+        ix.update_one(IndexedDoc("n.md", "N", "first version"), FileStat("n.md", 1, 13))
+        ix.update_one(IndexedDoc("n.md", "N", "second version"), FileStat("n.md", 2, 14))
+        assert paths(ix, "first") == [] and paths(ix, "second") == ["n.md"]
+        assert ix.remove("n.md") is True and ix.remove("n.md") is False
+        assert paths(ix, "second") == [] and ix.verify() == []
+        with pytest.raises(BadInput, match="differs"):
+            ix.update_one(IndexedDoc("a.md", "A", "x"), FileStat("b.md", 1, 1))
+
+
+def test_index_lives_outside_the_store_and_stats(tmp_path: Path, store: Path, index: SearchIndex):
+    before = sorted(p.name for p in store.rglob("*"))
+    index.sync(scan(store), loader(store))
+    assert sorted(p.name for p in store.rglob("*")) == before
+    s = index.stats()
+    assert s.documents == len(scan(store)) and s.bytes > 0
+
+
+# --------------------------------------------------------------------------- schema, corruption
+
+
+def test_schema_change_rebuilds(tmp_path: Path):
+    db = tmp_path / "i.sqlite"
+    with SearchIndex(db) as ix:
+        ix.update_one(IndexedDoc("n.md", "N", "hello"), FileStat("n.md", 1, 5))
+    con = sqlite3.connect(db)
+    con.execute("UPDATE meta SET value = '0' WHERE key = 'schema_version'")
+    con.commit()
+    con.close()
+    with SearchIndex(db) as ix:
+        assert ix.rebuilt and ix.stats().documents == 0
+        assert ix.sync([FileStat("n.md", 1, 5)], lambda p: IndexedDoc(p, "N", "hello")).added == 1
+
+
+def test_garbage_file_is_rebuilt(tmp_path: Path):
+    db = tmp_path / "i.sqlite"
+    db.write_bytes(b"this is not a database at all" * 200)
+    with SearchIndex(db) as ix:
+        assert ix.rebuilt and ix.verify() == []
+        assert ix.search("anything").hits == []
+
+
+def _fill(ix: SearchIndex, n: int) -> None:
+    for i in range(n):
+        body = f"word{i} common " * 50
+        ix.update_one(IndexedDoc(f"{i}.md", str(i), body), FileStat(f"{i}.md", 1, len(body)))
+
+
+def test_clobbered_pages_are_rebuilt_on_open(tmp_path: Path):
+    db = tmp_path / "i.sqlite"
+    with SearchIndex(db) as ix:
+        _fill(ix, 300)
+        ix._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    raw = bytearray(db.read_bytes())
+    for off in range(4096, len(raw) - 4096, 4096):  # clobber every page after the first
+        raw[off : off + 64] = b"\xff" * 64
+    db.write_bytes(bytes(raw))
+    with SearchIndex(db) as ix:
+        assert ix.rebuilt and ix.verify() == [] and ix.stats().documents == 0
+        _fill(ix, 3)
+        assert paths(ix, "word2") == ["2.md"]
+
+
+def test_corrupt_fulltext_data_found_by_search_and_verify(tmp_path: Path):
+    db = tmp_path / "i.sqlite"
+    with SearchIndex(db) as ix:
+        _fill(ix, 50)
+        raw = sqlite3.connect(db)
+        raw.execute("UPDATE fts_data SET block = X'FFFFFFFFFFFFFFFFFFFFFFFFFFFF' WHERE id > 10")
+        raw.commit()
+        raw.close()
+        problems = ix.verify()
+        assert len(problems) == 1 and "is corrupt" in problems[0] and str(db) in problems[0]
+        assert not ix.rebuilt  # verify reports, never repairs
+        res = ix.search("common")
+        assert res.hits == [] and res.complete is False and "rebuilt" in res.degraded[0]
+        assert ix.rebuilt and ix.verify() == []
+
+
+def test_rows_without_fulltext_entries_are_reported(tmp_path: Path):
+    db = tmp_path / "i.sqlite"
+    with SearchIndex(db) as ix:
+        _fill(ix, 5)
+        raw = sqlite3.connect(db)
+        raw.execute("DELETE FROM docs WHERE path = '3.md'")
+        raw.commit()
+        raw.close()
+        assert ix.verify() == ["4 documents but 5 full-text entries"]
+        ix.rebuild()
+        assert ix.verify() == [] and ix.stats().documents == 0
+
+
+def test_busy_index_raises_provider_unavailable_naming_it(tmp_path: Path):
+    db = tmp_path / "i.sqlite"
+    with SearchIndex(db, busy_timeout_s=0.3) as ix:
+        holder = sqlite3.connect(db, isolation_level=None)
+        holder.execute("BEGIN IMMEDIATE")
+        try:
+            t0 = time.monotonic()
+            with pytest.raises(ProviderUnavailable, match="busy") as err:
+                ix.update_one(IndexedDoc("n.md", "N", "x"), FileStat("n.md", 1, 1))
+            assert str(db) in str(err.value)
+            assert time.monotonic() - t0 < 3.0
+            assert ix.search("x").hits == []  # readers are not blocked by the writer (WAL)
+        finally:
+            holder.execute("ROLLBACK")
+            holder.close()
+        ix.update_one(IndexedDoc("n.md", "N", "x"), FileStat("n.md", 1, 1))
+        assert paths(ix, "x") == ["n.md"]
+
+
+def test_bad_busy_timeout_is_bad_input(tmp_path: Path):
+    with pytest.raises(BadInput, match="busy_timeout_s"):
+        SearchIndex(tmp_path / "i.sqlite", busy_timeout_s=0)
+
+
+# --------------------------------------------------------------------------- two processes
+
+
+def _worker(root: str, db: str, rounds: int, flip: int, out: mp.Queue) -> None:  # type: ignore[type-arg]
+    problems: list[str] = []
+    try:
+        r = Path(root)
+        with SearchIndex(Path(db), busy_timeout_s=20) as ix:
+            for i in range(rounds):
+                if i % 2 == flip:
+                    p = r / f"shared/{i % 5}.md"
+                    p.write_text(f"round {i} text mentions kiwi and word{i}\n", encoding="utf-8")
+                    bump_mtime(p)
+                ix.sync(scan(r), loader(r))
+                res = ix.search("kiwi")
+                if not res.hits:
+                    problems.append(f"no hits in round {i}")
+                problems.extend(ix.verify())
+    except Exception as exc:
+        problems.append(f"{type(exc).__name__}: {exc}")
+    out.put(problems)
+
+
+def test_two_processes_sync_and_search_one_index(tmp_path: Path):
+    root = tmp_path / "vault"
+    for i in range(5):
+        write(root, f"shared/{i}.md", f"kiwi note {i}\n")
+    for i in range(40):
+        write(root, f"other/{i}.md", f"unrelated text {i} " * 50)
+    db = tmp_path / "home" / "i.sqlite"
+    ctx = mp.get_context("spawn")
+    out = ctx.Queue()
+    procs = [ctx.Process(target=_worker, args=(str(root), str(db), 30, k, out)) for k in (0, 1)]
+    t0 = time.monotonic()
+    for p in procs:
+        p.start()
+    results = [out.get(timeout=120) for _ in procs]
+    for p in procs:
+        p.join(timeout=30)
+        assert p.exitcode == 0
+    assert time.monotonic() - t0 < 120
+    assert results == [[], []]
+    with SearchIndex(db) as ix:
+        final = ix.sync(scan(root), loader(root))
+        assert final.added == 0 and final.removed == 0
+        assert ix.verify() == []
+        assert ix.stats().documents == 45
