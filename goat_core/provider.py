@@ -132,10 +132,13 @@ class Provider:
         return None
 
     def _unsupported(self, capability: Capability | str, operation: str) -> NotSupported:
-        return NotSupported(
-            f"provider {self.spec.name!r} does not support {operation} "
-            f"(capability {str(capability)!r} not declared)"
+        declared = capability in {c.value for c in self.spec.capabilities}
+        why = (
+            f"capability {str(capability)!r} is declared but {operation} is not implemented"
+            if declared
+            else f"capability {str(capability)!r} not declared"
         )
+        return NotSupported(f"provider {self.spec.name!r} does not support {operation} ({why})")
 
     # -- writes -------------------------------------------------------------------------------
     async def remember(self, write: MemoryWrite) -> Receipt:
