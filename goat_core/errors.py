@@ -3,21 +3,21 @@
 Every error a provider, the host API or the CLI raises on purpose is a :class:`GoatError`.
 Each class carries the CLI exit code it maps to (``exit_code``), so the CLI never guesses::
 
-    GoatError                      base; exit 1 (an internal error)
-    ├── BadInput                   exit 2  input that can never succeed as given
-    │   ├── ScopeError             exit 2  invalid Pen id, conflicting scope answers, two scopes asked for
-    │   ├── ConfigError            exit 2  memory.json or provider settings invalid, newer schema version
-    │   ├── PathError              exit 2  a path escapes the store root, or names a forbidden file
-    │   └── TooLarge               exit 2  an input over a provider's declared size limit
-    ├── NotFound                   exit 3  no such page, binding or provider
-    │   └── Ambiguous              exit 3  several pages match; ``candidates`` lists them
-    ├── NotSupported               exit 4  the provider does not declare the capability asked for
-    ├── Conflict                   exit 5  a concurrent edit, or a case-only twin of an existing note
-    ├── Rejected                   exit 5  a policy hook or the provider refused a write or read
-    ├── ProviderUnavailable        exit 6  a provider could not be loaded, reached or used now
-    │   ├── AuthError              exit 6  the server refused the credentials (401/403)
-    │   └── CredentialError        exit 6  a declared credential is missing or its store unusable
-    └── PluginLoadError            exit 6  strict plugin loading found failures (``failures``)
+    GoatError                base; exit 1 (an internal error)
+    ├── BadInput             exit 2  input that can never succeed as given
+    │   ├── ScopeError       exit 2  invalid Pen id, conflicting scope answers, two scopes asked for
+    │   ├── ConfigError      exit 2  memory.json or provider settings invalid, newer schema version
+    │   ├── PathError        exit 2  a path escapes the store root, or names a forbidden file
+    │   └── TooLarge         exit 2  an input over a provider's declared size limit
+    ├── NotFound             exit 3  no such page, binding or provider
+    │   └── Ambiguous        exit 3  several pages match; ``candidates`` lists them
+    ├── NotSupported         exit 4  the provider does not declare the capability asked for
+    ├── Conflict             exit 5  a concurrent edit, or a case-only twin of an existing note
+    ├── Rejected             exit 5  a policy hook or the provider refused a write or read
+    ├── ProviderUnavailable  exit 6  a provider could not be loaded, reached or used now
+    │   ├── AuthError        exit 6  the server refused the credentials (401/403)
+    │   └── CredentialError  exit 6  a declared credential is missing or its store unusable
+    └── PluginLoadError      exit 6  strict plugin loading found failures (``failures``)
 
 Rules every raiser follows:
 

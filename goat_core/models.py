@@ -10,7 +10,7 @@ import hashlib
 import re
 import unicodedata
 from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -663,7 +663,7 @@ class Health(BaseModel):
     ok: bool
     tone: Tone
     reason: str = ""
-    checked_at: datetime = Field(default_factory=lambda: datetime.now(timezone.utc))
+    checked_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
 
     @classmethod
     def healthy(cls, reason: str = "ok") -> Health:

@@ -283,7 +283,7 @@ class SyncProvider:
     """
 
     def __init__(self, factory: Callable[[], Provider] | Provider) -> None:
-        self._cm = anyio.from_thread.start_blocking_portal()
+        self._cm: Any = anyio.from_thread.start_blocking_portal()
         self._portal = self._cm.__enter__()
         try:
             self.provider = factory if isinstance(factory, Provider) else factory()
