@@ -379,20 +379,6 @@ class _Stderr:
         return sys.stderr.isatty()
 
 
-def _import_structlog_without_rich() -> None:
-    """Import structlog with ``rich`` hidden, so a command never pays for rich (structlog's
-    package import tries ``import rich`` for pretty tracebacks; without it, it formats plain
-    ones). Nothing changes when either is already imported."""
-    if "structlog" in sys.modules or "rich" in sys.modules:
-        return
-    sys.modules["rich"] = None  # type: ignore[assignment]  # makes `import rich` fail
-    try:
-        import structlog  # noqa: F401
-    finally:
-        if sys.modules.get("rich", 0) is None:
-            del sys.modules["rich"]
-
-
 def _configure_logging(level: str | None = None) -> None:
     """Console logs on stderr at WARNING (``GOAT_LOG_LEVEL``, ``GOAT_DEBUG=1`` for DEBUG);
     ``GOAT_LOG_FORMAT=json`` for JSON lines. stdout stays pure command output.
@@ -400,12 +386,8 @@ def _configure_logging(level: str | None = None) -> None:
     :param level: a level for this command instead of the default (``goat plugins`` uses
         ``error``: the load failures it would warn about are its output).
     """
-    _import_structlog_without_rich()
-    from goat_core import logs
+    from goat_core.logs import configure
 
-    configure = getattr(logs, "configure", None)
-    if configure is None:
-        return
     if _debug():
         level = "debug"
     elif level is None:
