@@ -9,6 +9,7 @@ The defect variants each break one rule:
 - ``reference_cap``   page lists stop at 20 items without a ``next_cursor``;
 - ``reference_drop``  texts over 1000 characters are dropped but reported ``stored``;
 - ``reference_dedup`` identical text is silently merged while declaring ``keep``.
+- ``reference_retry`` a write overlapping another is stored twice (a lost-ack retry).
 
 :func:`install_entry_points` writes a throwaway ``.dist-info`` so the real loader finds them.
 """
@@ -89,6 +90,8 @@ class ReferenceProvider(Provider):
     drop_over: ClassVar[int | None] = None
     dedup: ClassVar[bool] = False
     leak_global: ClassVar[bool] = False
+    retry_when_busy: ClassVar[bool] = False
+    _in_flight: ClassVar[int] = 0
 
     def __init__(self, context: ProviderContext) -> None:
         super().__init__(context)
@@ -152,6 +155,18 @@ class ReferenceProvider(Provider):
             return self._receipt(note)  # the seeded defect: claims stored, writes nothing
         notes.append(note)
         self._save(notes)
+        if self.retry_when_busy:
+            # The seeded defect: a write that overlapped another one "retries" as if its
+            # acknowledgement had been lost, and so is stored twice.
+            type(self)._in_flight += 1
+            try:
+                await anyio.sleep(0)
+                if type(self)._in_flight > 1:
+                    notes = self._load()
+                    notes.append({**note, "id": f"n-{uuid.uuid4().hex[:12]}"})
+                    self._save(notes)
+            finally:
+                type(self)._in_flight -= 1
         return self._receipt(note)
 
     async def remember(self, write: MemoryWrite) -> Receipt:
@@ -311,6 +326,10 @@ class DedupProvider(ReferenceProvider):
     dedup = True
 
 
+class RetryProvider(ReferenceProvider):
+    retry_when_busy = True
+
+
 class BankProvider(ReferenceProvider):
     """One bank per binding whatever the scope; writes are queued and land after a delay."""
 
@@ -411,6 +430,7 @@ LEAK_SPEC, leak_plugin = _make("reference_leak", LeakProvider)
 CAP_SPEC, cap_plugin = _make("reference_cap", CapProvider)
 DROP_SPEC, drop_plugin = _make("reference_drop", DropProvider)
 DEDUP_SPEC, dedup_plugin = _make("reference_dedup", DedupProvider)
+RETRY_SPEC, retry_plugin = _make("reference_retry", RetryProvider)
 BANK_SPEC, bank_plugin = _make(
     "reference_bank",
     BankProvider,
@@ -432,6 +452,7 @@ ENTRY_POINTS = {
     "reference_cap": "cap_plugin",
     "reference_drop": "drop_plugin",
     "reference_dedup": "dedup_plugin",
+    "reference_retry": "retry_plugin",
     "reference_bank": "bank_plugin",
 }
 
