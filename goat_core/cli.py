@@ -43,13 +43,15 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar, cast
 
 import click
 
 from goat_core.errors import Ambiguous, BadInput, GoatError
 
 if TYPE_CHECKING:
+    from typing import TextIO
+
     from goat_core.home import GoatHome
     from goat_core.models import LinkMap, Receipt, Scope
     from goat_core.registry import Registry
@@ -393,7 +395,7 @@ def _configure_logging(level: str | None = None) -> None:
     elif level is None:
         level = os.environ.get("GOAT_LOG_LEVEL", "warning")
     as_json = os.environ.get("GOAT_LOG_FORMAT", "").strip().lower() == "json"
-    configure(json=as_json, level=level, stream=_Stderr())
+    configure(json=as_json, level=level, stream=cast("TextIO", _Stderr()))
 
 
 def _version() -> str:
@@ -1029,24 +1031,19 @@ def map_cmd(html: Path | None, pen: str | None, as_json: bool, home: Path | None
 
 
 def _write_text_atomic(path: Path, text: str) -> None:
-    """Write via a temp file in the same folder and rename (a reader never sees half a file)."""
-    import tempfile
+    """Write ``text`` (UTF-8) to ``path`` with :func:`goat_core.files.atomic_write` (temp file
+    in the same folder, fsync, rename, folder fsync: a reader never sees half a file). A new
+    file gets ``0644`` minus the umask; an existing one keeps its permissions.
+
+    :raises BadInput: the folder does not exist.
+    """
+    from goat_core.files import atomic_write
 
     target = path.expanduser()
     folder = target.parent if str(target.parent) else Path(".")
     if not folder.is_dir():
         raise BadInput(f"cannot write {path}: folder {folder} does not exist")
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write(target, text.encode("utf-8"))
 
 
 class _Progress:

@@ -40,7 +40,7 @@ import copy
 import json
 import os
 import re
-import tempfile
+import stat
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
@@ -50,6 +50,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from goat_core.errors import ConfigError, Conflict, NotFound, ScopeError
+from goat_core.files import atomic_write
 from goat_core.home import GoatHome
 from goat_core.models import Binding, ProviderSpec, Scope
 
@@ -521,28 +522,22 @@ def _render(config: Config) -> bytes:
 
 
 def write_owner_only(path: Path, data: bytes) -> None:
-    """Atomically replace ``path`` with ``data``, owner-only.
+    """Atomically replace ``path`` with ``data``, owner-only (``0600``, whatever the umask).
 
-    A same-folder dot-temp file (created 0600 whatever the umask) is written and fsynced,
-    renamed over ``path``, then the folder is fsynced. A folder this creates is 0700. On any
-    failure the temp file is removed and ``path`` is unchanged.
+    Uses :func:`goat_core.files.atomic_write` (same-folder dot-temp file, fsync, rename,
+    folder fsync; on any failure the temp file is removed and ``path`` is unchanged). A
+    folder this creates is ``0700``. An existing ``path`` with wider permissions is made
+    ``0600`` first, so neither the temp file nor the result is ever group/world-readable.
 
     :raises OSError: the folder or file could not be written.
     """
-    folder = path.parent
-    _make_private_dirs(folder)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
+    _make_private_dirs(path.parent)
     try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, 0o600)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    _fsync_dir(folder)
+        if stat.S_IMODE(os.stat(path).st_mode) != 0o600:
+            os.chmod(path, 0o600)
+    except FileNotFoundError:
+        pass
+    atomic_write(path, data, mode=0o600)
 
 
 def _make_private_dirs(folder: Path) -> None:
@@ -554,19 +549,6 @@ def _make_private_dirs(folder: Path) -> None:
     for item in reversed(missing):
         item.mkdir(mode=0o700, exist_ok=True)
         os.chmod(item, 0o700)  # mkdir's mode is filtered by the umask
-
-
-def _fsync_dir(folder: Path) -> None:
-    try:
-        dir_fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-    except OSError:  # pragma: no cover - platforms without directory fds
-        return
-    try:
-        os.fsync(dir_fd)
-    except OSError:  # pragma: no cover - filesystems refusing fsync on a directory
-        pass
-    finally:
-        os.close(dir_fd)
 
 
 def save_config(home: GoatHome, config: Config) -> Path:

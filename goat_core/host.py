@@ -55,6 +55,7 @@ from goat_core.models import (
     MemoryWrite,
     Page,
     PageList,
+    PageSummary,
     ProviderSpec,
     RecallItem,
     RecallResult,
@@ -504,14 +505,30 @@ class MemoryContext:
     async def list_pages(self, limit: int = 50, cursor: str | None = None) -> PageList:
         """One page of the page list (capability ``pages``), filtered by browse hooks.
 
+        Pages a ``goat_filter_browse`` hook hides are never silently dropped (DESIGN section
+        2: nothing is silently truncated): the listing gains the degraded reason
+        ``"<n> page(s) hidden by policy"`` and ``complete`` becomes ``False`` (``complete``
+        means "the last page and nothing skipped", see :class:`PageList`); ``next_cursor``
+        is the provider's, so paging on still works.
+
         :param limit: 1..1000 items.
+        :raises BadInput: ``limit`` out of range.
         """
         if not 1 <= limit <= 1000:
             raise BadInput(f"limit must be between 1 and 1000, got {limit}")
         provider = self._require(Capability.PAGES, "list_pages")
         listing = await provider.list_pages(limit=limit, cursor=cursor)
-        kept = self._host.registry.filter_browse(self.scope, listing.items)
-        return listing.model_copy(update={"items": tuple(kept)})
+        kept = tuple(self._host.registry.filter_browse(self.scope, listing.items))
+        hidden = _hidden_count(listing.items, kept)
+        if not hidden:
+            return listing.model_copy(update={"items": kept})
+        return listing.model_copy(
+            update={
+                "items": kept,
+                "complete": False,
+                "degraded": (*listing.degraded, _hidden_reason(hidden)),
+            }
+        )
 
     async def get_page(self, ref: str) -> Page:
         """One page (capability ``pages``).
@@ -524,14 +541,23 @@ class MemoryContext:
         return page
 
     async def link_map(self) -> LinkMap:
-        """All pages and links (capability ``map``); hidden pages and their edges dropped."""
+        """All pages and links (capability ``map``); hidden pages and their edges dropped.
+
+        When a ``goat_filter_browse`` hook hides pages, the map says so: its ``degraded``
+        gains ``"<n> page(s) hidden by policy"`` (a :class:`LinkMap` has no ``complete``
+        flag; the reason is its only, and sufficient, signal).
+        """
         link_map = await self._require(Capability.MAP, "link_map").link_map()
-        nodes = self._host.registry.filter_browse(self.scope, link_map.nodes)
+        nodes = tuple(self._host.registry.filter_browse(self.scope, link_map.nodes))
         ids = {n.id for n in nodes}
         edges = tuple(
             e for e in link_map.edges if e.source in ids and (e.target is None or e.target in ids)
         )
-        return link_map.model_copy(update={"nodes": tuple(nodes), "edges": edges})
+        update: dict[str, Any] = {"nodes": nodes, "edges": edges}
+        hidden = _hidden_count(link_map.nodes, nodes)
+        if hidden:
+            update["degraded"] = (*link_map.degraded, _hidden_reason(hidden))
+        return link_map.model_copy(update=update)
 
     async def connections(self, ref: str) -> Connections:
         """A page's outgoing links and backlinks (capability ``map``), policy-filtered.
@@ -599,6 +625,32 @@ class MemoryContext:
         if not quoted:
             return TurnMemory(block="", items=[], outcome="skipped", reason=cut, **meta)
         return TurnMemory(block=block, items=quoted, outcome="ok", reason=cut, **meta)
+
+
+def _is_default_store(scope: Scope, binding: Binding) -> bool:
+    """Whether ``binding`` serves the embedded default store (tone ``quiet``, DESIGN section 4).
+
+    True for the synthetic binding of an unbound Global scope, and for an explicit Global
+    binding to :data:`EMBEDDED_DEFAULT_PROVIDER` with no settings: that binding opens the
+    very same folder (``GoatHome.default_store_dir(global)``), so calling it "non-default"
+    would misreport the store in use. Any Pen binding is non-default (``accent``): a Pen
+    has no default store, binding one is always an explicit choice.
+    """
+    if binding.id == DEFAULT_BINDING_ID:
+        return True
+    return (
+        scope.is_global and binding.provider == EMBEDDED_DEFAULT_PROVIDER and not binding.settings
+    )
+
+
+def _hidden_count(before: Sequence[PageSummary], kept: Sequence[PageSummary]) -> int:
+    """How many pages of ``before`` a browse policy removed (by id; a hook may re-order)."""
+    kept_ids = {p.id for p in kept}
+    return sum(1 for p in before if p.id not in kept_ids)
+
+
+def _hidden_reason(hidden: int) -> str:
+    return f"{hidden} page{'' if hidden == 1 else 's'} hidden by policy"
 
 
 @dataclass
@@ -856,7 +908,9 @@ class MemoryHost:
         """Bind ``scope`` to a provider (replacing its binding) and save ``memory.json``.
 
         :param settings: raw settings, validated by the provider's settings model.
-        :param api_key: stored in the credential store under the binding id, never config.
+        :param api_key: stored in the credential store under the binding id, never config;
+            only after ``memory.json`` was saved (a failed save leaves no key behind, and a
+            failed key store puts the previous ``memory.json`` back).
         :param connect: for a network provider, make the explicit connect (``check()``)
             after saving and report it; a failed connect does not undo the save.
         :raises ConfigError: invalid settings (pydantic's messages), or an API key for a
@@ -866,15 +920,17 @@ class MemoryHost:
         spec = self.registry.get_provider(provider_name)
         validated = self._validate(spec, settings)
         binding = self._binding(scope, spec, validated)
-        config = self.config.with_binding(scope, binding)
+        previous = self.config
+        config = previous.with_binding(scope, binding)
         backend = None
-        if api_key is not None:
+        if api_key is None:
+            path = self._save(config)
+        else:
             if not spec.credentials:
                 raise ConfigError(f"provider {spec.name} declares no credential; no API key taken")
-            from goat_core.credentials import CredentialStore
-
-            backend = CredentialStore(self.home).set(binding.id, spec.credentials[0].name, api_key)
-        path = self._save(config)
+            backend, path = self._save_with_key(
+                previous, config, binding, spec.credentials[0].name, api_key
+            )
         await self._forget_scope(scope)
         health = None
         if spec.network and connect:
@@ -886,6 +942,29 @@ class MemoryHost:
             health=health,
             credential_backend=backend,
         )
+
+    def _save_with_key(
+        self, previous: Config, config: Config, binding: Binding, name: str, api_key: str
+    ) -> tuple[Literal["keyring", "file"], Path]:
+        """Save ``config``, then store the key under ``binding.id``.
+
+        The save comes first, so a failed save leaves no key behind for a binding that does
+        not exist. Should storing the key then fail (an empty key, an unsafe credential
+        file), ``previous`` is saved back before the error propagates, so the saved binding
+        is never paired with a key it was not given.
+
+        :raises ConfigError: the save failed (no key stored).
+        :raises BadInput: an unusable key. :raises CredentialError: the key store failed.
+        """
+        from goat_core.credentials import CredentialStore
+
+        path = self._save(config)
+        try:
+            backend = CredentialStore(self.home).set(binding.id, name, api_key)
+        except BaseException:
+            self._save(previous)
+            raise
+        return backend, path
 
     async def unbind(self, scope: Scope) -> Path:
         """Remove ``scope``'s binding (Global falls back to the embedded default; a Pen has
@@ -1018,15 +1097,13 @@ class MemoryHost:
         assert binding is not None
         if checked and checked.fingerprint == binding.model_dump_json() and not checked.health.ok:
             return BindingStatus(tone=Tone.WARN, reason=checked.health.reason, **base)
-        is_default = binding.id == DEFAULT_BINDING_ID or (
-            binding.provider == EMBEDDED_DEFAULT_PROVIDER and not binding.settings
-        )
         reason = (
             "embedded default"
             if binding.id == DEFAULT_BINDING_ID
             else (checked.health.reason if checked else "configured")
         )
-        return BindingStatus(tone=Tone.QUIET if is_default else Tone.ACCENT, reason=reason, **base)
+        tone = Tone.QUIET if _is_default_store(scope, binding) else Tone.ACCENT
+        return BindingStatus(tone=tone, reason=reason, **base)
 
     async def aclose(self) -> None:
         """Close every provider this host built. Idempotent."""

@@ -714,6 +714,33 @@ def test_markdown_default_global_main_job(home: Path, tmp_path: Path) -> None:
 
 
 @needs_markdown
+def test_map_html_goes_through_the_shared_atomic_write(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from goat_core import files
+
+    ok_json("remember", "See [[Elsewhere]]", "--title", "Index")
+    out = tmp_path / "maps"
+    out.mkdir()
+    synced: list[Path] = []
+    real_fsync_dir = files.fsync_dir
+
+    def record(folder: Path) -> None:
+        synced.append(Path(folder))
+        real_fsync_dir(folder)
+
+    monkeypatch.setattr(files, "fsync_dir", record)
+    result = run("map", "--html", str(out / "map.html"))
+    assert result.exit_code == 0, result.output
+    assert out in synced  # the rename is made durable
+    assert [p.name for p in out.iterdir()] == ["map.html"]  # no temp file left
+    assert "Index" in (out / "map.html").read_text(encoding="utf-8")
+    missing = run("map", "--html", str(tmp_path / "nowhere" / "map.html"))
+    assert missing.exit_code == 2
+    assert "folder" in one_error_line(missing) and "does not exist" in one_error_line(missing)
+
+
+@needs_markdown
 def test_markdown_bound_pen_folder(home: Path, tmp_path: Path) -> None:
     vault = tmp_path / "vault"
     (vault / "Sub").mkdir(parents=True)

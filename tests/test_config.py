@@ -121,6 +121,41 @@ def test_file_is_0600_and_created_dir_0700_even_with_umask_0(home: GoatHome) -> 
     assert stat.S_IMODE(home.config_path.stat().st_mode) == 0o600
 
 
+def test_save_uses_the_shared_atomic_write_and_fsyncs_the_folder(
+    home: GoatHome, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from goat_core import files
+
+    synced: list[Path] = []
+    real_fsync_dir = files.fsync_dir
+
+    def record(folder: Path) -> None:
+        synced.append(Path(folder))
+        real_fsync_dir(folder)
+
+    monkeypatch.setattr(files, "fsync_dir", record)
+    save_config(home, Config().with_binding(GLOBAL, _md("global")))
+    assert synced == [home.config_dir]
+
+
+def test_a_world_readable_config_is_never_copied_to_a_readable_temp(
+    home: GoatHome, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    save_config(home, Config().with_binding(GLOBAL, _md("global")))
+    home.config_path.chmod(0o644)
+    modes: list[int] = []
+    real_replace = os.replace
+
+    def replace(src: str, dst: str) -> None:
+        modes.append(stat.S_IMODE(os.stat(src).st_mode))
+        real_replace(src, dst)
+
+    monkeypatch.setattr(config_mod.os, "replace", replace)
+    save_config(home, load_config(home).with_enabled(GLOBAL, False))
+    assert modes == [0o600]
+    assert stat.S_IMODE(home.config_path.stat().st_mode) == 0o600
+
+
 def test_atomic_save_leaves_nothing_on_failure(
     home: GoatHome, monkeypatch: pytest.MonkeyPatch
 ) -> None:

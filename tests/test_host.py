@@ -333,6 +333,38 @@ async def test_interception_hooks_run_on_every_write_and_read(home: GoatHome) ->
     await host.aclose()
 
 
+async def test_browse_policy_hiding_is_reported_not_silent(home: GoatHome) -> None:
+    host = MemoryHost(home=home, registry=make_registry(ref.markdown_plugin, Policy()))
+    ctx = host.context_for(Chat())
+    await ctx.remember("see [[Private one]] and [[Private two]]", title="Index")
+    await ctx.remember("first secret page", title="Private one")
+    await ctx.remember("second secret page", title="Private two")
+    listing = await ctx.list_pages()
+    assert [p.title for p in listing.items] == ["Index"]
+    assert listing.degraded == ("2 pages hidden by policy",)
+    assert listing.complete is False and listing.next_cursor is None
+    link_map = await ctx.link_map()
+    assert [n.title for n in link_map.nodes] == ["Index"] and link_map.edges == ()
+    assert link_map.degraded == ("2 pages hidden by policy",)
+    # paging on: each page says what it hid, and the cursor still leads to the rest
+    first = await ctx.list_pages(limit=2)
+    assert first.next_cursor is not None and first.degraded == ("1 page hidden by policy",)
+    rest = await ctx.list_pages(limit=2, cursor=first.next_cursor)
+    assert rest.items == () and rest.degraded == ("1 page hidden by policy",)
+    assert not rest.complete and rest.next_cursor is None
+    await host.aclose()
+
+
+async def test_nothing_hidden_keeps_listing_complete_and_clean(home: GoatHome) -> None:
+    host = MemoryHost(home=home, registry=make_registry(ref.markdown_plugin, Policy()))
+    ctx = host.context_for(Chat())
+    await ctx.remember("public page", title="Index")
+    listing = await ctx.list_pages()
+    assert listing.complete and listing.degraded == ()
+    assert (await ctx.link_map()).degraded == ()
+    await host.aclose()
+
+
 # -- prepare_turn ---------------------------------------------------------------------------
 @pytest.mark.parametrize(
     "prompt",
@@ -428,7 +460,8 @@ async def test_failed_read_is_reported_and_health_unchanged(host: MemoryHost) ->
     assert turn.outcome == "failed" and turn.block == ""
     assert turn.reason == "ProviderUnavailable: index is locked"
     assert [r.model_dump() for r in host.status()] == before
-    assert host.status()[1].tone is Tone.QUIET  # markdown with default settings
+    # still valid after the failed read: an explicitly bound Pen is non-default (accent)
+    assert host.status()[1].tone is Tone.ACCENT
 
 
 async def test_empty_outcome(host: MemoryHost) -> None:
@@ -472,6 +505,37 @@ async def test_bind_network_provider_connects_and_keeps_key_out_of_config(
     assert CredentialStore(home).get("pen-team", "api_key") == "sk-test-123"
     with pytest.raises(ConfigError, match="declares no credential"):
         await host.bind(Scope.global_(), "markdown", {}, api_key="sk-x")
+
+
+async def test_failed_save_leaves_no_api_key_behind(
+    host: MemoryHost, home: GoatHome, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("goat_core.credentials.CredentialStore._keyring", lambda self: None)
+    from goat_core.credentials import CredentialStore
+
+    def full_disk(path: Path, data: bytes) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr("goat_core.config.write_owner_only", full_disk)
+    with pytest.raises(ConfigError, match="No space left on device"):
+        await host.bind(Scope.pen("team"), "reference_bank", BANK, api_key="sk-orphan-1")
+    assert CredentialStore(home).get("pen-team", "api_key") is None
+    assert not home.config_path.exists()
+
+
+async def test_failed_key_store_puts_the_previous_config_back(
+    host: MemoryHost, home: GoatHome, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("goat_core.credentials.CredentialStore._keyring", lambda self: None)
+    await host.bind(Scope.pen("team"), "reference_bank", BANK, api_key="sk-old-1", connect=False)
+    saved = home.config_path.read_bytes()
+    moved = {"server": "https://other.example", "bank": "team"}
+    with pytest.raises(BadInput, match="line break"):
+        await host.bind(Scope.pen("team"), "reference_bank", moved, api_key="sk\nnew")
+    assert home.config_path.read_bytes() == saved
+    from goat_core.credentials import CredentialStore
+
+    assert CredentialStore(home).get("pen-team", "api_key") == "sk-old-1"
 
 
 async def test_bind_reports_failed_connect_but_saves(host: MemoryHost, home: GoatHome) -> None:
@@ -525,6 +589,25 @@ async def test_status_tones(host: MemoryHost) -> None:
     assert "pen:a" not in {r.scope for r in host.status()}
     with pytest.raises(NotFound):
         await host.unbind(Scope.pen("a"))
+
+
+async def test_explicit_bindings_are_accent_only_the_default_store_is_quiet(
+    host: MemoryHost,
+) -> None:
+    await host.bind(Scope.pen("a"), "markdown", {})
+    await host.check(Scope.pen("a"))
+    by_scope = {r.scope: r for r in host.status()}
+    assert (by_scope["global"].tone, by_scope["global"].reason) == (Tone.QUIET, "embedded default")
+    assert by_scope["pen:a"].tone is Tone.ACCENT  # a Pen has no default store
+    # Global bound explicitly to markdown without settings opens the very same default store
+    await host.bind(Scope.global_(), "markdown", {})
+    assert host.status()[0].tone is Tone.QUIET
+    assert host.status()[0].binding_id == "global"
+    # ... while Global on another folder is valid but non-default
+    other = host.home.config_dir.parent / "elsewhere"
+    other.mkdir()
+    await host.bind(Scope.global_(), "markdown", {"root": str(other)})
+    assert host.status()[0].tone is Tone.ACCENT
 
 
 async def test_providers_are_cached_and_closed(host: MemoryHost) -> None:

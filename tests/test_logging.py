@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
+import http.server
 import io
 import json
 import logging
+import threading
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 import structlog
@@ -14,7 +19,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from goat_core import logs
-from goat_core.errors import BadInput
+from goat_core.errors import AuthError, BadInput
+from goat_core.home import GoatHome
 from goat_core.logs import REDACTED, RedactSecrets, configure, get_logger, register_secret
 
 
@@ -75,6 +81,112 @@ def test_failing_authenticated_call_renders_no_secret(restore_logging: None, as_
         request = next(line for line in lines if line["event"] == "mcp.request")
         assert request["headers"] == {"Authorization": REDACTED, "Accept": "application/json"}
         assert request["binding"] == "pen-x"
+
+
+class _RefusingServer(http.server.BaseHTTPRequestHandler):
+    """Answers every POST with 401 and echoes the Authorization header it got (as careless
+    servers do), so the key is in the response text the provider puts in its error."""
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        self.rfile.read(length)
+        body = json.dumps(
+            {"error": "invalid credentials", "got": self.headers.get("Authorization", "")}
+        ).encode()
+        self.send_response(401)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("WWW-Authenticate", 'Bearer realm="bank"')
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:  # keep test output clean
+        return
+
+
+@pytest.fixture
+def refusing_server() -> Iterator[str]:
+    """A loopback HTTP server on 127.0.0.1:<free port>; yields its base URL."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _RefusingServer)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
+
+
+@pytest.fixture
+def debug_http_loggers() -> Iterator[None]:
+    names = ("httpx2", "httpcore2")
+    levels = {name: logging.getLogger(name).level for name in names}
+    for name in names:
+        logging.getLogger(name).setLevel(logging.DEBUG)
+    yield
+    for name, level in levels.items():
+        logging.getLogger(name).setLevel(level)
+
+
+@pytest.mark.parametrize("as_json", [True, False], ids=["json", "console"])
+def test_real_failing_authenticated_call_logs_no_secret(
+    restore_logging: None,
+    debug_http_loggers: None,
+    refusing_server: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    as_json: bool,
+) -> None:
+    """Issue 2 item 10: the logs of a failing authenticated call hold no secret.
+
+    The key takes the real path (credential store -> provider -> guarded httpx2 client ->
+    loopback server answering 401 with the key echoed); httpx2/httpcore2 log at DEBUG; the
+    provider raises AuthError with the response text and logs it with exc_info.
+    """
+    from goat_core.credentials import CredentialStore
+    from goat_core.egress import guarded_http_client
+    from goat_core.manager import PluginSettings, make_plugin_manager
+    from goat_core.models import Binding
+    from goat_core.registry import Registry
+
+    monkeypatch.setattr(CredentialStore, "_keyring", lambda self: None)
+    home = GoatHome.at(tmp_path / "home")
+    binding = Binding(id="pen-x", provider="remote", egress=(refusing_server,))
+    CredentialStore(home).set(binding.id, "api_key", _sentinel())
+    out = io.StringIO()
+    configure(json=as_json, level="debug", stream=out)
+    key = CredentialStore(home).get(binding.id, "api_key")  # what a provider's context does
+    assert key is not None
+    registry = Registry(make_plugin_manager(PluginSettings(autoload=False)))
+    log = get_logger("goat_remote", binding=binding.id)
+
+    async def call() -> None:
+        headers = {"Authorization": f"Bearer {key}"}
+        async with guarded_http_client(registry, binding, headers=headers, timeout=10) as client:
+            response = await client.post(f"{refusing_server}mcp", json={"method": "recall"})
+        if response.status_code == 401:
+            raise AuthError(f"the server refused the API key (401): {response.text}")
+
+    with pytest.raises(AuthError) as caught:
+        try:
+            asyncio.run(call())
+        except AuthError:
+            log.exception("remote.call_failed", url=f"{refusing_server}mcp")
+            logging.getLogger("goat_remote.stdlib").error("call failed", exc_info=True)
+            raise
+    assert key in str(caught.value)  # the secret really was in the error being logged
+    text = out.getvalue()
+    assert key not in text
+    # the real traffic was logged: httpx2's request line, httpcore2's debug trace, the error
+    assert "HTTP Request: POST" in text and "401" in text
+    assert "send_request_headers" in text
+    assert "remote.call_failed" in text and "AuthError" in text and "call failed" in text
+    assert REDACTED in text
+    if as_json:
+        lines = [json.loads(line) for line in text.splitlines() if line.startswith("{")]
+        failed = next(line for line in lines if line["event"] == "remote.call_failed")
+        assert failed["binding"] == "pen-x" and "AuthError" in failed["exception"]
 
 
 @pytest.mark.parametrize("as_json", [True, False], ids=["json", "console"])

@@ -1,4 +1,5 @@
-"""Links of the real Obsidian help vault (a copy of ../shared/data/obsidian-help-en).
+"""Links of the real Obsidian help vault (a copy of ../shared/data/obsidian-help-en, or where
+GOAT_TEST_VAULT / GOAT_SHARED_DIR point: see ``conftest.locate_test_vault``).
 
 The vault is Obsidian's public help site. Its attachments (screenshots, icons, audio) were left
 out of the copy, so links whose target has an attachment extension from ``Accepted file
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 from collections import Counter
 from pathlib import Path, PurePosixPath
 
@@ -20,7 +22,13 @@ from goat_core.links import LinkIndex, parse_links
 from goat_core.maphtml import render_map_html
 from goat_core.models import LinkResolution, PageSummary
 
-VAULT = Path(__file__).resolve().parents[2] / "shared" / "data" / "obsidian-help-en"
+HERE = Path(__file__).resolve().parent
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))
+
+from conftest import locate_test_vault  # noqa: E402
+
+REPO = HERE.parent
 
 # Accepted file formats.md: every format Obsidian opens besides Markdown.
 ATTACHMENT_EXTENSIONS = {
@@ -46,11 +54,50 @@ EXPECTED_MISSING_NOTES = {
 
 @pytest.fixture(scope="module")
 def vault(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    if not VAULT.is_dir():
-        pytest.skip(f"the Obsidian help vault is not at {VAULT} (a checkout without shared data)")
+    source = locate_test_vault(REPO)  # skips, or under CI=true fails, when it is absent
     copy = tmp_path_factory.mktemp("vault") / "obsidian-help-en"
-    shutil.copytree(VAULT, copy)
+    shutil.copytree(source, copy)
     return copy
+
+
+# -- where the vault is looked for (the rule shared with plugins/markdown/tests) -------------
+def test_locate_prefers_goat_test_vault(tmp_path: Path) -> None:
+    explicit, shared = tmp_path / "explicit", tmp_path / "shared"
+    explicit.mkdir()
+    (shared / "data" / "obsidian-help-en").mkdir(parents=True)
+    env = {"GOAT_TEST_VAULT": str(explicit), "GOAT_SHARED_DIR": str(shared)}
+    assert locate_test_vault(tmp_path / "repo", env) == explicit
+
+
+def test_locate_uses_goat_shared_dir(tmp_path: Path) -> None:
+    vault = tmp_path / "elsewhere" / "data" / "obsidian-help-en"
+    vault.mkdir(parents=True)
+    env = {"GOAT_SHARED_DIR": str(tmp_path / "elsewhere")}
+    assert locate_test_vault(tmp_path / "repo", env) == vault
+
+
+def test_locate_falls_back_to_shared_beside_the_clone(tmp_path: Path) -> None:
+    vault = tmp_path / "shared" / "data" / "obsidian-help-en"
+    vault.mkdir(parents=True)
+    (tmp_path / "repo").mkdir()
+    assert locate_test_vault(tmp_path / "repo", {}) == vault
+
+
+def test_missing_vault_skips_naming_the_paths_tried(tmp_path: Path) -> None:
+    env = {"GOAT_SHARED_DIR": str(tmp_path / "nowhere")}
+    with pytest.raises(pytest.skip.Exception) as skipped:
+        locate_test_vault(tmp_path / "repo", env)
+    message = str(skipped.value)
+    assert "GOAT_TEST_VAULT (unset)" in message
+    assert str(tmp_path / "nowhere" / "data" / "obsidian-help-en") in message
+    with pytest.raises(pytest.skip.Exception, match=r"GOAT_TEST_VAULT=.*typo"):
+        locate_test_vault(tmp_path / "repo", {"GOAT_TEST_VAULT": str(tmp_path / "typo")})
+
+
+@pytest.mark.parametrize("ci", ["true", "1", "TRUE"])
+def test_missing_vault_fails_under_ci(tmp_path: Path, ci: str) -> None:
+    with pytest.raises(pytest.fail.Exception, match="CI=true"):
+        locate_test_vault(tmp_path / "repo", {"CI": ci})
 
 
 @pytest.fixture(scope="module")

@@ -3,7 +3,8 @@ host builds them (through the spec's factory)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import os
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,48 @@ from goat_core.provider import ProviderContext, SyncProvider
 from goat_markdown.plugin import MarkdownSettings, spec
 
 MakeStore = Callable[..., Any]
+
+#: The repository root (this file is ``<repo>/plugins/markdown/tests/conftest.py``).
+REPO = Path(__file__).resolve().parents[3]
+#: The vault's folder name inside the shared data folder.
+VAULT_NAME = "obsidian-help-en"
+
+
+def locate_test_vault(repo: Path = REPO, environ: Mapping[str, str] | None = None) -> Path:
+    """The Obsidian Help vault the tests read, by the same rule as the core tests
+    (``tests/conftest.py``; README "Run the tests", ``.ci/run``):
+
+    1. ``$GOAT_TEST_VAULT`` when set;
+    2. else ``$GOAT_SHARED_DIR/data/obsidian-help-en`` when ``GOAT_SHARED_DIR`` is set;
+    3. else ``<repo>/../shared/data/obsidian-help-en`` (CI puts ``shared/`` beside the clone).
+
+    The first source that is set decides (a wrong explicit setting is reported, never
+    silently replaced by a fallback).
+
+    :returns: the vault folder.
+    :raises pytest.skip.Exception: the folder is absent, with a reason naming what was tried.
+    :raises pytest.fail.Exception: the same, under ``CI=true``: CI always has the vault.
+    """
+    env = os.environ if environ is None else environ
+    tried: list[str] = []
+    if env.get("GOAT_TEST_VAULT"):
+        path = Path(env["GOAT_TEST_VAULT"]).expanduser()
+        tried.append(f"GOAT_TEST_VAULT={path}")
+    else:
+        tried.append("GOAT_TEST_VAULT (unset)")
+        if env.get("GOAT_SHARED_DIR"):
+            path = Path(env["GOAT_SHARED_DIR"]).expanduser() / "data" / VAULT_NAME
+            tried.append(f"$GOAT_SHARED_DIR/data/{VAULT_NAME} = {path}")
+        else:
+            tried.append("GOAT_SHARED_DIR (unset)")
+            path = repo.resolve().parent / "shared" / "data" / VAULT_NAME
+            tried.append(f"<repo>/../shared/data/{VAULT_NAME} = {path}")
+    if path.is_dir():
+        return path
+    reason = f"the Obsidian Help vault is not a folder at {path}; tried: {'; '.join(tried)}"
+    if (env.get("CI") or "").strip().lower() in {"1", "true", "yes", "on"}:
+        pytest.fail(f"{reason} (CI=true: CI always has shared/ beside the clone)", pytrace=False)
+    pytest.skip(reason)
 
 
 def make_context(

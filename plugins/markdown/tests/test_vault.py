@@ -1,36 +1,44 @@
 """The main job on a real vault: a copy of the Obsidian Help vault (173 notes).
 
-Skipped where the shared data folder is absent.
+Where the vault is: ``conftest.locate_test_vault`` (GOAT_TEST_VAULT, else
+$GOAT_SHARED_DIR/data/obsidian-help-en, else <repo>/../shared/data/obsidian-help-en). Skipped,
+naming the paths tried, where it is absent; under CI=true that is a failure instead.
 """
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 from pathlib import Path
 
 import pytest
-from conftest import MakeStore
+from conftest import MakeStore, locate_test_vault
 from goat_core.frontmatter import parse_note
 from goat_core.models import LinkResolution
-
-VAULT = Path(
-    os.environ.get("GOAT_TEST_VAULT")
-    or Path(__file__).resolve().parents[4] / "shared" / "data" / "obsidian-help-en"
-)
-
-pytestmark = pytest.mark.skipif(
-    not VAULT.is_dir(),
-    reason=f"the Obsidian Help vault is not available at {VAULT} (set GOAT_TEST_VAULT)",
-)
 
 
 @pytest.fixture(scope="module")
 def vault_copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    source = locate_test_vault()  # skips, or under CI=true fails, when it is absent
     dest = tmp_path_factory.mktemp("vault") / "obsidian-help-en"
-    shutil.copytree(VAULT, dest, symlinks=True)
+    shutil.copytree(source, dest, symlinks=True)
     return dest
+
+
+def test_vault_location_rule(tmp_path: Path) -> None:
+    shared = tmp_path / "shared" / "data" / "obsidian-help-en"
+    shared.mkdir(parents=True)
+    explicit = tmp_path / "explicit"
+    explicit.mkdir()
+    repo = tmp_path / "repo"
+    env = {"GOAT_TEST_VAULT": str(explicit), "GOAT_SHARED_DIR": str(tmp_path / "shared")}
+    assert locate_test_vault(repo, env) == explicit
+    assert locate_test_vault(repo, {"GOAT_SHARED_DIR": str(tmp_path / "shared")}) == shared
+    assert locate_test_vault(repo, {}) == shared  # <repo>/../shared beside the clone
+    with pytest.raises(pytest.skip.Exception, match=r"tried: GOAT_TEST_VAULT \(unset\); "):
+        locate_test_vault(repo, {"GOAT_SHARED_DIR": str(tmp_path / "nowhere")})
+    with pytest.raises(pytest.fail.Exception, match="CI=true"):
+        locate_test_vault(repo, {"GOAT_SHARED_DIR": str(tmp_path / "nowhere"), "CI": "true"})
 
 
 def _snapshot(root: Path) -> dict[str, bytes]:
