@@ -28,7 +28,9 @@ trigram tokenizer finds nothing for 2 characters). A 1-character query matches a
 Storage: the FTS5 table is contentless (only the inverted index); the original title, metadata
 and the zlib-compressed body are kept in a plain table for snippets, which are cut from the
 original text with every matched term wrapped in :data:`SNIPPET_OPEN` / :data:`SNIPPET_CLOSE`
-(``[`` and ``]``).
+(``[`` and ``]``). Each file's title, own id and problem (e.g. unparsable frontmatter) sit in a
+covering index with its stat, so :meth:`SearchIndex.documents` and :meth:`SearchIndex.problems`
+list a store without reading its bodies or its files.
 
 Concurrency: several processes may use one index file. It runs in WAL mode with a busy timeout;
 a write waits at most ``busy_timeout_s`` for the lock and then raises
@@ -54,7 +56,7 @@ import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from goat_core.errors import BadInput, ProviderUnavailable
 
@@ -63,7 +65,9 @@ __all__ = [
     "SCHEMA_VERSION",
     "SNIPPET_CLOSE",
     "SNIPPET_OPEN",
+    "DocInfo",
     "FileStat",
+    "FileStatLike",
     "IndexStats",
     "IndexedDoc",
     "SearchHit",
@@ -74,7 +78,7 @@ __all__ = [
     "query_terms",
 ]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 """Bump when the tables, the tokenizer or the text preprocessing change: old indexes rebuild."""
 
 SNIPPET_OPEN = "["
@@ -125,9 +129,27 @@ class FileStat:
     size: int
 
 
+class FileStatLike(Protocol):
+    """Anything with a :class:`FileStat`'s three attributes (e.g. the
+    :class:`goat_core.files.NoteFile` entries of a walk, passed without copying)."""
+
+    @property
+    def path(self) -> str: ...
+
+    @property
+    def mtime_ns(self) -> int: ...
+
+    @property
+    def size(self) -> int: ...
+
+
 @dataclass(frozen=True)
 class IndexedDoc:
-    """What the index holds for one file. ``extra``: other frontmatter values as text."""
+    """What the index holds for one file. ``extra``: other frontmatter values as text.
+    ``ident``: the note's own identifier (frontmatter ``id``), if any. ``problem``: why the
+    file was only partly understood (e.g. its frontmatter does not parse), kept so the
+    problem can be reported later without reading the file again (:meth:`SearchIndex.
+    problems`)."""
 
     path: str
     title: str
@@ -136,6 +158,22 @@ class IndexedDoc:
     aliases: tuple[str, ...] = ()
     tags: tuple[str, ...] = ()
     extra: str = ""
+    ident: str | None = None
+    problem: str | None = None
+
+
+@dataclass(frozen=True)
+class DocInfo:
+    """One indexed file as listed by :meth:`SearchIndex.documents` (no body): store-relative
+    ``path``, ``title``, ``ident`` and ``problem`` as in :class:`IndexedDoc`, and the
+    ``(mtime_ns, size)`` of the version indexed."""
+
+    path: str
+    title: str
+    ident: str | None
+    problem: str | None
+    mtime_ns: int
+    size: int
 
 
 @dataclass(frozen=True)
@@ -395,9 +433,10 @@ _SCHEMA = [
     "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)",
     "CREATE TABLE docs(id INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE,"
     " mtime_ns INTEGER NOT NULL, size INTEGER NOT NULL, title TEXT NOT NULL,"
-    " meta TEXT NOT NULL, extra TEXT NOT NULL, body BLOB NOT NULL)",
-    # covering index: the change scan reads (path, mtime_ns, size) without touching bodies
-    "CREATE INDEX docs_stat ON docs(path, mtime_ns, size)",
+    " meta TEXT NOT NULL, extra TEXT NOT NULL, body BLOB NOT NULL, ident TEXT, problem TEXT)",
+    # covering index: the change scan and the listing read (path, mtime_ns, size, title,
+    # ident, problem) without touching bodies
+    "CREATE INDEX docs_stat ON docs(path, mtime_ns, size, title, ident, problem)",
     f"CREATE VIRTUAL TABLE fts USING fts5(title, meta, extra, body, content='',"
     f' tokenize="{_TOKENIZER}")',
 ]
@@ -420,7 +459,7 @@ def _is_busy(exc: BaseException) -> bool:
 
 @dataclass
 class _Pending:
-    stat: FileStat
+    stat: FileStatLike
     doc: IndexedDoc | None
 
 
@@ -604,15 +643,17 @@ class SearchIndex:
         )
         db.execute("DELETE FROM docs WHERE id = ?", (rid,))
 
-    def _insert(self, db: sqlite3.Connection, doc: IndexedDoc, stat: FileStat) -> None:
+    def _insert(self, db: sqlite3.Connection, doc: IndexedDoc, stat: FileStatLike) -> None:
         title = _valid_utf8(doc.title)
         meta = _valid_utf8(_meta_text(doc))
         extra = _valid_utf8(doc.extra)
         blob = zlib.compress(doc.body.encode("utf-8", "surrogatepass"), 6)
+        ident = None if doc.ident is None else _valid_utf8(doc.ident)
+        problem = None if doc.problem is None else _valid_utf8(doc.problem)
         cur = db.execute(
-            "INSERT INTO docs(path, mtime_ns, size, title, meta, extra, body)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (stat.path, stat.mtime_ns, stat.size, title, meta, extra, blob),
+            "INSERT INTO docs(path, mtime_ns, size, title, meta, extra, body, ident, problem)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (stat.path, stat.mtime_ns, stat.size, title, meta, extra, blob, ident, problem),
         )
         db.execute(
             "INSERT INTO fts(rowid, title, meta, extra, body) VALUES (?, ?, ?, ?, ?)",
@@ -652,12 +693,13 @@ class SearchIndex:
 
     def sync(
         self,
-        files: Iterable[FileStat],
+        files: Iterable[FileStatLike],
         load: Callable[[str], IndexedDoc | None],
         *,
         progress: Callable[[int, int], None] | None = None,
     ) -> SyncStats:
-        """Bring the index in line with ``files`` (every file of the store, once).
+        """Bring the index in line with ``files`` (every file of the store, once; any
+        :class:`FileStatLike`, e.g. a walk's entries as they are).
 
         A file whose ``(mtime_ns, size)`` equals the stored one is not loaded. Changed and new
         files are passed to ``load(path)``; ``None`` means unreadable: counted in ``skipped``,
@@ -671,7 +713,7 @@ class SearchIndex:
         started = time.monotonic()
         stored: dict[str, tuple[int, int]] = self._run(self._stored_stats)
         scanned = unchanged = skipped = 0
-        changed: list[FileStat] = []
+        changed: list[FileStatLike] = []
         pop = stored.pop
         for st in files:
             scanned += 1
@@ -752,7 +794,12 @@ class SearchIndex:
 
     def _stored_stats(self) -> dict[str, tuple[int, int]]:
         with self._read() as db:
-            return {p: (m, s) for p, m, s in db.execute("SELECT path, mtime_ns, size FROM docs")}
+            return {
+                p: (m, s)
+                for p, m, s in db.execute(
+                    "SELECT path, mtime_ns, size FROM docs INDEXED BY docs_stat"
+                )
+            }
 
     def update_one(self, doc: IndexedDoc, stat: FileStat) -> None:
         """Index one file the provider just wrote (replacing its row). ``doc.path`` must equal
@@ -875,6 +922,41 @@ class SearchIndex:
                 )
                 hits.append(SearchHit(path=path, title=title, score=score, snippet=snippet))
         return SearchResults(hits=hits, total=total, complete=total <= len(hits))
+
+    def documents(self) -> list[DocInfo]:
+        """Every indexed file without its body, ordered by path case-insensitively (ties by
+        exact path), read from a covering index (cost: the listing, never the bodies).
+
+        :raises ProviderUnavailable: the index could not be read within the busy timeout.
+        """
+
+        def go() -> list[DocInfo]:
+            with self._read() as db:
+                rows = db.execute(
+                    "SELECT path, title, ident, problem, mtime_ns, size FROM docs"
+                    " INDEXED BY docs_stat"
+                ).fetchall()
+            docs = [DocInfo(*row) for row in rows]
+            docs.sort(key=lambda d: (d.path.casefold(), d.path))
+            return docs
+
+        return self._run(go)
+
+    def problems(self) -> list[tuple[str, str]]:
+        """``(path, problem)`` of every indexed file stored with a problem (see
+        :attr:`IndexedDoc.problem`), ordered like :meth:`documents`.
+
+        :raises ProviderUnavailable: the index could not be read within the busy timeout.
+        """
+
+        def go() -> list[tuple[str, str]]:
+            with self._read() as db:
+                rows = db.execute(
+                    "SELECT path, problem FROM docs INDEXED BY docs_stat WHERE problem IS NOT NULL"
+                ).fetchall()
+            return sorted(((p, q) for p, q in rows), key=lambda r: (r[0].casefold(), r[0]))
+
+        return self._run(go)
 
     def stats(self) -> IndexStats:
         """Documents indexed and bytes on disk."""

@@ -368,6 +368,62 @@ def test_schema_change_rebuilds(tmp_path: Path):
         assert ix.sync([FileStat("n.md", 1, 5)], lambda p: IndexedDoc(p, "N", "hello")).added == 1
 
 
+def test_index_from_schema_1_is_rebuilt(tmp_path: Path):
+    """An index written before ``ident``/``problem`` existed is rebuilt, then synced anew."""
+    db = tmp_path / "i.sqlite"
+    con = sqlite3.connect(db)
+    con.executescript(
+        "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+        "INSERT INTO meta VALUES ('schema_version', '1');"
+        "CREATE TABLE docs(id INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE,"
+        " mtime_ns INTEGER NOT NULL, size INTEGER NOT NULL, title TEXT NOT NULL,"
+        " meta TEXT NOT NULL, extra TEXT NOT NULL, body BLOB NOT NULL);"
+        "CREATE INDEX docs_stat ON docs(path, mtime_ns, size);"
+    )
+    con.close()
+    with SearchIndex(db) as ix:
+        assert ix.rebuilt and ix.stats().documents == 0
+        doc = IndexedDoc("n.md", "N", "hello", problem="frontmatter does not parse")
+        assert ix.sync([FileStat("n.md", 1, 5)], lambda p: doc).added == 1
+        assert ix.problems() == [("n.md", "frontmatter does not parse")]
+
+
+def test_documents_and_problems_persist_without_the_files(tmp_path: Path):
+    db = tmp_path / "i.sqlite"
+    docs = {
+        "b.md": IndexedDoc("b.md", "Bee", "x", ident="id-b", problem="frontmatter does not parse"),
+        "A.md": IndexedDoc("A.md", "Ay", "y"),
+        "a/c.md": IndexedDoc("a/c.md", "Sea", "z", problem="note is not valid UTF-8"),
+    }
+    stats = [FileStat(p, 1, 1) for p in docs]
+    with SearchIndex(db) as ix:
+        ix.sync(stats, docs.__getitem__)
+
+    def never(rel: str) -> IndexedDoc | None:
+        raise AssertionError(f"{rel} was loaded although unchanged")
+
+    with SearchIndex(db) as ix:  # a new process: nothing is read again
+        assert ix.sync(stats, never).unchanged == 3
+        assert [(d.path, d.title, d.ident) for d in ix.documents()] == [
+            ("A.md", "Ay", None),
+            ("a/c.md", "Sea", None),
+            ("b.md", "Bee", "id-b"),
+        ]
+        assert ix.documents()[1].problem == "note is not valid UTF-8"
+        assert ix.problems() == [
+            ("a/c.md", "note is not valid UTF-8"),
+            ("b.md", "frontmatter does not parse"),
+        ]
+        # a fixed note loses its problem; a removed one takes it along
+        ix.update_one(IndexedDoc("b.md", "Bee", "fixed"), FileStat("b.md", 2, 5))
+        ix.remove("a/c.md")
+        assert ix.problems() == []
+        plan = ix._db.execute(
+            "EXPLAIN QUERY PLAN SELECT path, title, ident, problem FROM docs INDEXED BY docs_stat"
+        ).fetchall()
+        assert "COVERING INDEX" in str(plan)  # the listing never touches the bodies
+
+
 def test_garbage_file_is_rebuilt(tmp_path: Path):
     db = tmp_path / "i.sqlite"
     db.write_bytes(b"this is not a database at all" * 200)
@@ -497,3 +553,15 @@ def test_two_processes_sync_and_search_one_index(tmp_path: Path):
         assert final.added == 0 and final.removed == 0
         assert ix.verify() == []
         assert ix.stats().documents == 45
+
+
+def test_sync_takes_walk_entries_as_they_are(tmp_path: Path, store: Path):
+    from goat_core.files import walk_notes
+
+    write(store, "a.md", "zqwalked here")
+    write(store, "sub/b.md", "zqwalked there")
+    with SearchIndex(tmp_path / "i.sqlite") as ix:
+        files = walk_notes(store).files
+        assert ix.sync(files, loader(store)).added == len(files) > 2
+        assert ix.sync(walk_notes(store).files, loader(store)).unchanged == len(files)
+        assert {h.path for h in ix.search("zqwalked").hits} == {"a.md", "sub/b.md"}

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import os
 import stat
+import threading
 import unicodedata
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import MakeStore
@@ -23,8 +25,10 @@ from goat_core.frontmatter import parse_note
 from goat_core.home import GoatHome
 from goat_core.manager import PluginSettings
 from goat_core.models import Capability, Consistency, MemoryWrite, ReceiptStatus, Scope, ScopeKind
+from pydantic import ValidationError
 
-from goat_markdown.plugin import MarkdownSettings
+from goat_markdown.plugin import MarkdownSettings, spec
+from goat_markdown.provider import MarkdownProvider
 
 OBSIDIAN_NOTE = (
     "---\n"
@@ -100,9 +104,14 @@ def test_default_store_created_per_scope(store: MakeStore, home: GoatHome) -> No
         ("/root", "root-is-home"),
     ],
 )
-def test_root_refused(store: MakeStore, root: str, rule: str) -> None:
+def test_root_refused(home: GoatHome, root: str, rule: str) -> None:
+    # The settings model refuses it at bind time, naming the rule ...
+    with pytest.raises(ValidationError, match=rule):
+        MarkdownSettings(root=Path(root))
+    # ... and the provider refuses it too when handed settings that skipped validation
+    # (e.g. a folder that changed after it was bound).
     with pytest.raises(PathError) as info:
-        store(root=Path(root))
+        _unvalidated_store(home, Path(root))
     assert info.value.rule == rule
 
 
@@ -113,11 +122,29 @@ def test_forged_pen_id_refused(store: MakeStore, home: GoatHome) -> None:
     assert not (home.stores_dir / "escape").exists()
 
 
-def test_explicit_root_must_exist(store: MakeStore, tmp_path: Path) -> None:
+def test_explicit_root_must_exist(home: GoatHome, tmp_path: Path) -> None:
+    with pytest.raises(ValidationError, match="root-not-directory"):
+        MarkdownSettings(root=tmp_path / "missing")
     with pytest.raises(PathError) as info:
-        store(root=tmp_path / "missing")
+        _unvalidated_store(home, tmp_path / "missing")
     assert info.value.rule == "root-not-directory"
     assert not (tmp_path / "missing").exists()
+
+
+def _unvalidated_store(home: GoatHome, root: Path) -> None:
+    """Build a provider from settings that bypassed validation (``model_construct``)."""
+    from goat_core.models import Binding
+    from goat_core.provider import ProviderContext
+
+    settings = MarkdownSettings.model_construct(root=root)
+    context = ProviderContext(
+        scope=Scope.global_(),
+        binding=Binding(id="default", provider="markdown", settings={"root": str(root)}),
+        settings=settings,
+        home=home,
+    )
+    provider = spec().factory(context)
+    raise AssertionError(f"provider accepted root {root}: {provider!r}")
 
 
 # -- containment ----------------------------------------------------------------------------------
@@ -501,3 +528,77 @@ def test_check_and_reindex(store: MakeStore, vault: Path) -> None:
     assert p.reindex(lambda d, t: calls.append((d, t)))["added"] == 1
     assert calls[-1] == (1, 1)
     assert not any(p.name.endswith(".sqlite") for p in vault.iterdir())
+
+
+# -- cost proportional to what changed -------------------------------------------------------------
+
+
+@pytest.fixture
+def loads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Paths of every note read and parsed by any markdown provider during the test."""
+    seen: list[str] = []
+    lock = threading.Lock()
+    original = MarkdownProvider._load
+
+    def counting(self: MarkdownProvider, rel: str, *args: Any) -> Any:
+        with lock:
+            seen.append(rel)
+        return original(self, rel, *args)
+
+    monkeypatch.setattr(MarkdownProvider, "_load", counting)
+    return seen
+
+
+def test_fresh_instance_reads_only_changed_and_returned_notes(
+    store: MakeStore, vault: Path, loads: list[str]
+) -> None:
+    n = 60
+    for i in range(n):
+        extra = " zqunique" if i == 7 else ""
+        (vault / f"Note {i:02d}.md").write_text(f"---\ntitle: Note {i:02d}\n---\nzqcommon{extra}\n")
+    (vault / "Broken.md").write_text("---\ntitle: [unclosed\n---\nzqcommon\n")
+    first = store(root=vault)
+    assert len(first.recall("zqunique").items) == 1
+    assert len(loads) == n + 2  # the first index reads all n + 1 notes once, then the hit
+    first.close()
+
+    loads.clear()
+    (vault / "Note 30.md").write_text("---\ntitle: Note 30\n---\nzqcommon edited zqunique\n")
+    p = store(root=vault)  # a new process: same GOAT home, empty memory
+    result = p.recall("zqunique", limit=5)
+    assert {i.path for i in result.items} == {"Note 07.md", "Note 30.md"}
+    # the edited note is parsed once for the index, then each hit once for its text
+    assert sorted(loads) == ["Note 07.md", "Note 30.md", "Note 30.md"]
+    assert any(d.startswith("Broken.md: frontmatter does not parse") for d in result.degraded)
+
+    loads.clear()
+    r = p.recall("zqcommon", limit=3)
+    assert len(r.items) == 3 and not r.complete
+    assert sorted(loads) == sorted(i.path for i in r.items)  # nothing changed: only the hits
+
+    loads.clear()
+    listing = p.list_pages(limit=4)
+    assert [i.path for i in listing.items] == [
+        "Broken.md",
+        "Note 00.md",
+        "Note 01.md",
+        "Note 02.md",
+    ]
+    assert listing.items[1].title == "Note 00"
+    assert any(d.startswith("Broken.md: frontmatter does not parse") for d in listing.degraded)
+    assert sorted(loads) == sorted(i.path for i in listing.items)
+
+    loads.clear()
+    assert p.get_page("note 45").path == "Note 45.md"
+    assert loads == ["Note 45.md"]
+
+    loads.clear()
+    p.remember(MemoryWrite(text="appended", title="Note 12"))
+    assert set(loads) == {"Note 12.md"}  # re-read under the lock, then re-indexed
+    assert "appended" in (vault / "Note 12.md").read_text()
+    with pytest.raises(Conflict, match="never rewritten"):
+        p.remember(MemoryWrite(text="more", title="Broken"))
+
+    loads.clear()
+    assert p.forget("Note 59").removed == ("Note 59.md",)
+    assert loads == []

@@ -9,11 +9,14 @@ import sys
 from pathlib import Path
 
 import pytest
-from goat_markdown.plugin import MarkdownSettings
 from pydantic import ValidationError
 
+from goat_markdown.plugin import MarkdownSettings
 
-def test_relative_root_is_made_absolute_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+
+def test_relative_root_is_made_absolute_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     (tmp_path / "vault").mkdir()
     monkeypatch.chdir(tmp_path)
     settings = MarkdownSettings.model_validate({"root": "vault"})
@@ -67,7 +70,9 @@ def _goat(*args: str, home: Path, cwd: Path) -> subprocess.CompletedProcess[str]
 @pytest.mark.parametrize("root", ["/", "/nonexistent-goat-store", "/root"])
 def test_bind_refuses_bad_root_and_saves_nothing(tmp_path: Path, root: str) -> None:
     home = tmp_path / "home"
-    proc = _goat("bind", "--pen", "docs", "markdown", "--set", f"root={root}", home=home, cwd=tmp_path)
+    proc = _goat(
+        "bind", "--pen", "docs", "markdown", "--set", f"root={root}", home=home, cwd=tmp_path
+    )
     assert proc.returncode == 2, proc.stderr
     assert "root" in proc.stderr
     assert not (home / "memory.json").exists()
@@ -82,7 +87,9 @@ def test_bind_relative_root_stores_absolute_path(tmp_path: Path) -> None:
     roots = [b["settings"]["root"] for b in saved["bindings"].values()]
     assert roots == [str(tmp_path / "v1")]
     (tmp_path / "sub").mkdir()
-    proc = _goat("remember", "from a subfolder", "--pen", "rel", "--json", home=home, cwd=tmp_path / "sub")
+    proc = _goat(
+        "remember", "from a subfolder", "--pen", "rel", "--json", home=home, cwd=tmp_path / "sub"
+    )
     assert proc.returncode == 0, proc.stderr
     assert list((tmp_path / "v1").glob("*.md"))
     assert not (tmp_path / "sub" / "v1").exists()

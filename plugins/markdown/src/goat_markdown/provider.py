@@ -6,7 +6,13 @@ never rewritten unless a remember or feedback targets them; then only the ``upda
 changes and a dated entry is appended.
 
 Every blocking call runs on the store's :class:`~goat_core.provider.StoreWorker`, which also
-owns the SQLite search index (``GoatHome.index_path(root)``). Read-modify-write cycles hold
+owns the SQLite search index (``GoatHome.index_path(root)``). Each call starts with one cheap
+change scan (a stat walk) and syncs the index, which reads and parses only the notes whose
+``(mtime, size)`` changed; titles, frontmatter ids and unparsable-frontmatter problems then come
+from the index, and only the notes a call returns or edits are read (recall: the hits; pages:
+the page shown or listed). Only ``link_map`` and ``connections`` read every note, each once
+(kept between calls of one process and refreshed when mtime or size change). Read-modify-write
+cycles hold
 the store's cross-process :class:`~goat_core.files.StoreLock` and re-check the note's
 content hash just before the rename, so concurrent updates either both land or one gets
 :class:`~goat_core.errors.Conflict`.
@@ -16,6 +22,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import bisect
 import os
 import re
 import threading
@@ -68,7 +75,7 @@ from goat_core.models import (
 from goat_core.provider import Provider, ProviderContext, StoreWorker
 
 if TYPE_CHECKING:
-    from goat_core.search import IndexedDoc, SearchIndex, SyncStats
+    from goat_core.search import DocInfo, IndexedDoc, SearchIndex, SyncStats
 
 __all__ = ["MarkdownProvider"]
 
@@ -142,6 +149,15 @@ class _Note:
         return PageSummary(
             id=self.path, title=self.title, path=self.path, etag=self.etag, updated=updated
         )
+
+
+#: What page resolution needs of a note: ``(path, title, frontmatter id)``.
+_Ref = tuple[str, str, str | None]
+
+
+def _sort_key(path: str) -> tuple[str, str]:
+    """Page order: by path case-insensitively, ties by exact path (as ``walk_notes``)."""
+    return (path.casefold(), path)
 
 
 @dataclass
@@ -221,7 +237,6 @@ class MarkdownProvider(Provider):
             body=parsed.body,
             error=error,
         )
-        self._cache[rel] = note
         if error is not None:
             key = (str(self.root), rel)
             with _REPORTED_LOCK:
@@ -232,7 +247,8 @@ class MarkdownProvider(Provider):
         return note
 
     def _scan(self) -> _Scan:
-        """The cheap change scan: stat every note, re-read only those that changed."""
+        """Every note parsed, for the link map: stat every note, re-read only those that
+        changed since this object last read them (kept in ``_cache``)."""
         walk = walk_notes(self.root)
         notes: list[_Note] = []
         seen = set()
@@ -244,14 +260,17 @@ class MarkdownProvider(Provider):
                 continue
             note = self._load(f.path, f.mtime_ns, f.size)
             if note is not None:
+                self._cache[f.path] = note
                 notes.append(note)
         for gone in set(self._cache) - seen:
             del self._cache[gone]
         return _Scan(walk=walk, notes=notes)
 
-    def _degraded(self, scan: _Scan) -> list[str]:
-        reasons = [f"{n.path}: {n.error}; read as body" for n in scan.notes if n.error]
-        reasons += [f"{path}: skipped, {reason}" for path, reason in scan.walk.skipped]
+    @staticmethod
+    def _degraded(walk: WalkResult, problems: Iterable[tuple[str, str]]) -> list[str]:
+        """Unparsable notes (``<path>: <problem>; read as body``), then walk skips."""
+        reasons = [f"{path}: {problem}; read as body" for path, problem in problems]
+        reasons += [f"{path}: skipped, {reason}" for path, reason in walk.skipped]
         return reasons
 
     def _indexed_doc(self, note: _Note) -> IndexedDoc:
@@ -274,24 +293,44 @@ class MarkdownProvider(Provider):
             aliases=tuple(_str_list(data.get("aliases") or data.get("alias"))),
             tags=tuple(_str_list(data.get("tags") or data.get("tag"))),
             extra=" ".join(extra_values),
+            ident=note.fm_id,
+            problem=note.error,
         )
 
     def _sync_index(
         self, progress: Callable[[int, int], None] | None = None
-    ) -> tuple[_Scan, SyncStats]:
-        from goat_core.search import FileStat
-
-        scan = self._scan()
-        notes = {n.path: n for n in scan.notes}
+    ) -> tuple[WalkResult, SyncStats]:
+        """The change scan plus an index sync: one stat walk; only new or changed notes
+        (by ``(mtime_ns, size)``) are read and parsed."""
+        walk = walk_notes(self.root)
+        cached = self._cache
 
         def load(rel: str) -> IndexedDoc | None:
-            note = notes.get(rel) or self._load(rel)
-            return None if note is None else self._indexed_doc(note)
+            note = self._load(rel)
+            if note is None:
+                return None
+            if rel in cached:  # keep the link-map cache fresh without a second parse there
+                cached[rel] = note
+            return self._indexed_doc(note)
 
-        stats = self._index_open().sync(
-            [FileStat(n.path, n.mtime_ns, n.size) for n in scan.notes], load, progress=progress
-        )
-        return scan, stats
+        # the walk's entries go in as they are (copying 100k of them costs more than the check)
+        stats = self._index_open().sync(walk.files, load, progress=progress)
+        return walk, stats
+
+    def _documents(self) -> list[DocInfo]:
+        """Indexed notes (path, title, id, problem) in page order; call after a sync."""
+        return self._index_open().documents()
+
+    @staticmethod
+    def _refs(docs: Iterable[DocInfo]) -> list[_Ref]:
+        return [(d.path, d.title, d.ident) for d in docs]
+
+    def _must_load(self, rel: str) -> _Note:
+        """Read a note the index named; :class:`NotFound` when it vanished meanwhile."""
+        note = self._load(rel)
+        if note is None:
+            raise NotFound(f"page {rel!r} in {self.label()} vanished or is not readable")
+        return note
 
     def _index_note(self, rel: str) -> None:
         from goat_core.search import FileStat
@@ -308,17 +347,20 @@ class MarkdownProvider(Provider):
         )
 
     # -- resolution -------------------------------------------------------------------------------
-    def _resolve(self, ref: str, notes: Iterable[_Note]) -> _Note:
-        """Find one note by id (its path), frontmatter ``id``, path without ``.md``, then a
-        unique title or file name ignoring case (NFC)."""
+    def _resolve(self, ref: str, notes: Iterable[_Ref]) -> str:
+        """The path of the one note ``ref`` names: by id (its path), frontmatter ``id``, path
+        without ``.md``, then a unique title or file name ignoring case (NFC).
+
+        :param notes: ``(path, title, frontmatter id)`` of every note (from the index).
+        """
         if not isinstance(ref, str) or not ref.strip():
             raise BadInput("page reference is empty")
         ref = _nfc(ref.strip())
-        by_path = {n.path: n for n in notes}
-        nfc_paths = {_nfc(p): n for p, n in by_path.items()}
+        refs = list(notes)
+        nfc_paths = {_nfc(p): p for p, _t, _i in refs}
         if ref in nfc_paths:
             return nfc_paths[ref]
-        with_id = [n for n in by_path.values() if n.fm_id == ref]
+        with_id = [p for p, _t, i in refs if i == ref]
         if len(with_id) == 1:
             return with_id[0]
         if f"{ref}.md" in nfc_paths:
@@ -326,15 +368,13 @@ class MarkdownProvider(Provider):
         if "/" in ref or ref.lower().endswith(".md"):
             contain(self.root, ref)  # an unsafe reference is refused with its rule, not "missing"
             folded = _fold(ref if ref.lower().endswith(".md") else f"{ref}.md")
-            path_matches = [n for p, n in nfc_paths.items() if _fold(p) == folded]
+            path_matches = [p for n, p in nfc_paths.items() if _fold(n) == folded]
             if len(path_matches) == 1:
                 return path_matches[0]
             if path_matches:
                 raise self._ambiguous(ref, path_matches)
         key = _fold(ref[:-3] if ref.lower().endswith(".md") else ref)
-        matches = [
-            n for n in by_path.values() if _fold(n.title) == key or _fold(_stem(n.path)) == key
-        ]
+        matches = [p for p, t, _i in refs if _fold(t) == key or _fold(_stem(p)) == key]
         if len(with_id) > 1:
             matches = with_id
         if len(matches) == 1:
@@ -344,10 +384,11 @@ class MarkdownProvider(Provider):
         raise NotFound(f"no page matches {ref!r} in {self.label()}")
 
     @staticmethod
-    def _ambiguous(ref: str, notes: list[_Note]) -> Ambiguous:
-        paths = sorted((n.path for n in notes), key=lambda p: (p.casefold(), p))
+    def _ambiguous(ref: str, paths: list[str]) -> Ambiguous:
+        ordered = sorted(paths, key=_sort_key)
         return Ambiguous(
-            f"{len(paths)} pages match {ref!r}: {', '.join(paths)}; use a path", candidates=paths
+            f"{len(ordered)} pages match {ref!r}: {', '.join(ordered)}; use a path",
+            candidates=ordered,
         )
 
     # -- writes (worker thread) -----------------------------------------------------------------
@@ -379,9 +420,18 @@ class MarkdownProvider(Provider):
         self._index_note(note.path)
         return note.path
 
-    def _create(self, stem: str, frontmatter: dict[str, Any], text: str, *, unique: bool) -> str:
-        """Create ``<stem>.md`` at the root (``<stem>-2.md``... when ``unique``)."""
-        existing = {_fold(p) for p in self._cache if "/" not in p}
+    def _create(
+        self,
+        stem: str,
+        frontmatter: dict[str, Any],
+        text: str,
+        *,
+        unique: bool,
+        walk: WalkResult,
+    ) -> str:
+        """Create ``<stem>.md`` at the root (``<stem>-2.md``... when ``unique``); ``walk``:
+        the change scan taken under the store lock (its root file names are taken)."""
+        existing = {_fold(f.path) for f in walk.files if "/" not in f.path}
         n = 1
         while True:
             name = f"{stem}.md" if n == 1 else f"{stem}-{n}.md"
@@ -413,30 +463,31 @@ class MarkdownProvider(Provider):
         assert write.title is not None
         title = _nfc(write.title.strip())
         stem = safe_title_filename(title)
-        scan = self._scan()
-        exact = [n for n in scan.notes if n.title == title or _nfc(_stem(n.path)) == title]
+        walk, _stats = self._sync_index()
+        docs = self._documents()
+        exact = [d for d in docs if d.title == title or _nfc(_stem(d.path)) == title]
         if len(exact) > 1:
-            raise self._ambiguous(title, exact)
+            raise self._ambiguous(title, [d.path for d in exact])
         heading = _stamp(_now()) + (" feedback" if kind == "feedback" else "")
-        if exact:
-            return self._append(exact[0], heading, text)
+        if exact:  # the index named it; the note itself is re-read here, under the lock
+            return self._append(self._must_load(exact[0].path), heading, text)
         key = _fold(title)
-        twins = [n for n in scan.notes if _fold(n.title) == key or _fold(_stem(n.path)) == key]
+        twins = [d for d in docs if _fold(d.title) == key or _fold(_stem(d.path)) == key]
         if twins:
-            names = ", ".join(f"{n.path!r} (title {n.title!r})" for n in twins)
+            names = ", ".join(f"{d.path!r} (title {d.title!r})" for d in twins)
             raise Conflict(
                 f"title {title!r} differs only in case from existing note {names}; "
                 "use its exact title to append to it"
             )
-        taken = [
-            n for n in scan.notes if "/" not in n.path and _fold(n.path) == _fold(f"{stem}.md")
-        ]
+        taken = [d for d in docs if "/" not in d.path and _fold(d.path) == _fold(f"{stem}.md")]
         if taken:
             raise Conflict(
                 f"file name {stem + '.md'!r} for title {title!r} is taken by note "
                 f"{taken[0].path!r} (title {taken[0].title!r}); choose another title"
             )
-        return self._create(stem, self._new_frontmatter(title, write, kind), text, unique=False)
+        return self._create(
+            stem, self._new_frontmatter(title, write, kind), text, unique=False, walk=walk
+        )
 
     def _generated_title(self, text: str) -> str:
         words = re.sub(r"[#>*_`\[\]]+", " ", text).split()
@@ -458,17 +509,21 @@ class MarkdownProvider(Provider):
             stem = "Note"
         if kind == "feedback" and not title:
             title = "Feedback"
-        self._scan()
         return self._create(
-            stem, self._new_frontmatter(title or stem, write, kind), text, unique=True
+            stem,
+            self._new_frontmatter(title or stem, write, kind),
+            text,
+            unique=True,
+            walk=walk_notes(self.root),
         )
 
     def _write(self, write: MemoryWrite, kind: str) -> Receipt:
         text = self._check_text(write)
         with self._lock:
             if kind == "feedback" and write.on:
-                note = self._resolve(write.on, self._scan().notes)
-                rel = self._append(note, _stamp(_now()) + " feedback", text)
+                self._sync_index()
+                target = self._resolve(write.on, self._refs(self._documents()))
+                rel = self._append(self._must_load(target), _stamp(_now()) + " feedback", text)
             elif write.title is not None and write.title.strip():
                 rel = self._remember_titled(write, text, kind)
             else:
@@ -477,23 +532,27 @@ class MarkdownProvider(Provider):
 
     def _forget(self, ref: str) -> Receipt:
         with self._lock:
-            note = self._resolve(ref, self._scan().notes)
-            contain(self.root, note.path)
-            path = self.root / note.path  # a symlinked note: the link goes, not its target
-            os.unlink(path)
+            self._sync_index()
+            rel = self._resolve(ref, self._refs(self._documents()))
+            contain(self.root, rel)
+            path = self.root / rel  # a symlinked note: the link goes, not its target
+            try:
+                os.unlink(path)
+            except FileNotFoundError as exc:
+                raise NotFound(f"page {rel!r} in {self.label()} vanished meanwhile") from exc
             fsync_dir(path.parent)
-            self._cache.pop(note.path, None)
-            self._index_open().remove(note.path)
-        return self._receipt(note.path, removed=(note.path,))
+            self._cache.pop(rel, None)
+            self._index_open().remove(rel)
+        return self._receipt(rel, removed=(rel,))
 
     # -- reads (worker thread) ------------------------------------------------------------------
     def _recall(self, query: str, limit: int) -> RecallResult:
-        scan, _stats = self._sync_index()
-        results = self._index_open().search(query, limit=limit)
-        notes = {n.path: n for n in scan.notes}
+        walk, _stats = self._sync_index()
+        index = self._index_open()
+        results = index.search(query, limit=limit)
         items = []
         for hit in results.hits:
-            note = notes.get(hit.path)
+            note = self._load(hit.path)  # only the hits are read (at most ``limit`` files)
             text = note.body.strip()[:_TEXT_CHARS] if note is not None else None
             source = note.data.get("source") if note is not None else None
             items.append(
@@ -508,7 +567,8 @@ class MarkdownProvider(Provider):
                 )
             )
         complete = bool(results.complete) and results.total <= len(items)
-        degraded = self._degraded(scan)
+        degraded = self._degraded(walk, index.problems())
+        degraded += [d for d in results.degraded if d not in degraded]
         if results.total > len(items):
             degraded.insert(0, f"{results.total} notes matched; {len(items)} returned")
         return RecallResult(
@@ -516,25 +576,28 @@ class MarkdownProvider(Provider):
         )
 
     def _list_pages(self, limit: int, cursor: str | None) -> PageList:
-        scan = self._scan()
-        ordered = sorted(scan.notes, key=lambda n: (n.path.casefold(), n.path))
+        walk, _stats = self._sync_index()
+        ordered = [f.path for f in walk.files]  # already in page order
         start = 0
         if cursor is not None:
-            last = _decode_cursor(cursor)
-            key = (last.casefold(), last)
-            start = next(
-                (i for i, n in enumerate(ordered) if (n.path.casefold(), n.path) > key),
-                len(ordered),
-            )
+            start = bisect.bisect_right(ordered, _sort_key(_decode_cursor(cursor)), key=_sort_key)
         chunk = ordered[start : start + limit]
         more = start + limit < len(ordered)
-        next_cursor = _encode_cursor(chunk[-1].path) if more and chunk else None
-        unreadable = any("not readable" in r for _, r in scan.walk.skipped)
+        next_cursor = _encode_cursor(chunk[-1]) if more and chunk else None
+        degraded = self._degraded(walk, self._index_open().problems())
+        items = []
+        for rel in chunk:  # only the listed notes are read (etag, updated, title)
+            note = self._load(rel)
+            if note is None:
+                degraded.append(f"{rel}: skipped, not readable")
+            else:
+                items.append(note.summary())
+        unreadable = len(items) < len(chunk) or any("not readable" in r for _, r in walk.skipped)
         return PageList(
-            items=tuple(n.summary() for n in chunk),
+            items=tuple(items),
             next_cursor=next_cursor,
             complete=not more and not unreadable,
-            degraded=tuple(self._degraded(scan)),
+            degraded=tuple(degraded),
         )
 
     def _page(self, note: _Note) -> Page:
@@ -555,7 +618,8 @@ class MarkdownProvider(Provider):
         )
 
     def _get_page(self, ref: str) -> Page:
-        return self._page(self._resolve(ref, self._scan().notes))
+        self._sync_index()
+        return self._page(self._must_load(self._resolve(ref, self._refs(self._documents()))))
 
     def _link_inputs(self) -> tuple[_Scan, list[tuple[PageSummary, str]], list[str]]:
         scan = self._scan()
@@ -568,22 +632,23 @@ class MarkdownProvider(Provider):
 
         scan, pages, paths = self._link_inputs()
         result = build_link_map(pages, paths)
-        degraded = tuple(result.degraded) + tuple(self._degraded(scan))
+        problems = [(n.path, n.error) for n in scan.notes if n.error]
+        degraded = tuple(result.degraded) + tuple(self._degraded(scan.walk, problems))
         return result.model_copy(update={"degraded": degraded}) if degraded else result
 
     def _connections(self, ref: str) -> Connections:
         from goat_core import links
 
         scan, pages, paths = self._link_inputs()
-        note = self._resolve(ref, scan.notes)
-        return links.connections(pages, note.path, paths)
+        rel = self._resolve(ref, [(n.path, n.title, n.fm_id) for n in scan.notes])
+        return links.connections(pages, rel, paths)
 
     def _reindex(self, progress: Callable[[int, int], None] | None) -> dict[str, int]:
-        scan, stats = self._sync_index(progress)
+        walk, stats = self._sync_index(progress)
         counts = _counts(stats)
-        counts.setdefault("notes", len(scan.notes))
-        counts["skipped"] = len(scan.walk.skipped)
-        counts["unparsable"] = sum(1 for n in scan.notes if n.error)
+        counts.setdefault("notes", self._index_open().stats().documents)
+        counts["skipped"] = len(walk.skipped)
+        counts["unparsable"] = len(self._index_open().problems())
         return counts
 
     def _check(self) -> Health:
