@@ -1,0 +1,33 @@
+"""The shared provider conformance suite, run against goat-hindsight and a real Hindsight
+server (a fresh bank per test, created through Hindsight's REST API)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from goat_core.home import GoatHome
+from goat_core.testing import ProviderConformanceTests
+from goat_core.testing.conformance import ProviderFactory, spec_factory
+from live_server import LiveServer, guarded_factory
+
+from goat_hindsight.plugin import spec
+from goat_hindsight.settings import HindsightSettings
+
+pytestmark = pytest.mark.live
+
+
+class TestHindsightConformance(ProviderConformanceTests):
+    entry_point_name = provider_name = "hindsight"
+    eventual_timeout = 20.0
+
+    @pytest.fixture
+    def goat_provider_factory(self, tmp_path: Path, live_server: LiveServer) -> ProviderFactory:
+        """One fresh, empty bank per test; every scope selects that same shared bank."""
+        settings = HindsightSettings(base_url=live_server.url, bank_id=live_server.create_bank())
+        return spec_factory(
+            spec(),
+            GoatHome.at(tmp_path / "goat-home"),
+            settings=settings.model_dump(),
+            http_client=guarded_factory(settings),
+        )
