@@ -7,20 +7,32 @@ The page has three views, switched by a tab bar: **Pages** (a filterable list, o
 ``li.page`` per page), **Map** (an interactive force-directed graph drawn on a canvas: click
 a node to select it, drag nodes, drag the background to pan, wheel to zoom) and
 **Connections** (the selected page's outgoing links and backlinks). The selected item is
-marked with a neutral grey outline and background, never an accent colour. Links to missing
-notes appear as hollow dashed nodes (``missing``) named after the link target; attachments
-are listed under Connections but are not graph nodes.
+marked with a neutral grey outline and background, never an accent colour.
 
-After its first draw the script sets ``data-rendered-nodes`` on ``<body>`` (pages plus
-missing targets drawn) and ``data-layout="done"`` when the layout settles; layout work is
-capped (fewer iterations and a grid approximation of repulsion for large graphs), so 10,000
-nodes lay out in a few seconds without blocking the page.
+Map: node area grows with the number of distinct linked nodes; pages are coloured by
+top-level folder from a muted palette (the largest folders first, the rest grey). Labels are
+drawn for the best-linked nodes that fit without overlapping, for the hovered or selected
+node and its neighbours, and for more nodes as the user zooms in. Link targets that exist
+nowhere are split as Obsidian's graph view splits unresolved links from attachments:
+a **missing note** (no extension or ``.md``: a hollow dashed circle) and a **missing
+attachment** (any other extension, ``.png``, ``.svg``: a small dotted square). Missing
+attachments are hidden behind a legend toggle when there are more than
+:data:`ATTACHMENTS_SHOWN_UP_TO`; the fragment ``#map?attachments=1`` (or ``=0``) sets it.
+Resolved attachments are listed under Connections but are not graph nodes.
+
+After each draw the script sets on ``<body>``: ``data-rendered-nodes`` (nodes drawn),
+``data-rendered-missing-notes``, ``data-rendered-missing-attachments`` and
+``data-layout="done"`` when the layout settles. The layout is a force simulation (the
+velocity-Verlet model of d3-force: many-body repulsion, link springs, gravity, collision)
+with Barnes-Hut repulsion past 600 nodes and an iteration budget that shrinks with size,
+so 10,000 nodes lay out in a few seconds without blocking the page.
 """
 
 from __future__ import annotations
 
 import html
 import json
+import re
 import unicodedata
 from collections.abc import Mapping
 from functools import cache
@@ -30,7 +42,13 @@ from typing import Any
 from goat_core.links import parse_links
 from goat_core.models import Connections, LinkMap, LinkResolution
 
-__all__ = ["render_map_html", "map_data"]
+__all__ = ["ATTACHMENTS_SHOWN_UP_TO", "render_map_html", "map_data", "missing_target"]
+
+#: Missing attachments are drawn by default only up to this many (the legend toggles them).
+ATTACHMENTS_SHOWN_UP_TO = 20
+
+# A file extension: 1-8 ASCII letters or digits, at least one letter ("v1.2" is a note name).
+_EXTENSION = re.compile(r"\.([A-Za-z0-9]{1,8})$")
 
 _RESOLUTION_CODES = {
     LinkResolution.EXACT: "exact",
@@ -70,19 +88,61 @@ def _missing_label(raw: str) -> str:
     return raw
 
 
+def missing_target(text: str) -> tuple[str, str, str]:
+    """Classify and name the target of a link that resolves to nothing.
+
+    :param text: the decoded link target as written (``Example.md``, ``icons/x.svg``).
+    :returns: ``(kind, label, key)``: ``kind`` is ``"note"`` when the last path segment has no
+        extension or ``.md`` (Obsidian creates a note for it) and ``"attachment"`` for any other
+        extension (``.png``, ``.svg``, ``.pdf``; an extension is 1-8 ASCII letters or digits
+        with at least one letter, so ``Release 1.2`` is a note); ``label`` is ``text`` without
+        a ``.md`` suffix; ``key`` groups spellings of one target: ``label`` NFC-normalised and
+        case-folded (Obsidian matches link targets case-insensitively and with ``.md``
+        optional), so ``[[Example]]`` and ``[[example.md]]`` share one node.
+    """
+    label = text.strip()
+    if label.lower().endswith(".md") and len(label) > 3:
+        label = label[:-3]
+        kind = "note"
+    else:
+        ext = _EXTENSION.search(label.rsplit("/", 1)[-1])
+        suffix = ext.group(1).lower() if ext else ""
+        kind = "attachment" if suffix and suffix != "md" and not suffix.isdigit() else "note"
+    key = unicodedata.normalize("NFC", label).casefold()
+    return kind, label, key
+
+
+def _folder(page_id: str) -> str:
+    return page_id.split("/", 1)[0] if "/" in page_id else ""
+
+
 def map_data(
     link_map: LinkMap, *, title: str, connections: Mapping[str, Connections] | None = None
 ) -> dict[str, Any]:
     """The JSON document the page embeds.
 
-    Shape: ``{"title", "nodes": [{"id", "title", "missing"}], "edges": [[source index,
-    target index or -1, raw, resolution, attachment path or ""]], "links": {page id:
-    [{"raw", "target", "resolution", "line", "alias", "heading", "block", "embed"}]}}``.
-    Node indexes past the pages are missing targets, one per distinct target name
-    (NFC, case-folded), labelled as written the first time.
+    Shape: ``{"title", "attachments_shown_up_to", "groups": [folder], "nodes": [{"id",
+    "title", "missing": false, "group"} or {"id": "", "title", "missing": true, "kind": "note"
+    | "attachment"}], "edges": [[source index, target index or -1, raw, resolution,
+    attachment path or ""]], "links": {page id: [{"raw", "target", "resolution", "line",
+    "alias", "heading", "block", "embed"}]}}``.
+    ``groups`` are the pages' top-level folders (``""`` for the store root), the most pages
+    first (ties by name); a page's ``group`` indexes it. Node indexes past the pages are
+    missing targets, one per :func:`missing_target` key, labelled as written the first time.
     """
+    counts: dict[str, int] = {}
+    for n in link_map.nodes:
+        counts[_folder(n.id)] = counts.get(_folder(n.id), 0) + 1
+    groups = sorted(counts, key=lambda g: (-counts[g], g))
+    group_index = {g: i for i, g in enumerate(groups)}
     nodes: list[dict[str, Any]] = [
-        {"id": n.id, "title": n.title or n.id, "missing": False} for n in link_map.nodes
+        {
+            "id": n.id,
+            "title": n.title or n.id,
+            "missing": False,
+            "group": group_index[_folder(n.id)],
+        }
+        for n in link_map.nodes
     ]
     index = {n.id: i for i, n in enumerate(link_map.nodes)}
     missing: dict[str, int] = {}
@@ -93,12 +153,11 @@ def map_data(
             continue
         extra = ""
         if edge.resolution is LinkResolution.MISSING:
-            label = _missing_label(edge.raw)
-            key = unicodedata.normalize("NFC", label).casefold()
+            kind, label, key = missing_target(_missing_label(edge.raw))
             target = missing.get(key)
             if target is None:
                 target = missing[key] = len(nodes)
-                nodes.append({"id": "", "title": label, "missing": True})
+                nodes.append({"id": "", "title": label, "missing": True, "kind": kind})
         elif edge.resolution is LinkResolution.ATTACHMENT:
             target = -1
             extra = edge.target or ""
@@ -120,7 +179,14 @@ def map_data(
             }
             for link in conn.outgoing
         ]
-    return {"title": title, "nodes": nodes, "edges": edges, "links": links}
+    return {
+        "title": title,
+        "groups": groups,
+        "nodes": nodes,
+        "edges": edges,
+        "links": links,
+        "attachments_shown_up_to": ATTACHMENTS_SHOWN_UP_TO,
+    }
 
 
 def render_map_html(
@@ -149,7 +215,8 @@ script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:">
 {_asset("map.css")}
 </style>
 </head>
-<body data-rendered-nodes="0" data-layout="pending">
+<body data-rendered-nodes="0" data-rendered-missing-notes="0" \
+data-rendered-missing-attachments="0" data-layout="pending">
 <header>
 <h1 id="map-title">{safe_title}</h1>
 <nav role="tablist" aria-label="Views">
@@ -166,8 +233,15 @@ script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:">
 </section>
 <section id="view-map" class="view" role="tabpanel" aria-labelledby="tab-map" hidden>
 <canvas id="graph" aria-label="Link graph"></canvas>
-<p class="legend"><span class="dot"></span> page <span class="dot missing"></span> missing note
-<span class="hint">click to select, drag to move, wheel to zoom</span></p>
+<div class="legend">
+<span class="key"><span class="dot"></span> page</span>
+<span class="key"><span class="dot missing"></span> missing note</span>
+<label class="key" id="attachments-key"><input type="checkbox" id="show-attachments">\
+<span class="square missing"></span> missing attachments</label>
+<button type="button" id="fit">Fit</button>
+<span class="hint">hover or click a node · drag to move · wheel to zoom</span>
+</div>
+<ul id="folders" aria-label="Folders"></ul>
 </section>
 <section id="view-connections" class="view" role="tabpanel" aria-labelledby="tab-connections" \
 hidden>
