@@ -66,6 +66,8 @@ EXIT_INTERRUPTED = 130
 PROGRESS_THRESHOLD = 200
 #: ``status --watch`` re-renders this often (DESIGN section 5: recheck every 15 s).
 WATCH_SECONDS = 15.0
+#: ``status`` waits at most this long for the live check of remote bindings.
+STATUS_CHECK_SECONDS = 10.0
 
 _BUILTIN_DEBUG_ENV = "GOAT_DEBUG"
 
@@ -654,7 +656,10 @@ def check_cmd(
 ) -> None:
     """Check a scope's provider now. With --set, test those settings without saving them.
 
-    Exit 0 when healthy, 6 when not.
+    An explicit check retries at once (whatever the backoff or an earlier auth failure).
+    For a remote provider, a --set draft with the saved server, bank and credential checks
+    the saved connection itself (its success refreshes it); an edited draft is tested on
+    its own connection and touches nothing saved. Exit 0 when healthy, 6 when not.
     """
     scope = _chosen_scope(global_, pen, default_global=True)
     draft = _parse_sets(sets) if sets else None
@@ -669,6 +674,7 @@ def check_cmd(
                 "reason": health.reason,
                 "checked_at": health.checked_at.isoformat(),
                 "draft": draft is not None,
+                "cause": health.cause,
             }
         )
     else:
@@ -677,7 +683,9 @@ def check_cmd(
             click.echo(f"  {health.reason}")
     if not health.ok:
         what = "the draft settings" if draft is not None else scope.key
-        _err(f"goat: error: check of {what} failed: {_one_line(health.reason or 'no reason')}")
+        cause = f" ({health.cause})" if health.cause else ""
+        reason = _one_line(health.reason or "no reason")
+        _err(f"goat: error: check of {what} failed{cause}: {reason}")
         raise click.exceptions.Exit(6)
 
 
@@ -703,6 +711,8 @@ def _status_rows(statuses: Sequence[Any]) -> list[dict[str, Any]]:
                 "last_checked": data.get("last_checked"),
             }
         )
+        if data.get("cause") is not None:
+            rows[-1]["cause"] = data.get("cause")
         if data.get("identity") is not None or data.get("derivation") is not None:
             rows[-1]["identity"] = data.get("identity")
             rows[-1]["derivation"] = data.get("derivation")
@@ -710,14 +720,10 @@ def _status_rows(statuses: Sequence[Any]) -> list[dict[str, Any]]:
 
 
 def _checked_status(host: Any, request: Any) -> list[dict[str, Any]]:
-    """Probe every scope that is on (a local stat, or the remote's health call), then
-    return the status rows with the fresh results."""
-    from goat_core.models import Scope
-
-    for row in host.status(request=request):
-        if row.tone.value != "dim":
-            host.check(Scope.parse(row.scope))
-    return _status_rows(host.status(request=request))
+    """A short live check of every enabled binding (a local stat, or the remote's cheap
+    probe through the connection supervisor, at most :data:`STATUS_CHECK_SECONDS`), then
+    the status rows with the fresh results. Disabled and legacy bindings are not contacted."""
+    return _status_rows(host.refresh(request=request, timeout=STATUS_CHECK_SECONDS))
 
 
 def _when(iso: str | None) -> str:
@@ -744,11 +750,12 @@ def _render_status(rows: list[dict[str, Any]]) -> str:
                 str(r["provider"] or "-"),
                 str(r["tone"]),
                 _one_line(r["reason"] or ""),
+                str(r.get("cause") or "-"),
                 _when(r["last_checked"]),
             ]
             for r in rows
         ],
-        ["SCOPE", "LABEL", "PROVIDER", "TONE", "REASON", "LAST CHECKED"],
+        ["SCOPE", "LABEL", "PROVIDER", "TONE", "REASON", "CAUSE", "LAST CHECKED"],
     )
     lines = table.splitlines()
     styled = lines[:1]
@@ -767,7 +774,9 @@ def _render_status(rows: list[dict[str, Any]]) -> str:
 @click.option("--times", type=int, default=0, hidden=True, help="Stop a watch after N renders.")
 @_home_option
 def status_cmd(as_json: bool, watch: bool, interval: float, times: int, home: Path | None) -> None:
-    """Show each scope's provider, tone and reason."""
+    """Show each scope's provider, tone, reason and cause after a short live check.
+
+    With --watch, check and render again every 15 s until Ctrl-C."""
     from goat_core.models import ScopeRequest
 
     rendered = 0

@@ -15,7 +15,10 @@ selected binding; there is no API that takes two scopes or returns a union:
 - writes happen only through :meth:`MemoryContext.remember` and
   :meth:`MemoryContext.feedback`; the interception hooks run on every write and read;
 - :meth:`MemoryContext.prepare_turn` fences recalled text as quoted data and never changes
-  connection health.
+  connection health;
+- remote bindings (``ProviderSpec.network``) are owned by a
+  :class:`~goat_core.supervisor.Supervisor` (shared checks per transport, generations,
+  backoff, rechecks); local providers are built and probed directly.
 
 :class:`SyncMemoryHost` runs the same API on a blocking portal for synchronous callers.
 """
@@ -51,6 +54,7 @@ from goat_core.models import (
     Connections,
     Derivation,
     Health,
+    HealthCause,
     LinkMap,
     MemoryWrite,
     Page,
@@ -69,6 +73,15 @@ from goat_core.models import (
 )
 from goat_core.provider import Provider, ProviderContext
 from goat_core.registry import Registry
+from goat_core.supervisor import (
+    Clock,
+    RetryPolicy,
+    SessionState,
+    Supervisor,
+    Target,
+    digest,
+    transport_fingerprint,
+)
 
 if TYPE_CHECKING:
     from goat_core.config import Config
@@ -205,6 +218,8 @@ class BindingStatus(BaseModel):
         binding), ``warn`` (broken; ``reason`` says why), ``dim`` (intentionally off).
     :param identity: for a Pen derived from a directory, the project identity.
     :param derivation: how that Pen was derived (``git-remote``, ``git-root``, ...).
+    :param cause: for ``warn``: ``auth``, ``bank_not_found``, ``unreachable``,
+        ``missing_tools`` or ``legacy``.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -219,8 +234,11 @@ class BindingStatus(BaseModel):
     enabled: bool = True
     identity: str | None = None
     derivation: str | None = None
+    cause: HealthCause | None = None
 
     def to_json(self) -> dict[str, Any]:
+        """The ``goat status --json`` row; ``cause`` appears on ``warn`` rows that have one,
+        ``identity`` and ``derivation`` on a Pen derived from a directory."""
         out: dict[str, Any] = {
             "scope": self.scope,
             "label": self.label,
@@ -229,6 +247,8 @@ class BindingStatus(BaseModel):
             "reason": self.reason,
             "last_checked": self.last_checked.isoformat() if self.last_checked else None,
         }
+        if self.cause is not None:
+            out["cause"] = self.cause
         if self.identity is not None or self.derivation is not None:
             out["identity"] = self.identity
             out["derivation"] = self.derivation
@@ -357,18 +377,42 @@ class MemoryContext:
         *,
         state: Literal["on", "off", "unavailable"],
         reason: str | None = None,
+        lease: _RemoteLease | None = None,
     ) -> None:
         self._host = host
         self.scope = scope
         self.binding = binding
         self.spec = spec
-        self._provider = provider
-        self.state = state
-        self.reason = reason
+        self._fixed_provider = provider
+        self._state: Literal["on", "off", "unavailable"] = state
+        self._reason = reason
+        self._lease = lease
 
     def __repr__(self) -> str:
         provider = self.spec.name if self.spec else None
         return f"<MemoryContext {self.scope.key} provider={provider} state={self.state}>"
+
+    @property
+    def _provider(self) -> Provider | None:
+        """The provider in use now: fixed for local bindings; for a remote binding the
+        supervisor's current session (``None`` while it is unavailable or auth-failed)."""
+        if self._lease is not None:
+            return self._lease.provider()
+        return self._fixed_provider
+
+    @property
+    def state(self) -> Literal["on", "off", "unavailable"]:
+        """``on``, ``off`` (no memory by choice) or ``unavailable`` (it cannot be used)."""
+        if self._lease is not None:
+            return "on" if self._lease.provider() is not None else "unavailable"
+        return self._state
+
+    @property
+    def reason(self) -> str | None:
+        """Why this context has no memory (``None`` when it has)."""
+        if self._lease is not None:
+            return None if self._lease.provider() is not None else self._lease.reason()
+        return self._reason
 
     @property
     def available(self) -> bool:
@@ -596,6 +640,8 @@ class MemoryContext:
         """
         if not isinstance(budget, int) or budget < 0:
             raise BadInput(f"budget must be a non-negative number of characters, got {budget!r}")
+        if self._lease is not None:  # retry an unavailable remote binding within its backoff
+            await self._host._before_turn(self.scope)
         meta = {"scope": self.scope.key, "label": self.label}
         if self._provider is None:
             outcome: Outcome = "off" if self.state == "off" else "unavailable"
@@ -665,6 +711,48 @@ class _State:
     health: dict[str, _Checked] = field(default_factory=dict)
 
 
+class _RemoteLease:
+    """A remote context's view of its slot: the supervisor's current session, looked up on
+    every use (so a replaced transport is picked up and an outdated one never used)."""
+
+    def __init__(self, host: MemoryHost, key: str, identity: str) -> None:
+        self._host = host
+        self._key = key
+        self._identity = identity
+
+    def provider(self) -> Provider | None:
+        supervisor = self._host.supervisor
+        status = supervisor.status(self._key)
+        if status is None or supervisor.identity(self._key) != self._identity:
+            return None
+        try:
+            return supervisor.session(self._key)
+        except GoatError:
+            return None
+
+    def reason(self) -> str:
+        supervisor = self._host.supervisor
+        status = supervisor.status(self._key)
+        if status is None or supervisor.identity(self._key) != self._identity:
+            return f"the binding of {self._key} changed or was removed; get a new context"
+        if status.health is not None and not status.health.ok:
+            return _unavailable_reason(status.state, status.health)
+        try:
+            supervisor.session(self._key)
+        except GoatError as exc:
+            return str(exc)
+        return f"{self._key} is not available"
+
+
+def _unavailable_reason(state: SessionState, health: Health) -> str:
+    if state is SessionState.AUTH_FAILED:
+        return (
+            f"{health.reason} (auth: not retried until the binding changes or you check "
+            "again with `goat check`)"
+        )
+    return f"{health.reason} ({health.cause or 'unreachable'}; retried before the next turn)"
+
+
 class MemoryHost:
     """The async host API (the CLI and the MCP server are thin layers over it).
 
@@ -673,6 +761,13 @@ class MemoryHost:
     :param config: a fixed configuration (default: ``memory.json`` of ``home``, read on
         every call so a change made elsewhere is seen). :meth:`bind` and friends save to
         ``home`` either way.
+    :param clock, policy: the connection supervisor's clock and retry timing (tests).
+
+    Remote bindings (``ProviderSpec.network``) are owned by :attr:`supervisor`: checks are
+    shared per transport, results of outdated attempts dropped, an unavailable binding
+    retried before a turn within a short backoff, an auth failure only on an explicit
+    check. Enter the host (``async with MemoryHost(...)``) so shared checks run in tasks
+    the host owns (a caller that gives up never cancels them).
     """
 
     def __init__(
@@ -681,11 +776,15 @@ class MemoryHost:
         home: GoatHome | None = None,
         registry: Registry | None = None,
         config: Config | None = None,
+        clock: Clock | None = None,
+        policy: RetryPolicy | None = None,
     ) -> None:
         self.home = home if home is not None else GoatHome.from_env()
         self.registry = registry if registry is not None else Registry.load()
         self._config = config
         self._state = _State()
+        #: owns the sessions of remote (``spec.network``) bindings; see goat_core.supervisor
+        self.supervisor = Supervisor(clock=clock, policy=policy)
 
     # -- config -----------------------------------------------------------------------------
     @property
@@ -778,12 +877,94 @@ class MemoryHost:
             )
         try:
             spec = self._spec_for(binding)
+            if spec.network:
+                return self._remote_context(scope, binding, spec)
             provider = self._provider(scope, binding, spec)
         except GoatError as exc:
             return MemoryContext(
                 self, scope, binding, None, None, state="unavailable", reason=str(exc)
             )
         return MemoryContext(self, scope, binding, spec, provider, state="on")
+
+    # -- remote bindings (the connection supervisor) ------------------------------------------
+    def _credential_digest(self, binding: Binding, spec: ProviderSpec) -> str:
+        """A digest of the binding's declared credentials (never the values themselves)."""
+        from goat_core.credentials import CredentialStore
+
+        store = CredentialStore(self.home)
+        parts: list[str] = []
+        for cred in spec.credentials:
+            try:
+                value = store.get(binding.id, cred.name)
+            except GoatError as exc:
+                parts.append(f"{cred.name}:error:{type(exc).__name__}")
+                continue
+            parts.append(f"{cred.name}:{digest(value) if value else ''}")
+        return digest(parts)
+
+    def _target(self, scope: Scope, binding: Binding, spec: ProviderSpec) -> Target:
+        identity = digest(binding.model_dump(mode="json"), self._credential_digest(binding, spec))
+        return Target(
+            key=scope.key,
+            scope=scope,
+            binding=binding,
+            spec=spec,
+            identity=identity,
+            build=lambda: self._build(scope, binding, spec),
+        )
+
+    def _remote_targets(self) -> list[Target]:
+        """Every selected, enabled, non-legacy remote binding (the setup gate: nothing
+        else is ever connected; a legacy entry fails closed and is never a target)."""
+        try:
+            config = self.config
+        except GoatError:
+            return []  # an unreadable memory.json: connect nothing
+        targets = []
+        for scope, binding in config.scopes():
+            if not binding.enabled:
+                continue
+            try:
+                spec = self._spec_for(binding)
+            except GoatError:
+                continue
+            if spec.network:
+                targets.append(self._target(scope, binding, spec))
+        return targets
+
+    def _sync_remote(self) -> None:
+        """Reconcile the supervisor with the configuration in force (no I/O)."""
+        self.supervisor.reconcile(self._remote_targets())
+
+    async def _reconcile(self) -> None:
+        self._sync_remote()
+        await self.supervisor.drain()
+
+    def _remote_context(self, scope: Scope, binding: Binding, spec: ProviderSpec) -> MemoryContext:
+        served = self.supervisor.target(scope.key)
+        if served is None or served.binding != binding:
+            # a credential-only change is picked up by the next full reconcile (status,
+            # check, prepare_turn, bind), which reads the credential store
+            self._sync_remote()
+        identity = self.supervisor.identity(scope.key)
+        if identity is None:  # not a target (cannot happen for an enabled selected binding)
+            identity = self._target(scope, binding, spec).identity
+        lease = _RemoteLease(self, scope.key, identity)
+        return MemoryContext(self, scope, binding, spec, None, state="on", lease=lease)
+
+    async def _before_turn(self, scope: Scope) -> None:
+        """Before a turn: retry an unavailable remote binding within its short backoff."""
+        await self._reconcile()
+        await self.supervisor.ensure(scope.key)
+
+    def _remote_spec(self, binding: Binding | None) -> ProviderSpec | None:
+        if binding is None or not binding.enabled:
+            return None
+        try:
+            spec = self._spec_for(binding)
+        except GoatError:
+            return None
+        return spec if spec.network else None
 
     def _spec_for(self, binding: Binding) -> ProviderSpec:
         try:
@@ -932,9 +1113,10 @@ class MemoryHost:
                 previous, config, binding, spec.credentials[0].name, api_key
             )
         await self._forget_scope(scope)
+        await self._reconcile()  # an unchanged remote binding keeps its healthy session
         health = None
         if spec.network and connect:
-            health = await self._probe(scope, binding, spec, record=True)
+            health = await self.supervisor.check(scope.key, explicit=True)
         return BindOutcome(
             scope=scope,
             binding=binding,
@@ -974,6 +1156,7 @@ class MemoryHost:
         """
         path = self._save(self.config.without_binding(scope))
         await self._forget_scope(scope)
+        await self._reconcile()  # disconnects a removed remote binding
         return path
 
     async def set_enabled(self, scope: Scope, enabled: bool) -> Path:
@@ -983,6 +1166,7 @@ class MemoryHost:
         """
         path = self._save(self.config.with_enabled(scope, enabled))
         await self._forget_scope(scope)
+        await self._reconcile()  # a disabled remote binding is disconnected, never contacted
         return path
 
     async def _forget_scope(self, scope: Scope) -> None:
@@ -1022,14 +1206,23 @@ class MemoryHost:
 
         :param draft: settings to test in isolation (not saved, not recorded) with the
             scope's provider (or ``provider``). A draft equal to the saved settings counts
-            as checking the saved binding.
+            as checking the saved binding. For a remote provider "equal" means the same
+            provider and transport fingerprint (server, bank and credential): such a draft
+            is an explicit check of the saved connection, so its success refreshes the
+            saved session (an auth block or backoff included); an edited draft is checked
+            on a provider of its own that is closed afterwards, touching nothing saved.
         :raises ConfigError: an invalid draft.
+
+        A remote binding's explicit check retries at once, whatever its backoff or an
+        earlier auth failure; it joins a check already in flight for the same transport.
         """
         if draft is not None:
             binding, _ = self._selected(scope)
             name = provider or (binding.provider if binding else EMBEDDED_DEFAULT_PROVIDER)
             spec = self.registry.get_provider(name)
             candidate = self._binding(scope, spec, self._validate(spec, draft))
+            if spec.network:
+                return await self._check_remote_draft(scope, binding, spec, candidate)
             unchanged = (
                 binding is not None
                 and binding.provider == name
@@ -1038,12 +1231,63 @@ class MemoryHost:
             if unchanged and binding is not None:
                 return await self._probe(scope, binding, spec, record=True)
             return await self._probe(scope, candidate, spec, record=False)
+        binding, _ = self._selected(scope)
+        if self._remote_spec(binding) is not None:
+            await self._reconcile()
+            if scope.key in self.supervisor.keys():
+                return await self.supervisor.check(scope.key, explicit=True)
         context = self._context(scope)
         if context.binding is None or not context.available or context.spec is None:
             tone = Tone.DIM if context.state == "off" else Tone.WARN
             health = Health(ok=False, tone=tone, reason=context.reason or "no memory")
             return health
         return await self._probe(scope, context.binding, context.spec, record=True)
+
+    async def _check_remote_draft(
+        self, scope: Scope, saved: Binding | None, spec: ProviderSpec, candidate: Binding
+    ) -> Health:
+        draft_provider = self._build(scope, candidate, spec)
+        try:
+            fingerprint = draft_provider.transport_fingerprint()
+            if fingerprint is None:
+                fingerprint = transport_fingerprint(self._target(scope, candidate, spec))
+            same = False
+            if saved is not None and saved.provider == spec.name and saved.enabled:
+                await self._reconcile()
+                same = self.supervisor.fingerprint(scope.key) == fingerprint
+        except BaseException:
+            await draft_provider.close()
+            raise
+        if same:
+            await draft_provider.close()
+            return await self.supervisor.check(scope.key, explicit=True)
+        return await self.supervisor.check_isolated(draft_provider)
+
+    async def refresh(
+        self, *, request: ScopeRequest | None = None, timeout: float | None = 10.0
+    ) -> list[BindingStatus]:
+        """A short live check of each enabled binding, then :meth:`status`.
+
+        Remote bindings are checked through the supervisor (shared per transport; an
+        auth failure of this process is not retried), all at once, waiting at most
+        ``timeout`` seconds (a check still running goes on and publishes later). Local
+        bindings get their cheap probe. Disabled, unbound and legacy bindings are never
+        contacted. This is what ``goat status`` runs, and ``--watch`` every 15 s.
+        """
+        import anyio
+
+        await self._reconcile()
+        remote = self.supervisor.keys()
+        with anyio.move_on_after(timeout):
+            await self.supervisor.recheck(remote)
+        for row in self.status(request=request):
+            if row.tone is Tone.DIM or row.scope in remote:
+                continue
+            scope = Scope.parse(row.scope)
+            binding, problem = self._selected(scope)
+            if problem is None and binding is not None and binding.enabled:
+                await self.check(scope)
+        return self.status(request=request)
 
     def status(self, *, request: ScopeRequest | None = None) -> list[BindingStatus]:
         """Each configured scope (Global always) with label, provider, tone and reason.
@@ -1052,6 +1296,7 @@ class MemoryHost:
             carries ``identity`` and ``derivation`` (and is added, dim, when unbound).
         """
         config = self.config
+        self._sync_remote()  # status only for the configuration in force now
         rows: list[BindingStatus] = []
         resolution = self.registry.resolve_scope(request) if request is not None else None
         scopes: list[Scope] = [Scope.global_()]
@@ -1092,6 +1337,12 @@ class MemoryHost:
         }
         if context.state == "off":
             return BindingStatus(tone=Tone.DIM, reason=context.reason or "off", **base)
+        if binding is None:
+            legacy = self._legacy_row(scope)
+            if legacy is not None:
+                return legacy
+        if context.spec is not None and context.spec.network and binding is not None:
+            return self._remote_row(scope, context, base)
         if context.state == "unavailable":
             return BindingStatus(tone=Tone.WARN, reason=context.reason or "unavailable", **base)
         assert binding is not None
@@ -1105,18 +1356,66 @@ class MemoryHost:
         tone = Tone.QUIET if _is_default_store(scope, binding) else Tone.ACCENT
         return BindingStatus(tone=tone, reason=reason, **base)
 
+    def _legacy_row(self, scope: Scope) -> BindingStatus | None:
+        """A legacy binding: warn, cause ``legacy``, asking to reconnect (never contacted)."""
+        try:
+            config = self.config
+        except GoatError:
+            return None
+        binding_id = config.selected_id(scope)
+        entry = config.legacy.get(binding_id) if binding_id is not None else None
+        if entry is None:
+            return None
+        _, problem = self._selected(scope)
+        return BindingStatus(
+            scope=scope.key,
+            label=scope_label(scope),
+            provider=entry.provider,
+            tone=Tone.WARN,
+            reason=problem or entry.reason,
+            binding_id=entry.id,
+            cause="legacy",
+        )
+
+    def _remote_row(
+        self, scope: Scope, context: MemoryContext, base: dict[str, Any]
+    ) -> BindingStatus:
+        """A remote binding's row: only the supervisor's current generation is shown."""
+        status = self.supervisor.status(scope.key)
+        health = status.health if status is not None else None
+        base = {**base, "last_checked": health.checked_at if health is not None else None}
+        if status is None or status.state is SessionState.UNCHECKED or health is None:
+            if context.state == "unavailable" and context.reason:
+                return BindingStatus(tone=Tone.WARN, reason=context.reason, **base)
+            what = "checking now" if status is not None and status.checking else "not checked yet"
+            return BindingStatus(tone=Tone.ACCENT, reason=f"configured; {what}", **base)
+        if status.state is SessionState.HEALTHY:
+            return BindingStatus(tone=Tone.ACCENT, reason=health.reason, **base)
+        return BindingStatus(
+            tone=Tone.WARN,
+            reason=_unavailable_reason(status.state, health),
+            cause=health.cause or "unreachable",
+            **base,
+        )
+
     async def aclose(self) -> None:
-        """Close every provider this host built. Idempotent."""
+        """Close every provider this host built and disconnect every remote session.
+        Idempotent."""
         providers = list(self._state.providers.values())
         self._state.providers.clear()
         for provider in providers:
             await provider.close()
+        await self.supervisor.aclose()
 
     async def __aenter__(self) -> MemoryHost:
+        await self.supervisor.__aenter__()
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
+        try:
+            await self.aclose()
+        finally:
+            await self.supervisor.__aexit__(None, None, None)
 
 
 class SyncMemoryContext:
@@ -1158,6 +1457,14 @@ class SyncMemoryHost:
         self.host = MemoryHost(home=home, registry=registry, config=config)
         self._cm: Any = anyio.from_thread.start_blocking_portal()
         self._portal = self._cm.__enter__()
+        # the host (and its supervisor's task group) lives as long as the portal: shared
+        # checks run in tasks it owns, not in the blocking caller
+        self._entered: Any = self._portal.wrap_async_context_manager(self.host)
+        try:
+            self._entered.__enter__()
+        except BaseException:
+            self._cm.__exit__(None, None, None)
+            raise
 
     def _run(self, fn: Callable[..., Awaitable[T]], *a: Any, **kw: Any) -> T:
         """Await ``fn(*a, **kw)`` on the portal's event loop and return its result."""
@@ -1232,12 +1539,17 @@ class SyncMemoryHost:
     def status(self, *, request: ScopeRequest | None = None) -> list[BindingStatus]:
         return self._sync(lambda: self.host.status(request=request))
 
+    def refresh(
+        self, *, request: ScopeRequest | None = None, timeout: float | None = 10.0
+    ) -> list[BindingStatus]:
+        return self._run(self.host.refresh, request=request, timeout=timeout)
+
     def close(self) -> None:
-        """Close providers and stop the portal. Idempotent."""
+        """Close providers, disconnect remote sessions and stop the portal. Idempotent."""
         if self._cm is None:
             return
         try:
-            self._portal.call(self.host.aclose)
+            self._entered.__exit__(None, None, None)
         finally:
             cm, self._cm = self._cm, None
             cm.__exit__(None, None, None)

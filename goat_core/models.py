@@ -32,6 +32,7 @@ __all__ = [
     "Derivation",
     "Edge",
     "Health",
+    "HealthCause",
     "Link",
     "LinkMap",
     "LinkResolution",
@@ -655,8 +656,21 @@ class Tone(StrEnum):
     DIM = "dim"
 
 
+#: Why a check failed (DESIGN section 4 status tones): ``auth`` (the credential was refused;
+#: no automatic retry until the configuration changes or the user checks again),
+#: ``bank_not_found`` (the server does not know the bank or store), ``unreachable`` (no
+#: connection, a broken transport or a deadline), ``missing_tools`` (the server lacks an
+#: operation the provider needs), ``legacy`` (a legacy binding that fails closed).
+HealthCause = Literal["auth", "bank_not_found", "unreachable", "missing_tools", "legacy"]
+
+
 class Health(BaseModel):
-    """A provider's health: ``ok`` plus a tone and a one-line reason."""
+    """A provider's health: ``ok`` plus a tone and a one-line reason.
+
+    :param cause: for a failed check, why (:data:`HealthCause`); ``None`` when healthy or
+        when the provider cannot tell (the connection supervisor then treats it as
+        ``unreachable``).
+    """
 
     model_config = _FROZEN
 
@@ -664,14 +678,15 @@ class Health(BaseModel):
     tone: Tone
     reason: str = ""
     checked_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
+    cause: HealthCause | None = None
 
     @classmethod
     def healthy(cls, reason: str = "ok") -> Health:
         return cls(ok=True, tone=Tone.QUIET, reason=reason)
 
     @classmethod
-    def broken(cls, reason: str) -> Health:
-        return cls(ok=False, tone=Tone.WARN, reason=reason)
+    def broken(cls, reason: str, cause: HealthCause | None = None) -> Health:
+        return cls(ok=False, tone=Tone.WARN, reason=reason, cause=cause)
 
 
 class PluginLoadFailure(BaseModel):

@@ -906,3 +906,168 @@ def test_markdown_reindex_shows_progress_only_without_json(home: Path, tmp_path:
     assert shown.exit_code == 0
     assert "indexing" in shown.stderr  # click draws the bar on a terminal, the label elsewhere
     assert shown.stdout.startswith("reindexed pen:big:")
+
+
+# -- remote bindings: live status tones and drafts (issue 6) ---------------------------------------
+REMOTE_PLUGIN = '''
+"""A throwaway remote provider: its "server" is a log file; the bank name picks the answer."""
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict
+
+from goat_core import Capability, Health, Provider, ProviderSpec, RecallResult, hookimpl
+from goat_core.errors import AuthError, ProviderUnavailable
+
+
+class RemoteSettings(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    server: str
+    bank: str
+
+
+class FakeRemote(Provider):
+    def __init__(self, context):
+        super().__init__(context)
+        self.spec = spec()
+        self.bank = context.settings.bank
+        self.log = context.home.data_dir / "contacts.log"
+
+    def label(self):
+        return f"shared bank `{self.bank}` on `{self.context.settings.server}`"
+
+    def transport_fingerprint(self):
+        return f"{self.context.settings.server}|{self.bank}"
+
+    async def check(self):
+        self.log.parent.mkdir(parents=True, exist_ok=True)
+        with self.log.open("a") as f:
+            f.write(self.bank + "\\n")
+        if self.bank == "down":
+            raise ProviderUnavailable("cannot reach the server: connection refused")
+        if self.bank == "locked":
+            raise AuthError("the server refused the API key (HTTP 401)")
+        if self.bank == "gone":
+            return Health.broken("bank `gone` not found", cause="bank_not_found")
+        return Health.healthy(f"{self.label()} reached")
+
+    async def recall(self, query, *, limit=10):
+        return RecallResult(scope=self.scope.key)
+
+
+def spec():
+    return ProviderSpec(
+        name="fakeremote", display_name="Fake remote", version="0.1.0",
+        capabilities=frozenset({Capability.SHARED_BANK}), settings_model=RemoteSettings,
+        network=True, factory=FakeRemote, egress_urls=lambda s: [s.server],
+        legacy_decoder=lambda e: "legacy workspace binding; reconnect"
+        if "workspace" in e.get("settings", {}) else None)
+
+
+@hookimpl
+def goat_register_providers():
+    return [spec()]
+'''
+
+
+@pytest.fixture
+def remote_dist(fake_dist: Path) -> Iterator[Path]:
+    _write_dist(
+        fake_dist, "goat-fakeremote", "goat_fakeremote", "fakeremote", REMOTE_PLUGIN.strip() + "\n"
+    )
+    yield fake_dist
+    sys.modules.pop("goat_fakeremote", None)
+
+
+def contacts(home: Path) -> list[str]:
+    from goat_core.home import GoatHome
+
+    log = GoatHome.at(home).data_dir / "contacts.log"
+    return log.read_text().split() if log.exists() else []
+
+
+def bind_remote(pen: str, bank: str) -> None:
+    result = run(
+        "bind", "--pen", pen, "fakeremote", "--set", "server=https://hs.example",
+        "--set", f"bank={bank}", "--no-connect",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+
+
+def test_status_shows_truthful_tones_for_healthy_broken_disabled_and_legacy(
+    remote_dist: Path, home: Path
+) -> None:
+    for pen, bank in [("ok", "main"), ("down", "down"), ("locked", "locked"), ("gone", "gone")]:
+        bind_remote(pen, bank)
+    bind_remote("off", "quiet")
+    assert run("disable", "--pen", "off").exit_code == 0
+    config = json.loads((home / "memory.json").read_text())
+    config["bindings"]["pen-old"] = {
+        "provider": "fakeremote",
+        "settings": {"workspace": "/home/me/project"},
+    }
+    config["selection"]["pen:old"] = "pen-old"
+    (home / "memory.json").write_text(json.dumps(config))
+    assert contacts(home) == []  # bound with --no-connect: nothing contacted yet
+
+    rows = {r["scope"]: r for r in ok_json("status")["bindings"]}
+    got = {k: (r["tone"], r.get("cause")) for k, r in rows.items() if k.startswith("pen:")}
+    got.pop(ok_json("scope")["scope"], None)  # the current directory's own (unbound) Pen
+    assert got == {
+        "pen:ok": ("accent", None),
+        "pen:down": ("warn", "unreachable"),
+        "pen:locked": ("warn", "auth"),
+        "pen:gone": ("warn", "bank_not_found"),
+        "pen:off": ("dim", None),
+        "pen:old": ("warn", "legacy"),
+    }
+    assert rows["pen:ok"]["last_checked"] and "`main`" in rows["pen:ok"]["reason"]
+    assert "connection refused" in rows["pen:down"]["reason"]
+    assert "goat check" in rows["pen:locked"]["reason"]
+    assert "reconnect" in rows["pen:old"]["reason"] and rows["pen:old"]["last_checked"] is None
+    assert rows["pen:off"]["last_checked"] is None
+    # one short live check per enabled remote binding; disabled and legacy never contacted
+    assert sorted(contacts(home)) == ["down", "gone", "locked", "main"]
+    human = run("status")
+    assert human.exit_code == 0
+    lines = {line.split()[0]: line for line in human.stdout.splitlines() if line.strip()}
+    assert "CAUSE" in lines["SCOPE"]
+    assert "unreachable" in lines["pen:down"] and "auth" in lines["pen:locked"]
+    assert "legacy" in lines["pen:old"] and "dim" in lines["pen:off"]
+
+
+def test_status_watch_rechecks_every_render(remote_dist: Path, home: Path) -> None:
+    from goat_core.cli import WATCH_SECONDS
+
+    assert WATCH_SECONDS == 15.0
+    bind_remote("ok", "main")
+    result = run("status", "--watch", "--json", "--interval", "0", "--times", "3")
+    assert result.exit_code == 0
+    assert len(result.stdout.splitlines()) == 3
+    assert contacts(home) == ["main", "main", "main"]
+
+
+def test_check_set_draft_semantics_for_a_remote_binding(remote_dist: Path, home: Path) -> None:
+    bind_remote("team", "down")
+    saved = (home / "memory.json").read_bytes()
+    # an edited draft: tested on its own, exit 0, nothing saved touched
+    result = run(
+        "check", "--pen", "team", "--set", "server=https://hs.example", "--set", "bank=main",
+        "--json",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["draft"] is True
+    assert (home / "memory.json").read_bytes() == saved
+    # the unchanged draft is a check of the saved connection: its failure, with its cause
+    result = run(
+        "check", "--pen", "team", "--set", "server=https://hs.example", "--set", "bank=down",
+        "--json",
+    )  # fmt: skip
+    assert result.exit_code == 6
+    data = json.loads(result.stdout)
+    assert (data["ok"], data["cause"]) == (False, "unreachable")
+    assert "(unreachable)" in one_error_line(result)
+    assert contacts(home) == ["main", "down"]
+    locked = run(
+        "check", "--pen", "team", "--set", "server=https://hs.example", "--set", "bank=locked"
+    )
+    assert locked.exit_code == 6 and "(auth)" in one_error_line(locked)

@@ -640,3 +640,45 @@ def test_sync_host_for_the_cli(home: GoatHome) -> None:
         assert [r.scope for r in host.status()] == ["global", "pen:s"]
     with pytest.raises(RuntimeError, match="closed"):
         host.context_for(Chat())
+
+
+# -- remote bindings go through the connection supervisor (issue 6) ------------------------------
+async def test_only_remote_bindings_are_supervised(host: MemoryHost) -> None:
+    await host.bind(Scope.pen("local"), "markdown", {})
+    await host.bind(Scope.pen("bank"), "reference_bank", BANK, connect=False)
+    await host.bind(Scope.pen("off"), "reference_bank", BANK, connect=False)
+    await host.set_enabled(Scope.pen("off"), False)
+    assert host.supervisor.keys() == ["pen:bank"]  # not the local one, not the disabled one
+    ctx = host.context_for(Chat("bank"))
+    assert ctx.available and ctx.label == "shared bank `team` on `https://bank.example`"
+    status = host.supervisor.status("pen:bank")
+    assert status is not None and status.state.value == "unchecked"
+    await host.unbind(Scope.pen("bank"))
+    assert host.supervisor.keys() == [] and not ctx.available
+    assert "changed or was removed" in (ctx.reason or "")
+
+
+async def test_refresh_is_a_live_check_with_causes(host: MemoryHost) -> None:
+    await host.bind(Scope.pen("up"), "reference_bank", BANK, connect=False)
+    bad = {"server": "https://unreachable.example", "bank": "team"}
+    await host.bind(Scope.pen("down"), "reference_bank", bad, connect=False)
+    rows = {r.scope: r for r in await host.refresh()}
+    assert (rows["pen:up"].tone, rows["pen:up"].cause) == (Tone.ACCENT, None)
+    assert (rows["pen:down"].tone, rows["pen:down"].cause) == (Tone.WARN, "unreachable")
+    assert rows["pen:down"].to_json()["cause"] == "unreachable"
+    assert "cause" not in rows["pen:up"].to_json()
+    assert all(r.last_checked is not None for r in rows.values())
+    turn = await host.prepare_turn(Chat("down"), "what did we decide?", 500)
+    assert turn.outcome == "unavailable" and "cannot reach" in (turn.reason or "")
+
+
+def test_sync_host_owns_its_checks(home: GoatHome) -> None:
+    registry = make_registry(ref.markdown_plugin, ref.bank_plugin)
+    with SyncMemoryHost(home=home, registry=registry) as host:
+        outcome = host.bind(Scope.pen("b"), "reference_bank", BANK)
+        assert outcome.health is not None and outcome.health.ok
+        rows = {r.scope: r for r in host.refresh()}
+        assert rows["pen:b"].tone is Tone.ACCENT
+        provider = host.context_for(Chat("b")).provider
+    assert host.host.supervisor.keys() == []  # closing disconnected every remote session
+    assert provider is not None
