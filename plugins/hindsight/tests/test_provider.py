@@ -227,6 +227,21 @@ async def test_check_health(make_provider: Make, fake: FakeHindsight) -> None:
     assert anonymous.reason.endswith("reached without authentication")
     missing = await make_provider(FakeHindsight("ghost", bank_exists=False)).check()
     assert not missing.ok and "bank `ghost` not found" in missing.reason
+    assert missing.cause == "bank_not_found"
+
+
+async def test_check_names_the_cause_for_the_supervisor(make_provider: Make) -> None:
+    """The connection supervisor retries ``unreachable`` but waits on ``auth`` for a
+    configuration change or an explicit check, so each failure must say which it is."""
+    auth = await make_provider(FakeHindsight("team", token="right"), key="wrong").check()
+    assert (auth.ok, auth.cause) == (False, "auth")
+    few = FakeHindsight("team", tools=("retain", "recall", "get_bank"))
+    tools = await make_provider(few).check()
+    assert (tools.ok, tools.cause) == (False, "missing_tools")
+    down = FakeHindsight("team")
+    down.down = True
+    unreachable = await make_provider(down).check()
+    assert (unreachable.ok, unreachable.cause) == (False, "unreachable")
 
 
 async def test_check_reports_auth_failure_and_requests_after_it_are_blocked(

@@ -375,7 +375,9 @@ class HindsightProvider(Provider):
         try:
             await self.client.check()
         except GoatError as exc:
-            return Health.broken(f"{self.label()}: {exc.message}")
+            from goat_core.supervisor import cause_of_error
+
+            return Health.broken(f"{self.label()}: {exc.message}", cause=cause_of_error(exc))
         if self.context.get_credential("api_key"):
             return Health.healthy(f"{self.label()} reached")
         return Health.healthy(f"{self.label()} reached without authentication")
