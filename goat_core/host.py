@@ -422,9 +422,13 @@ class MemoryContext:
     def label(self) -> str:
         """How to name this store: a shared bank's own label whatever the scope, else
         ``"Global memory"`` / ``"Pen `<id>` memory"``."""
-        if self._provider is not None and self.spec is not None:
-            if self.spec.supports(Capability.SHARED_BANK):
+        if self.spec is not None and self.spec.supports(Capability.SHARED_BANK):
+            if self._provider is not None:
                 return self._provider.label()
+            if self._lease is not None:  # unavailable: still the shared bank, never the scope
+                shared = self._lease.label()
+                if shared is not None:
+                    return shared
         return scope_label(self.scope)
 
     @property
@@ -729,6 +733,13 @@ class _RemoteLease:
             return supervisor.session(self._key)
         except GoatError:
             return None
+
+    def label(self) -> str | None:
+        """The slot's provider label (``None``: the slot serves another configuration)."""
+        supervisor = self._host.supervisor
+        if supervisor.identity(self._key) != self._identity:
+            return None
+        return supervisor.label(self._key)
 
     def reason(self) -> str:
         supervisor = self._host.supervisor

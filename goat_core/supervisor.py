@@ -213,6 +213,8 @@ class _Slot:
     state: SessionState = SessionState.UNCHECKED
     failures: int = 0
     retry_at: float = 0.0
+    #: the label of this slot's provider, kept when a failed session is dropped
+    label: str | None = None
 
 
 @dataclass
@@ -383,7 +385,20 @@ class Supervisor:
             return None
         if slot.session is None:
             slot.session = slot.target.build()
+            _remember_label(slot, slot.session)
         return slot.session
+
+    def label(self, key: str) -> str | None:
+        """How slot ``key``'s provider names its store (``Provider.label()``, e.g. "shared
+        bank `<bank>` on `<server>`"), also while the slot is ``unavailable`` or
+        ``auth_failed`` and holds no session: the label depends on the configuration only.
+        ``None``: no slot, or no provider was built for it yet (nothing is built here)."""
+        slot = self._slots.get(key)
+        if slot is None:
+            return None
+        if slot.label is None and slot.session is not None:
+            _remember_label(slot, slot.session)
+        return slot.label
 
     # -- checking ---------------------------------------------------------------------------
     async def check(self, key: str, *, explicit: bool = True) -> Health:
@@ -481,6 +496,7 @@ class Supervisor:
             try:
                 if slot.session is None:
                     slot.session, slot.validated = slot.target.build(), False
+                    _remember_label(slot, slot.session)
                 slot.fingerprint = slot.session.transport_fingerprint()
             except GoatError:
                 slot.fingerprint = None
@@ -626,6 +642,15 @@ class Supervisor:
 def transport_fingerprint(target: Target) -> str:
     """The transport key of a target whose provider gives none: its configuration identity."""
     return digest("identity", target.spec.name, target.identity)
+
+
+def _remember_label(slot: _Slot, provider: Provider) -> None:
+    """Keep ``provider.label()`` on its slot (a failing ``label()`` is not fatal: the host
+    falls back to the scope's own label)."""
+    try:
+        slot.label = provider.label()
+    except Exception as exc:
+        log.warning("supervisor.label_failed", slot=slot.target.key, error=type(exc).__name__)
 
 
 def _cause(health: Health) -> HealthCause | None:
