@@ -672,6 +672,19 @@ async def test_refresh_is_a_live_check_with_causes(host: MemoryHost) -> None:
     assert turn.outcome == "unavailable" and "cannot reach" in (turn.reason or "")
 
 
+async def test_a_broken_shared_bank_keeps_its_shared_bank_label(host: MemoryHost) -> None:
+    """While a shared-bank binding is broken (no live session), status rows, contexts and
+    turns still call it the shared bank, never Pen memory (issue 5 item 9)."""
+    bad = {"server": "https://unreachable.example", "bank": "team"}
+    await host.bind(Scope.pen("down"), "reference_bank", bad, connect=False)
+    label = "shared bank `team` on `https://unreachable.example`"
+    rows = {r.scope: r for r in await host.refresh()}
+    assert (rows["pen:down"].tone, rows["pen:down"].label) == (Tone.WARN, label)
+    assert host.context_for(Chat("down")).label == label
+    turn = await host.prepare_turn(Chat("down"), "what did we decide?", 500)
+    assert turn.label == label and "Pen" not in turn.label
+
+
 def test_sync_host_owns_its_checks(home: GoatHome) -> None:
     registry = make_registry(ref.markdown_plugin, ref.bank_plugin)
     with SyncMemoryHost(home=home, registry=registry) as host:
