@@ -983,21 +983,31 @@ _MARKS = {
 
 
 def _map_outline(link_map: LinkMap) -> str:
-    """Each page, then its links: ``->`` resolved, ``?>`` ambiguous (Obsidian's pick shown),
-    ``!!`` missing, ``@@`` attachment, ``##`` same-page heading or block."""
+    """Each page (by path, case-insensitively, like ``goat pages``), then its links: ``->``
+    resolved, ``?>`` ambiguous (Obsidian's pick shown), ``!!`` a missing note, ``!@`` a
+    missing attachment, ``@@`` an attachment, ``##`` same-page heading or block; a closing
+    line counts pages, links and what is missing."""
+    from goat_core.maphtml import missing_link_kind
+
     by_source: dict[str, list[Any]] = {}
     for edge in link_map.edges:
         by_source.setdefault(edge.source, []).append(edge)
     titles = {n.id: n.title for n in link_map.nodes}
     lines: list[str] = []
-    for node in link_map.nodes:
+    missing = {"note": 0, "attachment": 0}
+    for node in sorted(link_map.nodes, key=lambda n: ((n.path or n.id).casefold(), n.id)):
         lines.append(f"{node.path or node.id}  ({node.title})")
         rows = []
         for edge in by_source.get(node.id, []):
             res = edge.resolution.value
             mark = _MARKS.get(res, "--")
             target = edge.target if edge.target is not None else "(missing)"
-            if res == "attachment":
+            if res == "missing":
+                kind = missing_link_kind(edge.raw)
+                missing[kind] += 1
+                if kind == "attachment":
+                    mark, target = "!@", "(missing attachment)"
+            elif res == "attachment":
                 target = "(attachment)"
             elif res == "self":
                 target = "(this page)"
@@ -1007,6 +1017,10 @@ def _map_outline(link_map: LinkMap) -> str:
     orphans = [e for e in link_map.edges if e.source not in titles]
     for edge in orphans:
         lines.append(f"{edge.source}: {edge.raw} [{edge.resolution.value}]")
+    lines.append(
+        f"{len(link_map.nodes)} pages, {len(link_map.edges)} links: "
+        f"{missing['note']} to missing notes, {missing['attachment']} to missing attachments"
+    )
     return "\n".join(lines)
 
 

@@ -88,6 +88,12 @@ def _missing_label(raw: str) -> str:
     return raw
 
 
+def missing_link_kind(raw: str) -> str:
+    """``"note"`` or ``"attachment"`` for a link as written that resolves to nothing (the
+    rule of :func:`missing_target`, applied to the link's decoded target)."""
+    return missing_target(_missing_label(raw))[0]
+
+
 def missing_target(text: str) -> tuple[str, str, str]:
     """Classify and name the target of a link that resolves to nothing.
 

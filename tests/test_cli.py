@@ -758,6 +758,26 @@ def test_markdown_bound_pen_folder(home: Path, tmp_path: Path) -> None:
     assert ok_json("pages", "--pen", "docs")["items"][0]["path"] == "Home.md"
 
 
+@needs_markdown
+def test_map_outline_marks_missing_notes_apart_from_missing_attachments(
+    home: Path, tmp_path: Path
+) -> None:
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "b.md").write_text("See [[Nowhere]] and ![[pic.png]] and [[a]].\n", encoding="utf-8")
+    (vault / "A.md").write_text("Back to [[b]].\n", encoding="utf-8")
+    assert run("bind", "--pen", "m", "markdown", "--set", f"root={vault}").exit_code == 0
+    result = run("map", "--pen", "m")
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("A.md") and any(line.startswith("b.md") for line in lines)
+    missing_note = next(line for line in lines if "[[Nowhere]]" in line)
+    missing_pic = next(line for line in lines if "![[pic.png]]" in line)
+    assert missing_note.split()[0] == "!!" and "(missing)" in missing_note
+    assert missing_pic.split()[0] == "!@" and "(missing attachment)" in missing_pic
+    assert lines[-1] == "2 pages, 4 links: 1 to missing notes, 1 to missing attachments"
+
+
 # -- real subprocesses of the installed console script ---------------------------------------
 def _goat_script() -> str:
     script = Path(sys.executable).with_name("goat")
