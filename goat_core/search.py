@@ -5,18 +5,33 @@ never inside the notes folder. It follows the files incrementally: :meth:`Search
 takes the store's current ``(path, mtime_ns, size)`` list, loads only what changed, and drops
 rows for files that are gone (a rename is a delete plus an add).
 
-Ranking is bm25 with separately weighted columns: ``title`` 10, ``meta`` (description, aliases,
-tags) 5, ``extra`` (other frontmatter values) 2 and ``body`` 1. Whole notes are indexed however
-long.
+Whole notes are indexed however long, in five columns: ``title``, ``aliases``, ``meta``
+(description, tags), ``extra`` (other frontmatter values) and ``body``.
 
 Queries are user text, never FTS5 query syntax. The text is split into terms here (runs of
 letters, digits and combining marks, the characters SQLite's ``unicode61`` tokenizer keeps) and
 every term is quoted as an FTS5 string, so ``status: done``, ``retry OR``, ``a*``, ``"x"``,
-``-x``, ``a/b``, ``(x)`` and ``NEAR`` never raise and find the literal words. Semantics:
-notes containing **every** term are ranked first (AND); when fewer than ``limit`` notes contain
-them all, notes containing **any** term fill the rest (OR), ranked after them. A query with no
-terms (empty, whitespace or only punctuation) returns no hits. Only the first
-:data:`MAX_QUERY_TERMS` distinct terms of a query are used.
+``-x``, ``a/b``, ``(x)`` and ``NEAR`` never raise and find the literal words. English
+stop-words (:data:`ENGLISH_STOP_WORDS`: ``how``, ``do``, ``I``, ``to``, ``a`` ...) are dropped
+from a query that has other terms (:func:`search_terms`); a query of stop-words alone keeps
+them. Terms are Porter-stemmed on both sides (FTS5 ``porter`` tokenizer), so ``vaults`` finds
+``vault`` and ``deleted`` finds ``delete``. A query with no terms (empty, whitespace or only
+punctuation) returns no hits. Only the first :data:`MAX_QUERY_TERMS` distinct terms are used.
+
+Ranking, in two steps:
+
+1. Candidates: the best :data:`RERANK_DEPTH` notes containing **every** term by FTS5 ``bm25``
+   (columns weighted by :data:`COLUMN_WEIGHTS`); when fewer than ``limit`` notes contain them
+   all and the query has several terms, also the best notes containing **any** term.
+2. Every candidate is scored again with BM25F (see ``_Scorer``): an idf that is always
+   positive (FTS5's own is clamped to about 0 for a term in more than half the notes),
+   per-column length normalisation, a bonus for query terms in the title (more when the title
+   is little else) or in an alias, one for query terms that follow each other in the note as
+   in the query (proximity), and coordination (the score times the share of the query's terms
+   the note contains, so notes with every term normally lead). Ties are broken by the number
+   of query terms in the title, then by path.
+
+Scores are above 0 for every matching note and comparable within one result list only.
 
 Text folding: NFKC, case folding and diacritics removal (``unicode61 remove_diacritics 2``, so
 ``cafe`` finds ``café``). Scripts written without spaces (Han, Hiragana, Katakana, Hangul,
@@ -27,10 +42,12 @@ trigram tokenizer finds nothing for 2 characters). A 1-character query matches a
 
 Storage: the FTS5 table is contentless (only the inverted index); the original title, metadata
 and the zlib-compressed body are kept in a plain table for snippets, which are cut from the
-original text with every matched term wrapped in :data:`SNIPPET_OPEN` / :data:`SNIPPET_CLOSE`
-(``[`` and ``]``). Each file's title, own id and problem (e.g. unparsable frontmatter) sit in a
-covering index with its stat, so :meth:`SearchIndex.documents` and :meth:`SearchIndex.problems`
-list a store without reading its bodies or its files.
+original text with every matched word (the term or a word with its stem; never a dropped
+stop-word) wrapped in :data:`SNIPPET_OPEN` / :data:`SNIPPET_CLOSE` (``**``, Markdown bold, which
+cannot be mistaken for a wikilink's brackets). Each file's title, own id and problem (e.g.
+unparsable frontmatter) sit in a covering index with its stat, so
+:meth:`SearchIndex.documents` and :meth:`SearchIndex.problems` list a store without reading its
+bodies or its files.
 
 Concurrency: several processes may use one index file. It runs in WAL mode with a busy timeout;
 a write waits at most ``busy_timeout_s`` for the lock and then raises
@@ -47,6 +64,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import math
 import os
 import re
 import sqlite3
@@ -56,11 +74,12 @@ import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Any, ClassVar, Protocol, TypeVar
 
 from goat_core.errors import BadInput, ProviderUnavailable
 
 __all__ = [
+    "ENGLISH_STOP_WORDS",
     "MAX_QUERY_TERMS",
     "SCHEMA_VERSION",
     "SNIPPET_CLOSE",
@@ -76,23 +95,60 @@ __all__ = [
     "SyncStats",
     "fts_query",
     "query_terms",
+    "search_terms",
 ]
 
-SCHEMA_VERSION = 2
-"""Bump when the tables, the tokenizer or the text preprocessing change: old indexes rebuild."""
+SCHEMA_VERSION = 3
+"""Bump when the tables, the tokenizer or the text preprocessing change: old indexes rebuild.
+3: Porter stemming, aliases in a column of their own."""
 
-SNIPPET_OPEN = "["
-SNIPPET_CLOSE = "]"
+SNIPPET_OPEN = "**"
+SNIPPET_CLOSE = "**"
 MAX_QUERY_TERMS = 64
 SNIPPET_WIDTH = 160
 """Approximate snippet length in characters (before marks and ellipses)."""
 
-COLUMN_WEIGHTS = (10.0, 5.0, 2.0, 1.0)
-"""bm25 weights of the columns title, meta, extra, body."""
+COLUMN_WEIGHTS = (10.0, 8.0, 5.0, 2.0, 1.0)
+"""Weights of the columns title, aliases, meta (description, tags), extra, body, both in the
+candidate search (FTS5 ``bm25``) and in the re-ranking (BM25F term frequencies)."""
+
+RERANK_DEPTH = 50
+"""How many candidates (best by FTS5 ``bm25``) of each group are re-scored."""
+
+BM25_K1 = 1.2
+BM25_B = 0.75
+TITLE_BONUS = 2.0
+"""Added per query term found in the title: ``TITLE_BONUS * idf * (1 + share of the title's
+words that are query terms) / 2`` (a title naming exactly the query gets the full idf)."""
+ALIAS_BONUS = 0.5
+"""Added per query term found in an alias: ``ALIAS_BONUS * idf``."""
+PROXIMITY_WEIGHT = 0.5
+PROXIMITY_WINDOW = 3
+"""Two query terms that follow each other in the query and in a column of the note, within
+:data:`PROXIMITY_WINDOW` tokens (room for stop-words: ``link to a heading``), add
+``PROXIMITY_WEIGHT * mean idf * saturated(weighted count)``."""
+
+ENGLISH_STOP_WORDS = frozenset(
+    """a about above after again against all am an and any are as at be because been before
+    being below between both but by can could did do does doing don down during each few for
+    from further had has have having he her here hers herself him himself his how i if in into
+    is it its itself just me more most my myself no nor not now of off on once only or other
+    our ours ourselves out over own same she should so some such than that the their theirs
+    them themselves then there these they this those through to too under until up very was
+    we were what when where which while who whom why will with would you your yours yourself
+    yourselves""".split()
+)
+"""Words dropped from a query when it has other terms (the NLTK English list, less its
+contractions): they occur in most notes and say nothing about which note is meant."""
 
 _BATCH_DOCS = 256
 _BATCH_BYTES = 8 * 1024 * 1024
-_TOKENIZER = "unicode61 remove_diacritics 2 categories 'L* N* Co Mn Mc'"
+_TOKENIZER = "porter unicode61 remove_diacritics 2 categories 'L* N* Co Mn Mc'"
+_STEM_CACHE_MAX = 4096
+# word endings a stem may carry in the text and still be highlighted ("vault" -> "vaults")
+_INFLECTIONS = frozenset(
+    "s es e ed d ing ings er ers ly ion ions ation ations ment ments al ness ity ive".split()
+)
 
 # Scripts written without spaces between words: indexed as overlapping character pairs.
 _CJK_CLASS = (
@@ -192,10 +248,11 @@ class SyncStats:
 
 @dataclass(frozen=True)
 class SearchHit:
-    """One ranked note. ``score``: higher is better (negated bm25, comparable only within one
-    result list). ``snippet``: about :data:`SNIPPET_WIDTH` characters of the original text
-    around the best match, matched words wrapped in ``[`` and ``]``, ``…`` where cut; when only
-    the title matched, the start of the note."""
+    """One ranked note. ``score``: higher is better, above 0 for every hit (BM25F with a
+    positive idf, see the module docs; comparable only within one result list). ``snippet``:
+    about :data:`SNIPPET_WIDTH` characters of the original text around the best match, matched
+    words wrapped in ``**`` (:data:`SNIPPET_OPEN`, :data:`SNIPPET_CLOSE`), ``…`` where cut; when
+    only the title matched, the start of the note."""
 
     path: str
     title: str
@@ -205,9 +262,12 @@ class SearchHit:
 
 @dataclass(frozen=True)
 class SearchResults:
-    """Ranked hits. ``total``: notes that matched (containing every term, or, when the
-    any-term fallback was used, any term). ``complete``: ``False`` when more matched than
-    returned or the index could not be searched (reasons in ``degraded``)."""
+    """Ranked hits. ``total``: notes that matched (containing every term, or, when fewer than
+    ``limit`` contain every term and the query has several, any term).
+    ``complete``: ``False`` when more matched than returned (the hits are the top ``limit`` of
+    ``total`` ranked notes) or the index could not be searched. ``degraded``: only reasons a
+    part of the index could not be searched (e.g. it was corrupt and rebuilt), never the mere
+    fact that more notes matched than were returned."""
 
     hits: list[SearchHit]
     total: int
@@ -300,6 +360,19 @@ def query_terms(query: str) -> list[str]:
     return terms[:MAX_QUERY_TERMS]
 
 
+def _is_spaceless(term: str) -> bool:
+    return _CJK_RUN.fullmatch(term) is not None
+
+
+def search_terms(query: str) -> list[str]:
+    """The terms a search uses: :func:`query_terms` less :data:`ENGLISH_STOP_WORDS`, unless
+    that would leave none (``to be or not to be`` keeps every word). Terms of spaceless
+    scripts are never stop-words."""
+    terms = query_terms(query)
+    kept = [t for t in terms if _is_spaceless(t) or t.casefold() not in ENGLISH_STOP_WORDS]
+    return kept or terms
+
+
 def _quote(s: str) -> str:
     return '"' + s.replace('"', '""') + '"'
 
@@ -349,38 +422,79 @@ def _fold_term(term: str) -> str:
     return "".join(_fold_char(c) for c in term)
 
 
-def _find_matches(folded: str, terms: list[str]) -> list[tuple[int, int, int]]:
-    """``(start, end, term index)`` of whole-word occurrences (substring for spaceless runs)."""
-    found: list[tuple[int, int, int]] = []
-    for ti, term in enumerate(terms):
-        ft = _fold_term(term)
+@dataclass(frozen=True)
+class _Mark:
+    """What a snippet highlights for one query term: its folded text, the stem the index
+    keeps for it (Porter), and whether it is a run of a spaceless script (matched anywhere,
+    not as a whole word)."""
+
+    text: str
+    stem: str | None = None
+    spaceless: bool = False
+
+
+def _word_matches(word: str, mark: _Mark, folded_term: str) -> bool:
+    if word == folded_term:
+        return True
+    stem = mark.stem
+    if not stem or len(stem) < 3:
+        return False
+    if word.startswith(stem) and (len(word) == len(stem) or word[len(stem) :] in _INFLECTIONS):
+        return True
+    # Porter turns a final y into i ("library" -> "librari")
+    return (
+        stem.endswith("i")
+        and word.startswith(stem[:-1])
+        and word[len(stem) - 1 :]
+        in (
+            "y",
+            "ies",
+            "ied",
+        )
+    )
+
+
+def _find_matches(folded: str, marks: list[_Mark]) -> list[tuple[int, int, int]]:
+    """``(start, end, mark index)`` of whole-word occurrences of each term or of a word with
+    its stem (substring for spaceless runs), in text order."""
+    found: set[tuple[int, int, int]] = set()
+    n = len(folded)
+    for ti, mark in enumerate(marks):
+        ft = _fold_term(mark.text)
         if not ft:
             continue
-        spaceless = _CJK_RUN.fullmatch(term) is not None
-        start = 0
-        count = 0
-        while count < 64:
-            i = folded.find(ft, start)
-            if i < 0:
-                break
-            end = i + len(ft)
-            start = i + 1
-            if not spaceless and (
-                (i > 0 and folded[i - 1].isalnum()) or (end < len(folded) and folded[end].isalnum())
-            ):
-                continue
-            found.append((i, end, ti))
-            count += 1
-    found.sort()
-    return found
+        needles = {ft}
+        if mark.stem and not mark.spaceless and len(mark.stem) >= 3:
+            needles.add(mark.stem[:-1] if mark.stem.endswith("i") else mark.stem)
+        for needle in needles:
+            start = 0
+            count = 0
+            while count < 64:
+                i = folded.find(needle, start)
+                if i < 0:
+                    break
+                start = i + 1
+                if mark.spaceless:
+                    found.add((i, i + len(needle), ti))
+                    count += 1
+                    continue
+                if i > 0 and folded[i - 1].isalnum():
+                    continue
+                j = i + len(needle)
+                while j < n and folded[j].isalnum():
+                    j += 1
+                if _word_matches(folded[i:j], mark, ft):
+                    found.add((i, j, ti))
+                    count += 1
+    return sorted(found)
 
 
-def _snippet(text: str, terms: list[str], width: int = SNIPPET_WIDTH) -> str | None:
+def _snippet(text: str, marks: list[_Mark], width: int = SNIPPET_WIDTH) -> str | None:
     """The window of ``text`` holding the most distinct terms, terms marked; ``None`` if none."""
-    if not text or not terms:
+    if not text or not marks:
         return None
     folded, offsets = _fold(text)
-    matches = _find_matches(folded, terms)
+    matches = _find_matches(folded, marks)
     if not matches:
         return None
 
@@ -404,10 +518,13 @@ def _snippet(text: str, terms: list[str], width: int = SNIPPET_WIDTH) -> str | N
     pos = lo
     for s, e, _t in matches:
         os_, oe = orig(s), orig(e)
-        if os_ < pos or oe > hi:
+        if os_ < pos or oe > hi or os_ == oe:
             continue
         out.append(text[pos:os_])
-        out.append(SNIPPET_OPEN + text[os_:oe] + SNIPPET_CLOSE)
+        if text.endswith(SNIPPET_OPEN, 0, os_) and text.startswith(SNIPPET_CLOSE, oe):
+            out.append(text[os_:oe])  # already bold in the note
+        else:
+            out.append(SNIPPET_OPEN + text[os_:oe] + SNIPPET_CLOSE)
         pos = oe
     out.append(text[pos:hi])
     out.append("…" if hi < len(text) else "")
@@ -423,7 +540,7 @@ def _head(text: str, width: int = SNIPPET_WIDTH) -> str:
 
 
 def _meta_text(doc: IndexedDoc) -> str:
-    return "\n".join([doc.description, " ".join(doc.aliases), " ".join(doc.tags)])
+    return "\n".join([doc.description, " ".join(doc.tags)])
 
 
 # --------------------------------------------------------------------------- the index
@@ -433,11 +550,12 @@ _SCHEMA = [
     "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)",
     "CREATE TABLE docs(id INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE,"
     " mtime_ns INTEGER NOT NULL, size INTEGER NOT NULL, title TEXT NOT NULL,"
-    " meta TEXT NOT NULL, extra TEXT NOT NULL, body BLOB NOT NULL, ident TEXT, problem TEXT)",
+    " aliases TEXT NOT NULL, meta TEXT NOT NULL, extra TEXT NOT NULL, body BLOB NOT NULL,"
+    " ident TEXT, problem TEXT)",
     # covering index: the change scan and the listing read (path, mtime_ns, size, title,
     # ident, problem) without touching bodies
     "CREATE INDEX docs_stat ON docs(path, mtime_ns, size, title, ident, problem)",
-    f"CREATE VIRTUAL TABLE fts USING fts5(title, meta, extra, body, content='',"
+    f"CREATE VIRTUAL TABLE fts USING fts5(title, aliases, meta, extra, body, content='',"
     f' tokenize="{_TOKENIZER}")',
 ]
 
@@ -455,6 +573,251 @@ def _is_busy(exc: BaseException) -> bool:
         return False
     msg = str(exc).lower()
     return "locked" in msg or "busy" in msg
+
+
+def _varints(blob: bytes) -> list[int]:
+    """SQLite varints (as FTS5 stores its sizes): 7 bits a byte, high bit set on all but the
+    last, a ninth byte giving 8 bits."""
+    out: list[int] = []
+    i, n = 0, len(blob)
+    while i < n:
+        v = 0
+        for k in range(9):
+            if i >= n:
+                return out
+            byte = blob[i]
+            i += 1
+            if k == 8:
+                v = (v << 8) | byte
+                break
+            v = (v << 7) | (byte & 0x7F)
+            if not byte & 0x80:
+                break
+        out.append(v)
+    return out
+
+
+class _Tokenizer:
+    """The tokens the index keeps for query text, from the index's own tokenizer run in a
+    private in-memory database (so stemming and folding match the index exactly)."""
+
+    def __init__(self) -> None:
+        self._db: sqlite3.Connection | None = None
+        self._cache: dict[str, tuple[str, ...]] = {}
+
+    def tokens(self, texts: list[str]) -> list[tuple[str, ...]]:
+        missing = [t for t in dict.fromkeys(texts) if t not in self._cache]
+        if missing:
+            db = self._db
+            if db is None:
+                db = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+                db.execute(f'CREATE VIRTUAL TABLE t USING fts5(x, tokenize="{_TOKENIZER}")')
+                db.execute("CREATE VIRTUAL TABLE tv USING fts5vocab(t, instance)")
+                self._db = db
+            db.execute("DELETE FROM t")
+            db.executemany(
+                "INSERT INTO t(rowid, x) VALUES (?, ?)",
+                [(i + 1, _valid_utf8(t)) for i, t in enumerate(missing)],
+            )
+            got: list[list[str]] = [[] for _ in missing]
+            for doc, term in db.execute("SELECT doc, term FROM tv ORDER BY doc, offset"):
+                got[doc - 1].append(term)
+            if len(self._cache) + len(missing) > _STEM_CACHE_MAX:
+                self._cache.clear()
+            for t, toks in zip(missing, got, strict=True):
+                self._cache[t] = tuple(toks)
+        return [self._cache[t] for t in texts]
+
+    def close(self) -> None:
+        if self._db is not None:
+            with contextlib.suppress(sqlite3.Error):
+                self._db.close()
+            self._db = None
+
+
+@dataclass(frozen=True)
+class _QueryTerm:
+    """One search term: its text, its FTS5 expression, the index tokens it stands for (a
+    phrase of them), whether those are a prefix (one spaceless character) and whether it is a
+    spaceless run."""
+
+    text: str
+    expr: str
+    tokens: tuple[str, ...]
+    prefix: bool
+    spaceless: bool
+
+
+@dataclass
+class _Scored:
+    scores: dict[int, float]
+    title_terms: dict[int, int]
+    paths: dict[int, str]
+
+    def order(self, rid: int) -> tuple[float, int, str, str]:
+        """Sort key: score, then query terms in the title (both descending), then path."""
+        path = self.paths.get(rid, "")
+        return (-self.scores.get(rid, 0.0), -self.title_terms.get(rid, 0), path.casefold(), path)
+
+
+class _Scorer:
+    """BM25F over a few candidate notes, with an idf that is always positive.
+
+    FTS5's own ``bm25`` uses ``idf = ln((N - n + 0.5) / (n + 0.5))``, clamped to 1e-6 for a
+    term in more than half the notes, so such a term (``vault`` in a vault about vaults) adds
+    nothing and every score is 0. Here, as in Lucene's BM25 (Robertson/Sparck Jones with the
+    +1 inside the log): ``idf = ln(1 + (N - n + 0.5) / (n + 0.5))``, ``n`` the notes containing
+    the term (``fts5vocab`` row table), ``N`` the notes indexed.
+
+    BM25F (Robertson, Zaragoza, Taylor 2004): a term's frequency in each column (``fts5vocab``
+    instance table) is divided by ``1 - b + b * column length / average column length``
+    (lengths in tokens from FTS5's ``docsize`` table and its averages record, ``b`` =
+    :data:`BM25_B`), weighted by :data:`COLUMN_WEIGHTS`, summed, and saturated with ``k1`` =
+    :data:`BM25_K1`. Then the title, alias and proximity bonuses (:data:`TITLE_BONUS`,
+    :data:`ALIAS_BONUS`, :data:`PROXIMITY_WEIGHT`) and coordination (times matched terms /
+    query terms).
+    """
+
+    _COLS: ClassVar[dict[str, int]] = {"title": 0, "aliases": 1, "meta": 2, "extra": 3, "body": 4}
+
+    def __init__(self, db: sqlite3.Connection, terms: list[_QueryTerm]) -> None:
+        self.db = db
+        self.terms = terms
+
+    def _doc_count(self, term: _QueryTerm) -> int:
+        if len(term.tokens) == 1 and not term.prefix:
+            row = self.db.execute(
+                "SELECT doc FROM temp.fts_terms WHERE term = ?", (term.tokens[0],)
+            ).fetchone()
+            return int(row[0]) if row else 0
+        row = self.db.execute("SELECT count(*) FROM fts WHERE fts MATCH ?", (term.expr,))
+        return int(row.fetchone()[0])
+
+    def _freqs(
+        self, term: _QueryTerm, ids: str
+    ) -> tuple[dict[tuple[int, int], int], dict[tuple[int, int], list[int]]]:
+        """``(note id, column) -> occurrences`` of the term among the notes ``ids``, and for a
+        one-token term ``(note id, column) -> token offsets`` (for proximity)."""
+        per_token: list[dict[tuple[int, int], int]] = []
+        offsets: dict[tuple[int, int], list[int]] = {}
+        for tok in term.tokens:
+            args: tuple[str, ...]
+            if term.prefix:
+                where, args = "term >= ? AND term < ?", (tok, tok + "\U0010ffff")
+            else:
+                where, args = "term = ?", (tok,)
+            got: dict[tuple[int, int], int] = {}
+            if len(term.tokens) == 1 and not term.prefix:
+                for doc, col, off in self.db.execute(
+                    f"SELECT doc, col, offset FROM temp.fts_where WHERE {where} AND doc IN ({ids})",
+                    args,
+                ):
+                    key = (doc, self._COLS.get(col, 4))
+                    got[key] = got.get(key, 0) + 1
+                    offsets.setdefault(key, []).append(off)
+                return got, offsets
+            for doc, col, cnt in self.db.execute(
+                f"SELECT doc, col, count(*) FROM temp.fts_where WHERE {where}"
+                f" AND doc IN ({ids}) GROUP BY doc, col",
+                args,
+            ):
+                got[(doc, self._COLS.get(col, 4))] = cnt
+            per_token.append(got)
+        if not per_token:
+            return {}, offsets
+        if len(per_token) == 1:
+            return per_token[0], offsets
+        # a phrase of pairs: as often as its rarest pair
+        keys = set(per_token[0]).intersection(*per_token[1:])
+        return {k: min(p[k] for p in per_token) for k in keys}, offsets
+
+    @staticmethod
+    def _near(
+        first: dict[tuple[int, int], list[int]], second: dict[tuple[int, int], list[int]]
+    ) -> dict[int, float]:
+        """Per note: how often the second term follows the first within
+        :data:`PROXIMITY_WINDOW` tokens in one column, weighted by the column's weight."""
+        out: dict[int, float] = {}
+        for key, offs in second.items():
+            before = first.get(key)
+            if not before:
+                continue
+            starts = set(before)
+            n = sum(1 for o in offs if any(o - d in starts for d in range(1, PROXIMITY_WINDOW + 1)))
+            if n:
+                rid, col = key
+                out[rid] = out.get(rid, 0.0) + COLUMN_WEIGHTS[col] * n
+        return out
+
+    def score(self, candidates: list[int]) -> _Scored:
+        out = _Scored(scores={}, title_terms={}, paths={})
+        if not candidates:
+            return out
+        db = self.db
+        ids = ",".join(str(int(r)) for r in candidates)
+        avg_row = db.execute("SELECT block FROM fts_data WHERE id = 1").fetchone()
+        averages = _varints(bytes(avg_row[0])) if avg_row else []
+        n_docs = averages[0] if averages else 0
+        ncols = len(COLUMN_WEIGHTS)
+        if n_docs <= 0 or len(averages) < 1 + ncols:
+            n_docs = max(n_docs, db.execute("SELECT count(*) FROM docs").fetchone()[0], 1)
+            avg_len = [1.0] * ncols
+        else:
+            avg_len = [max(x / n_docs, 1.0) for x in averages[1 : 1 + ncols]]
+        sizes: dict[int, list[int]] = {}
+        for rid, sz in db.execute(f"SELECT id, sz FROM fts_docsize WHERE id IN ({ids})"):
+            sizes[rid] = _varints(bytes(sz))
+        for rid, path in db.execute(f"SELECT id, path FROM docs WHERE id IN ({ids})"):
+            out.paths[rid] = path
+        k1, b = BM25_K1, BM25_B
+        scores = dict.fromkeys(candidates, 0.0)
+        title_hits: dict[int, int] = dict.fromkeys(candidates, 0)
+        title_idf: dict[int, float] = dict.fromkeys(candidates, 0.0)
+        matched: dict[int, int] = dict.fromkeys(candidates, 0)
+        usable = 0
+        previous: dict[tuple[int, int], list[int]] = {}
+        previous_idf = 0.0
+        for term in self.terms:
+            if not term.tokens:
+                continue
+            usable += 1
+            n = self._doc_count(term)
+            idf = math.log(1.0 + (n_docs - n + 0.5) / (n + 0.5))
+            weighted: dict[int, float] = {}
+            freqs, offsets = self._freqs(term, ids)
+            near = self._near(previous, offsets) if previous else {}
+            previous = offsets
+            for rid, count in near.items():
+                pidf = (idf + previous_idf) / 2.0
+                scores[rid] += PROXIMITY_WEIGHT * pidf * count * (k1 + 1.0) / (count + k1)
+            previous_idf = idf
+            for (rid, col), cnt in freqs.items():
+                size = sizes.get(rid)
+                length = size[col] if size and len(size) > col else avg_len[col]
+                # BM25F: each column's frequency normalised by that column's length
+                norm = 1.0 - b + b * length / avg_len[col]
+                weighted[rid] = weighted.get(rid, 0.0) + COLUMN_WEIGHTS[col] * cnt / norm
+                if col == 0:
+                    title_hits[rid] = title_hits.get(rid, 0) + cnt
+                    title_idf[rid] = title_idf.get(rid, 0.0) + idf
+                elif col == 1:
+                    scores[rid] = scores.get(rid, 0.0) + ALIAS_BONUS * idf
+            for rid, wtf in weighted.items():
+                matched[rid] = matched.get(rid, 0) + 1
+                scores[rid] = scores.get(rid, 0.0) + idf * wtf * (k1 + 1.0) / (wtf + k1)
+        for rid, tidf in title_idf.items():
+            if tidf <= 0:
+                continue
+            size = sizes.get(rid)
+            title_len = size[0] if size else 0
+            share = min(1.0, title_hits[rid] / title_len) if title_len else 0.0
+            scores[rid] += TITLE_BONUS * tidf * (1.0 + share) / 2.0
+        if usable > 1:  # coordination: the share of the query's terms the note holds
+            for rid in scores:
+                scores[rid] *= matched.get(rid, 0) / usable
+        out.scores = scores
+        out.title_terms = {rid: c for rid, c in title_hits.items() if c}
+        return out
 
 
 @dataclass
@@ -480,6 +843,8 @@ class SearchIndex:
         self.rebuilt = False
         """``True`` once this object rebuilt the index (corrupt or older schema): sync again."""
         self._conn: sqlite3.Connection | None = None
+        self._vocab_conn: sqlite3.Connection | None = None
+        self._tokens = _Tokenizer()
         try:
             self._guarded(self._open)
         except sqlite3.DatabaseError as exc:
@@ -632,35 +997,62 @@ class SearchIndex:
     # ---------------------------------------------------------------- writing
 
     def _delete_row(self, db: sqlite3.Connection, row: tuple[Any, ...]) -> None:
-        """Remove one ``docs`` row ``(id, title, meta, extra, body)`` and its FTS5 entries (a
-        contentless table needs the indexed values back, rebuilt from the stored originals)."""
-        rid, title, meta, extra, blob = row
+        """Remove one ``docs`` row ``(id, title, aliases, meta, extra, body)`` and its FTS5
+        entries (a contentless table needs the indexed values back, rebuilt from the stored
+        originals)."""
+        rid, title, aliases, meta, extra, blob = row
         body = zlib.decompress(blob).decode("utf-8", "surrogatepass")
         db.execute(
-            "INSERT INTO fts(fts, rowid, title, meta, extra, body)"
-            " VALUES ('delete', ?, ?, ?, ?, ?)",
-            (rid, _prepare(title), _prepare(meta), _prepare(extra), _prepare(body)),
+            "INSERT INTO fts(fts, rowid, title, aliases, meta, extra, body)"
+            " VALUES ('delete', ?, ?, ?, ?, ?, ?)",
+            (
+                rid,
+                _prepare(title),
+                _prepare(aliases),
+                _prepare(meta),
+                _prepare(extra),
+                _prepare(body),
+            ),
         )
         db.execute("DELETE FROM docs WHERE id = ?", (rid,))
 
     def _insert(self, db: sqlite3.Connection, doc: IndexedDoc, stat: FileStatLike) -> None:
         title = _valid_utf8(doc.title)
+        aliases = _valid_utf8("\n".join(doc.aliases))
         meta = _valid_utf8(_meta_text(doc))
         extra = _valid_utf8(doc.extra)
         blob = zlib.compress(doc.body.encode("utf-8", "surrogatepass"), 6)
         ident = None if doc.ident is None else _valid_utf8(doc.ident)
         problem = None if doc.problem is None else _valid_utf8(doc.problem)
         cur = db.execute(
-            "INSERT INTO docs(path, mtime_ns, size, title, meta, extra, body, ident, problem)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (stat.path, stat.mtime_ns, stat.size, title, meta, extra, blob, ident, problem),
+            "INSERT INTO docs(path, mtime_ns, size, title, aliases, meta, extra, body, ident,"
+            " problem) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                stat.path,
+                stat.mtime_ns,
+                stat.size,
+                title,
+                aliases,
+                meta,
+                extra,
+                blob,
+                ident,
+                problem,
+            ),
         )
         db.execute(
-            "INSERT INTO fts(rowid, title, meta, extra, body) VALUES (?, ?, ?, ?, ?)",
-            (cur.lastrowid, _prepare(title), _prepare(meta), _prepare(extra), _prepare(doc.body)),
+            "INSERT INTO fts(rowid, title, aliases, meta, extra, body) VALUES (?, ?, ?, ?, ?, ?)",
+            (
+                cur.lastrowid,
+                _prepare(title),
+                _prepare(aliases),
+                _prepare(meta),
+                _prepare(extra),
+                _prepare(doc.body),
+            ),
         )
 
-    _ROW = "SELECT id, title, meta, extra, body FROM docs WHERE path = ?"
+    _ROW = "SELECT id, title, aliases, meta, extra, body FROM docs WHERE path = ?"
 
     def _apply(self, batch: list[_Pending], removals: list[str]) -> tuple[int, int, int, int]:
         """Apply one batch in one transaction; returns (added, updated, removed, unchanged).
@@ -861,7 +1253,7 @@ class SearchIndex:
         """
         if limit < 1:
             raise BadInput(f"search limit must be at least 1, got {limit}")
-        terms = query_terms(query)
+        terms = search_terms(query)
         if not terms:
             return SearchResults(hits=[], total=0, complete=True)
         try:
@@ -878,50 +1270,86 @@ class SearchIndex:
             )
 
     def _search(self, terms: list[str], limit: int) -> SearchResults:
+        db = self._db
+        if self._vocab_conn is not db:
+            # per connection, in its temp schema: term statistics of the index
+            db.execute(
+                "CREATE VIRTUAL TABLE IF NOT EXISTS temp.fts_terms USING fts5vocab(main, fts, row)"
+            )
+            db.execute(
+                "CREATE VIRTUAL TABLE IF NOT EXISTS temp.fts_where"
+                " USING fts5vocab(main, fts, instance)"
+            )
+            self._vocab_conn = db
         w = ", ".join(str(x) for x in COLUMN_WEIGHTS)
-        rank_sql = (
-            f"SELECT rowid, bm25(fts, {w}) AS r FROM fts WHERE fts MATCH ? ORDER BY r LIMIT ?"
-        )
+        rank_sql = f"SELECT rowid FROM fts WHERE fts MATCH ? ORDER BY bm25(fts, {w}) LIMIT ?"
         count_sql = "SELECT count(*) FROM fts WHERE fts MATCH ?"
+        qterms = self._query_terms(terms)
+        depth = max(limit, RERANK_DEPTH)
         with self._read() as db:
             q_and = fts_query(terms, "AND")
-            ranked: list[tuple[int, float]] = [
-                (rid, -r) for rid, r in db.execute(rank_sql, (q_and, limit))
-            ]
-            if len(ranked) < limit:
-                total = len(ranked)
+            candidates = [rid for (rid,) in db.execute(rank_sql, (q_and, depth))]
+            if len(candidates) < depth:
+                total = len(candidates)
             else:
                 total = db.execute(count_sql, (q_and,)).fetchone()[0]
-            if len(ranked) < limit and len(terms) > 1:
+            if total < limit and len(terms) > 1:
+                # too few notes hold every term: notes holding some of them compete too
                 q_or = fts_query(terms, "OR")
-                have = {rid for rid, _ in ranked}
-                floor = ranked[-1][1] if ranked else None
-                for rid, r in db.execute(rank_sql, (q_or, limit + len(ranked))):
-                    if rid in have:
-                        continue
-                    score = -r if floor is None else min(-r, floor)
-                    floor = score
-                    ranked.append((rid, score))
-                    if len(ranked) >= limit:
-                        break
+                have = set(candidates)
+                candidates += [
+                    rid
+                    for (rid,) in db.execute(rank_sql, (q_or, depth + len(candidates)))
+                    if rid not in have
+                ][:depth]
                 total = db.execute(count_sql, (q_or,)).fetchone()[0]
+            scored = _Scorer(db, qterms).score(candidates)
+            ranked = sorted(candidates, key=scored.order)
+            marks = [
+                _Mark(t.text, t.tokens[0] if len(t.tokens) == 1 else None, t.spaceless)
+                for t in qterms
+            ]
             hits: list[SearchHit] = []
-            for rid, score in ranked:
+            for rid in ranked[:limit]:
                 row = db.execute(
-                    "SELECT path, title, meta, extra, body FROM docs WHERE id = ?", (rid,)
+                    "SELECT path, title, aliases, meta, extra, body FROM docs WHERE id = ?",
+                    (rid,),
                 ).fetchone()
                 if row is None:
                     continue
-                path, title, meta, extra, blob = row
+                path, title, aliases, meta, extra, blob = row
                 body = zlib.decompress(blob).decode("utf-8", "surrogatepass")
                 snippet = (
-                    _snippet(body, terms)
-                    or _snippet(meta, terms)
-                    or _snippet(extra, terms)
+                    _snippet(body, marks)
+                    or _snippet(meta, marks)
+                    or _snippet(extra, marks)
+                    or _snippet(aliases, marks)
                     or _head(body or meta or title)
                 )
+                score = scored.scores.get(rid, 0.0)
                 hits.append(SearchHit(path=path, title=title, score=score, snippet=snippet))
         return SearchResults(hits=hits, total=total, complete=total <= len(hits))
+
+    def _query_terms(self, terms: list[str]) -> list[_QueryTerm]:
+        """Each search term with the tokens the index holds for it (case-folded, diacritics
+        removed, Porter-stemmed; a spaceless run as its character pairs)."""
+        texts: list[str] = []
+        for t in terms:
+            if _is_spaceless(t) and len(t) > 1:
+                texts.append(" ".join(t[i : i + 2] for i in range(len(t) - 1)))
+            else:
+                texts.append(t)
+        tokens = self._tokens.tokens(texts)
+        return [
+            _QueryTerm(
+                text=t,
+                expr=_term_expr(t),
+                tokens=toks,
+                prefix=_is_spaceless(t) and len(t) == 1,
+                spaceless=_is_spaceless(t),
+            )
+            for t, toks in zip(terms, tokens, strict=True)
+        ]
 
     def documents(self) -> list[DocInfo]:
         """Every indexed file without its body, ordered by path case-insensitively (ties by
@@ -1005,6 +1433,7 @@ class SearchIndex:
 
     def close(self) -> None:
         """Close the connection (idempotent)."""
+        self._tokens.close()
         if self._conn is not None:
             with contextlib.suppress(sqlite3.Error):
                 self._conn.close()

@@ -21,6 +21,7 @@ from goat_core.search import (
     SearchIndex,
     fts_query,
     query_terms,
+    search_terms,
 )
 
 # --------------------------------------------------------------------------- a tiny store
@@ -137,10 +138,24 @@ def test_query_syntax_characters_find_the_literal(index: SearchIndex, query: str
 
 
 def test_operator_words_are_plain_words(index: SearchIndex):
-    # "OR" is a term like any other: only the note containing both words matches both.
+    # "OR" is no operator: beside another term it is a stop-word (dropped, never marked) ...
     res = index.search("retry OR")
     assert [h.path for h in res.hits] == ["Syntax.md"]
+    snippet = res.hits[0].snippet
+    assert snippet == "Tasks with status: done are archived. Always **retry** OR give up."
+    # ... and alone it is the literal word
+    res = index.search("OR")
+    assert [h.path for h in res.hits] == ["Syntax.md"]
     assert SNIPPET_OPEN + "OR" + SNIPPET_CLOSE in res.hits[0].snippet
+
+
+def test_stop_words_are_dropped_only_beside_other_terms():
+    assert search_terms("What is a vault?") == ["vault"]
+    assert search_terms("how do I link to a heading") == ["link", "heading"]
+    assert search_terms("To be or not to be") == ["To", "be", "or", "not"]  # nothing else
+    assert search_terms("the 数据") == ["数据"]
+    assert search_terms("の 数据") == ["の", "数据"]  # spaceless scripts have no stop-words
+    assert search_terms("") == []
 
 
 @pytest.mark.parametrize("query", ["", "   ", "\n\t", "---", '"" ()', "*", ":", "-", "/", "?!."])
@@ -246,6 +261,80 @@ def test_all_terms_rank_before_some_terms(tmp_path: Path):
         assert [h.path for h in res.hits] == ["both.md", "one.md"]
         assert res.total == 2 and res.complete
         assert res.hits[0].score >= res.hits[1].score
+
+
+def _docs_index(tmp_path: Path, docs: list[IndexedDoc]) -> SearchIndex:
+    ix = SearchIndex(tmp_path / "i.sqlite")
+    ix.sync([FileStat(d.path, 1, len(d.body)) for d in docs], {d.path: d for d in docs}.get)
+    return ix
+
+
+def test_a_term_in_most_notes_still_scores_and_titles_lead(tmp_path: Path):
+    # FTS5's bm25 gives a term in over half the notes an idf of about 0 (every score 0.00)
+    docs = [IndexedDoc(f"n{i}.md", f"Note {i}", f"the vault holds note {i}") for i in range(8)]
+    docs.append(IndexedDoc("Create a vault.md", "Create a vault", "Pick a folder."))
+    docs.append(IndexedDoc("Manage vaults.md", "Manage vaults", "Switch between them."))
+    with _docs_index(tmp_path, docs) as ix:
+        res = ix.search("vault", limit=3)
+        # the shorter title is more about the term
+        assert [h.path for h in res.hits] == ["Manage vaults.md", "Create a vault.md", "n0.md"]
+        assert all(h.score >= 0.01 for h in res.hits)  # shown with two decimals, never 0.00
+        assert res.hits[0].score > res.hits[1].score > res.hits[2].score
+        # a ranked top 3 of 10: not complete, but nothing was left unsearched
+        assert res.total == 10 and res.complete is False and res.degraded == ()
+
+
+def test_stemming_matches_word_forms_and_marks_them(tmp_path: Path):
+    docs = [
+        IndexedDoc(
+            "a.md", "Recovery", "Deleting a file moves it to the trash; restore deleted files."
+        ),
+        IndexedDoc("b.md", "Vault", "One vault per project."),
+    ]
+    with _docs_index(tmp_path, docs) as ix:
+        assert [h.path for h in ix.search("vaults").hits] == ["b.md"]
+        assert ix.search("vaults").hits[0].snippet == "One **vault** per project."
+        hit = ix.search("delete").hits[0]
+        assert hit.path == "a.md"
+        assert "**Deleting**" in hit.snippet and "**deleted**" in hit.snippet
+        assert "**files**" not in hit.snippet  # only query terms are marked
+
+
+def test_equal_scores_break_by_title_match_then_path(tmp_path: Path):
+    docs = [IndexedDoc(f"{name}.md", "Same", "gardening tools") for name in ("c", "A", "b")]
+    docs.append(IndexedDoc("z.md", "Gardening", "gardening tools"))
+    with _docs_index(tmp_path, docs) as ix:
+        res = ix.search("gardening tools")
+        assert [h.path for h in res.hits] == ["z.md", "A.md", "b.md", "c.md"]
+        assert res.hits[1].score == res.hits[2].score == res.hits[3].score > 0
+
+
+def test_snippet_marks_no_stop_word_and_keep_wikilinks_readable(tmp_path: Path):
+    body = "Press Ctrl+P to open the [[Command palette]], a list of every command."
+    docs = [IndexedDoc("Command palette.md", "Command palette", body)]
+    docs += [IndexedDoc(f"f{i}.md", f"F{i}", "how to open a file") for i in range(3)]
+    with _docs_index(tmp_path, docs) as ix:
+        hit = ix.search("how do I open the command palette?").hits[0]
+        assert hit.path == "Command palette.md"
+        assert "[[**Command** **palette**]]" in hit.snippet and "**open**" in hit.snippet
+        assert "**the**" not in hit.snippet and "**to**" not in hit.snippet
+        # text already bold in the note is not wrapped twice
+        bold = [IndexedDoc("b.md", "B", "Select **Open** now")]
+    with _docs_index(tmp_path / "2", bold) as ix:
+        assert ix.search("open").hits[0].snippet == "Select **Open** now"
+
+
+def test_notes_with_every_term_lead_notes_with_some(tmp_path: Path):
+    docs = [
+        IndexedDoc("all.md", "All", "link to a heading in another note"),
+        IndexedDoc("many.md", "Many", "link link link link link link, another link"),
+        IndexedDoc("other.md", "Heading", "nothing else"),
+    ]
+    with _docs_index(tmp_path, docs) as ix:
+        res = ix.search("how do I link to a heading")
+        assert res.hits[0].path == "all.md"
+        assert {h.path for h in res.hits} == {"all.md", "many.md", "other.md"}
+        assert res.total == 3 and res.complete
 
 
 def test_snippet_contains_the_match_far_into_a_long_note(tmp_path: Path):
@@ -366,6 +455,21 @@ def test_schema_change_rebuilds(tmp_path: Path):
     with SearchIndex(db) as ix:
         assert ix.rebuilt and ix.stats().documents == 0
         assert ix.sync([FileStat("n.md", 1, 5)], lambda p: IndexedDoc(p, "N", "hello")).added == 1
+
+
+def test_index_from_schema_2_is_rebuilt_with_stemming(tmp_path: Path):
+    """An index without stemming or an aliases column (schema 2) is rebuilt on open."""
+    db = tmp_path / "i.sqlite"
+    with SearchIndex(db) as ix:
+        ix.update_one(IndexedDoc("n.md", "N", "vaults"), FileStat("n.md", 1, 6))
+    con = sqlite3.connect(db)
+    con.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
+    con.commit()
+    con.close()
+    with SearchIndex(db) as ix:
+        assert ix.rebuilt and ix.stats().documents == 0 and ix.stats().schema_version == 3
+        ix.sync([FileStat("n.md", 1, 6)], lambda p: IndexedDoc(p, "N", "vaults"))
+        assert [h.path for h in ix.search("vault").hits] == ["n.md"]
 
 
 def test_index_from_schema_1_is_rebuilt(tmp_path: Path):
