@@ -16,7 +16,8 @@ stop-words (:data:`ENGLISH_STOP_WORDS`: ``how``, ``do``, ``I``, ``to``, ``a`` ..
 from a query that has other terms (:func:`search_terms`); a query of stop-words alone keeps
 them. Terms are Porter-stemmed on both sides (FTS5 ``porter`` tokenizer), so ``vaults`` finds
 ``vault`` and ``deleted`` finds ``delete``. A query with no terms (empty, whitespace or only
-punctuation) returns no hits. Only the first :data:`MAX_QUERY_TERMS` distinct terms are used.
+punctuation) returns no hits. Only the first :data:`MAX_QUERY_TERMS` distinct terms are
+searched; a longer query comes back ``complete=False`` with the cut named in ``degraded``.
 
 Ranking, in two steps:
 
@@ -63,6 +64,7 @@ time (the store's :class:`~goat_core.provider.StoreWorker`); it may be created o
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import math
 import os
@@ -335,10 +337,10 @@ def _split_words(text: str) -> list[str]:
     return words
 
 
-def query_terms(query: str) -> list[str]:
-    """The terms of user text, in order, without duplicates (case-folded), at most
-    :data:`MAX_QUERY_TERMS`. A term is a run of letters, digits and marks; a run of a spaceless
-    script is one term of its own (``Python数据`` -> ``Python``, ``数据``)."""
+def query_terms(query: str, *, cap: int | None = MAX_QUERY_TERMS) -> list[str]:
+    """The terms of user text, in order, without duplicates (case-folded), at most ``cap``
+    (:data:`MAX_QUERY_TERMS`; ``None`` for all). A term is a run of letters, digits and marks;
+    a run of a spaceless script is one term of its own (``Python数据`` -> ``Python``, ``数据``)."""
     text = _valid_utf8(unicodedata.normalize("NFKC", query))
     terms: list[str] = []
     seen: set[str] = set()
@@ -357,20 +359,21 @@ def query_terms(query: str) -> list[str]:
             if word and key not in seen:
                 seen.add(key)
                 terms.append(word)
-    return terms[:MAX_QUERY_TERMS]
+    return terms if cap is None else terms[:cap]
 
 
 def _is_spaceless(term: str) -> bool:
     return _CJK_RUN.fullmatch(term) is not None
 
 
-def search_terms(query: str) -> list[str]:
+def search_terms(query: str, *, cap: int | None = MAX_QUERY_TERMS) -> list[str]:
     """The terms a search uses: :func:`query_terms` less :data:`ENGLISH_STOP_WORDS`, unless
-    that would leave none (``to be or not to be`` keeps every word). Terms of spaceless
-    scripts are never stop-words."""
-    terms = query_terms(query)
+    that would leave none (``to be or not to be`` keeps every word), at most ``cap``. Terms of
+    spaceless scripts are never stop-words."""
+    terms = query_terms(query, cap=None)
     kept = [t for t in terms if _is_spaceless(t) or t.casefold() not in ENGLISH_STOP_WORDS]
-    return kept or terms
+    chosen = kept or terms
+    return chosen if cap is None else chosen[:cap]
 
 
 def _quote(s: str) -> str:
@@ -1253,11 +1256,24 @@ class SearchIndex:
         """
         if limit < 1:
             raise BadInput(f"search limit must be at least 1, got {limit}")
-        terms = search_terms(query)
-        if not terms:
+        every = search_terms(query, cap=None)
+        if not every:
             return SearchResults(hits=[], total=0, complete=True)
+        terms = every[:MAX_QUERY_TERMS]
         try:
-            return self._guarded(lambda: self._search(terms, limit))
+            results = self._guarded(lambda: self._search(terms, limit))
+            if len(every) > len(terms):
+                # Never a silent cut: the caller learns the query was shortened.
+                return dataclasses.replace(
+                    results,
+                    complete=False,
+                    degraded=(
+                        *results.degraded,
+                        f"the query has {len(every)} distinct search terms; only the first "
+                        f"{MAX_QUERY_TERMS} were searched",
+                    ),
+                )
+            return results
         except sqlite3.DatabaseError as exc:
             if not _is_corrupt(exc):
                 raise

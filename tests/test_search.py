@@ -669,3 +669,20 @@ def test_sync_takes_walk_entries_as_they_are(tmp_path: Path, store: Path):
         assert ix.sync(files, loader(store)).added == len(files) > 2
         assert ix.sync(walk_notes(store).files, loader(store)).unchanged == len(files)
         assert {h.path for h in ix.search("zqwalked").hits} == {"a.md", "sub/b.md"}
+
+
+def test_an_overlong_query_is_cut_openly_not_silently(tmp_path: Path) -> None:
+    """Only MAX_QUERY_TERMS distinct terms are searched; the result says so (never silent)."""
+    from goat_core.search import MAX_QUERY_TERMS
+
+    index = SearchIndex(tmp_path / "i.sqlite")
+    words = [f"zw{i:03d}x" for i in range(MAX_QUERY_TERMS + 6)]
+    doc = IndexedDoc(path="a.md", title="A", body=" ".join(words))
+    index.update_one(doc, FileStat("a.md", 1, 1))
+    long = index.search(" ".join(words))
+    assert [h.path for h in long.hits] == ["a.md"]
+    assert long.complete is False
+    assert any(f"{MAX_QUERY_TERMS + 6} distinct search terms" in d for d in long.degraded)
+    short = index.search(" ".join(words[:MAX_QUERY_TERMS]))
+    assert short.complete is True and short.degraded == ()
+    index.close()
