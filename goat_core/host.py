@@ -135,6 +135,8 @@ TRIVIAL_PROMPTS = frozenset(
     }
 )
 #: How many items automatic recall asks for before a turn.
+#: Characters per token assumed when a turn's character budget is passed as tokens.
+CHARS_PER_TOKEN = 4
 TURN_RECALL_LIMIT = 5
 
 Outcome = Literal["ok", "skipped", "empty", "failed", "off", "unavailable"]
@@ -533,17 +535,27 @@ class MemoryContext:
         return await self._require().refresh(receipt)
 
     # -- reads --------------------------------------------------------------------------------
-    async def recall(self, query: str, *, limit: int = 10) -> RecallResult:
+    async def recall(
+        self, query: str, *, limit: int = 10, max_tokens: int | None = None
+    ) -> RecallResult:
         """Ranked results for user text (never query syntax), filtered by policy hooks.
 
         :param limit: 1..100.
-        :raises BadInput: ``limit`` out of range.
+        :param max_tokens: the most tokens of recalled text the caller will use; passed on
+            only to providers that count tokens (``ProviderSpec.counts_tokens``).
+        :raises BadInput: ``limit`` out of range, or ``max_tokens`` below 1.
         :raises Rejected: a ``goat_filter_recall`` hook refused the read.
         """
         if not 1 <= limit <= 100:
             raise BadInput(f"limit must be between 1 and 100, got {limit}")
+        if max_tokens is not None and max_tokens < 1:
+            raise BadInput(f"max_tokens must be at least 1, got {max_tokens}")
         provider = self._require()
-        result = await provider.recall(query, limit=limit)
+        if max_tokens is not None and provider.spec.counts_tokens:
+            recall: Any = provider.recall
+            result = await recall(query, limit=limit, max_tokens=max_tokens)
+        else:
+            result = await provider.recall(query, limit=limit)
         return self._host.registry.filter_recall(self.scope, query, result)
 
     async def reflect(self, query: str) -> Reflection:
@@ -659,7 +671,11 @@ class MemoryContext:
                 block="", items=[], outcome="skipped", reason="no budget for memory", **meta
             )
         try:
-            result = await self.recall(prompt, limit=TURN_RECALL_LIMIT)
+            # A token is about four characters of English text: the budget in tokens for
+            # providers that count them (the block itself is still trimmed to characters).
+            result = await self.recall(
+                prompt, limit=TURN_RECALL_LIMIT, max_tokens=max(1, budget // CHARS_PER_TOKEN)
+            )
         except Exception as exc:  # reported for this turn only
             reason = (
                 f"{type(exc).__name__}: {exc}"

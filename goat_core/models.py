@@ -274,6 +274,9 @@ class ProviderSpec(BaseModel):
     :param max_input_chars: largest text remember/feedback accepts; larger is ``TooLarge``.
     :param duplicate_policy: what remembering identical text N times yields: ``"keep"`` (N
         results) or ``"merge"`` (at least one); the conformance suite holds it to this.
+    :param counts_tokens: the provider's ``recall`` takes ``max_tokens`` (the most tokens of
+        recalled text the caller will use, e.g. Hindsight's ``max_tokens``); the host then
+        passes a turn's budget in tokens (characters / 4) instead of trimming characters only.
     """
 
     model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
@@ -292,6 +295,7 @@ class ProviderSpec(BaseModel):
     legacy_decoder: Callable[[Mapping[str, Any]], str | None] | None = None
     max_input_chars: int = 100_000
     duplicate_policy: Literal["keep", "merge"] = "keep"
+    counts_tokens: bool = False
 
     @field_validator("name")
     @classmethod

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from hypothesis import given, settings
@@ -695,3 +695,35 @@ def test_sync_host_owns_its_checks(home: GoatHome) -> None:
         provider = host.context_for(Chat("b")).provider
     assert host.host.supervisor.keys() == []  # closing disconnected every remote session
     assert provider is not None
+
+
+class _TokenCounting(ref.ReferenceProvider):
+    seen: ClassVar[list[int | None]] = []
+
+    async def recall(  # type: ignore[override]
+        self, query: str, *, limit: int = 10, max_tokens: int | None = None
+    ) -> RecallResult:
+        type(self).seen.append(max_tokens)
+        return await super().recall(query, limit=limit)
+
+
+async def test_turn_budget_goes_to_providers_that_count_tokens(home: GoatHome) -> None:
+    """A turn's character budget reaches a token-counting provider as ``max_tokens``
+    (characters / 4); providers that do not count tokens are called as before."""
+    _, tokens_plugin = ref._make("reference_tokens", _TokenCounting, counts_tokens=True)
+    registry = make_registry(ref.markdown_plugin, tokens_plugin)
+    async with MemoryHost(home=home, registry=registry) as host:
+        await host.bind(Scope.pen("t"), "reference_tokens", {})
+        ctx = host.context_for(Chat("t"))
+        await ctx.remember("budgets are counted in tokens here", title="Budgets")
+        turn = await host.prepare_turn(Chat("t"), "how are budgets counted", 2000)
+        assert turn.outcome == "ok"
+        assert _TokenCounting.seen == [500]
+        await ctx.recall("budgets")
+        assert _TokenCounting.seen == [500, None]
+        with pytest.raises(BadInput, match="max_tokens"):
+            await ctx.recall("budgets", max_tokens=0)
+        # the plain reference provider takes no max_tokens and is never given one
+        plain = host.context_for(Chat())
+        await plain.remember("plain provider", title="Plain")
+        assert (await host.prepare_turn(Chat(), "plain provider", 2000)).outcome == "ok"

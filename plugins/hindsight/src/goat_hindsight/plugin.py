@@ -129,6 +129,7 @@ def spec() -> ProviderSpec:
         legacy_decoder=decode_legacy,
         max_input_chars=100_000,
         duplicate_policy="keep",
+        counts_tokens=True,
     )
 
 
