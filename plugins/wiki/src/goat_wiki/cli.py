@@ -1,0 +1,194 @@
+"""``goat wiki ...``: ingest, lint and write, on the wiki bound to Global or a Pen.
+
+Each command opens the scope's memory through :class:`goat_core.host.SyncMemoryHost` (the
+same plugins, config and GOAT home as every other ``goat`` command) and refuses a scope whose
+binding is not a wiki. Errors are :mod:`goat_core.errors` classes; the root ``goat`` group
+turns them into one line on stderr and their exit code. Progress bars go to stderr.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+__all__ = ["wiki"]
+
+T = TypeVar("T")
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _options(f: F) -> F:
+    f = click.option("--json", "as_json", is_flag=True, help="Print JSON on stdout.")(f)
+    f = click.option(
+        "--home",
+        "home",
+        type=click.Path(file_okay=False, path_type=Path),
+        default=None,
+        help="GOAT home directory (default: $GOAT_HOME, else the platform directories).",
+    )(f)
+    return click.option(
+        "--pen", "pen", metavar="ID", default=None, help="Use this Pen's wiki (default: Global)."
+    )(f)
+
+
+@contextmanager
+def _wiki(home: Path | None, pen: str | None) -> Iterator[Callable[..., Any]]:
+    """Yield ``run(method, *args)`` calling a method of the scope's wiki provider.
+
+    :raises ScopeError: an invalid Pen id (before any I/O). :raises NotSupported: the scope
+        is not bound to a wiki. :raises ProviderUnavailable: the scope has no memory.
+    """
+    from goat_core.errors import NotSupported
+    from goat_core.home import GoatHome
+    from goat_core.host import Chat, SyncMemoryHost
+    from goat_core.manager import PluginSettings
+    from goat_core.models import Scope
+    from goat_core.registry import Registry
+
+    from goat_wiki.provider import WikiProvider
+
+    scope = Scope.pen(pen) if pen is not None else Scope.global_()
+    host = SyncMemoryHost(
+        home=GoatHome.from_env(home), registry=Registry.load(PluginSettings.from_env())
+    )
+    try:
+        memory = host.context_for(Chat(project_id=scope.pen_id))
+        provider = memory.context.provider
+        if not isinstance(provider, WikiProvider):
+            name = memory.context.spec.name if memory.context.spec else "none"
+            raise NotSupported(
+                f"{memory.context.label} uses provider {name!r}, not a wiki; bind one with "
+                f"'goat bind{' --pen ' + scope.pen_id if scope.pen_id else ''} wiki'"
+            )
+
+        def run(method: Callable[..., Awaitable[T]], *args: Any, **kwargs: Any) -> T:
+            import anyio
+
+            return anyio.run(lambda: method(*args, **kwargs))
+
+        yield lambda name, *a, **kw: run(getattr(provider, name), *a, **kw)
+    finally:
+        host.close()
+
+
+def _emit(data: Any) -> None:
+    click.echo(json.dumps(data, ensure_ascii=False, indent=2, default=str))
+
+
+@click.group("wiki")
+def wiki() -> None:
+    """The LLM wiki: ingest sources, lint, write pages (remember, recall, pages, show and
+    map work on a wiki like on any memory)."""
+
+
+@wiki.command("ingest")
+@click.argument("path", type=click.Path(exists=True, path_type=Path))
+@_options
+def ingest_cmd(path: Path, pen: str | None, home: Path | None, as_json: bool) -> None:
+    """Copy PATH (a file or folder) into the wiki's raw sources; nothing is stored twice."""
+    bar: Any = None
+
+    def progress(done: int, total: int) -> None:
+        nonlocal bar
+        if total < 2:
+            return
+        if bar is None:
+            bar = click.progressbar(length=total, label="ingesting", file=sys.stderr)
+            bar.__enter__()
+        bar.update(done - bar.pos)
+
+    with _wiki(home, pen) as call:
+        try:
+            result = call("ingest", path, progress)
+        finally:
+            if bar is not None:
+                bar.__exit__(None, None, None)
+    if as_json:
+        _emit(result)
+        return
+    click.echo(
+        f"{len(result['added'])} source(s) added, {len(result['present'])} already present, "
+        f"{len(result['skipped'])} skipped; {result['sources']} in the wiki"
+    )
+    for item in result["skipped"]:
+        click.echo(f"skipped {item['path']}: {item['reason']}", err=True)
+
+
+@wiki.command("lint")
+@click.option("--fix", is_flag=True, help="Apply the deterministic fixes, report the rest.")
+@_options
+def lint_cmd(fix: bool, pen: str | None, home: Path | None, as_json: bool) -> None:
+    """Check the wiki. Exit status 1 when a finding of severity warning or error remains."""
+    with _wiki(home, pen) as call:
+        report = call("lint", fix=fix)
+    if as_json:
+        _emit(report.to_json())
+    else:
+        for f in report.fixed:
+            click.echo(f"fixed  {f.code:<22} {f.path or '-'}  {f.message}")
+        for f in report.findings:
+            where = f"{f.path}:{f.line}" if f.line else (f.path or "-")
+            click.echo(f"{f.severity:<7} {f.code:<22} {where}  {f.message}")
+        counts: dict[str, int] = {}
+        for f in report.findings:
+            counts[f.severity] = counts.get(f.severity, 0) + 1
+        summary = ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "no findings"
+        click.echo(f"{summary}; {len(report.fixed)} fixed", err=True)
+    if any(f.severity in {"error", "warning"} for f in report.findings):
+        raise click.exceptions.Exit(1)
+
+
+@wiki.command("write")
+@click.argument("title")
+@click.option(
+    "--file",
+    "file",
+    type=click.File("r", encoding="utf-8"),
+    required=True,
+    help="The page text ('-' reads stdin); frontmatter optional.",
+)
+@click.option("--folder", default=None, help="A folder the schema defines.")
+@click.option("--type", "page_type", default=None, help="Page type (default: from the folder).")
+@click.option("--summary", default=None, help="The page's index line.")
+@click.option("--source", "sources", multiple=True, help="An ingested source id (repeatable).")
+@click.option("--etag", default=None, help="The etag read before, to update a page.")
+@_options
+def write_cmd(
+    title: str,
+    file: Any,
+    folder: str | None,
+    page_type: str | None,
+    summary: str | None,
+    sources: tuple[str, ...],
+    etag: str | None,
+    pen: str | None,
+    home: Path | None,
+    as_json: bool,
+) -> None:
+    """Write page TITLE (or update it with --etag); index and log follow."""
+    from goat_wiki.provider import PageWrite
+
+    body = file.read()
+    write = PageWrite(
+        title=title,
+        body=body,
+        folder=folder,
+        type=page_type,
+        summary=summary,
+        sources=sources or None,
+        etag=etag,
+    )
+    with _wiki(home, pen) as call:
+        result = call("write_page", write)
+    if as_json:
+        _emit(result)
+        return
+    click.echo(f"{result['op']} {result['page']} (etag {result['etag']})")
+    for f in result["findings"]:
+        click.echo(f"{f['severity']}: {f['code']}: {f['message']}", err=True)

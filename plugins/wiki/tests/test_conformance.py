@@ -1,0 +1,21 @@
+"""The shared provider conformance suite, run against goat-wiki."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from goat_core.home import GoatHome
+from goat_core.testing import ProviderConformanceTests
+from goat_core.testing.conformance import ProviderFactory, spec_factory
+
+from goat_wiki.plugin import spec
+
+
+class TestWikiConformance(ProviderConformanceTests):
+    entry_point_name = provider_name = "wiki"
+
+    @pytest.fixture
+    def goat_provider_factory(self, tmp_path: Path) -> ProviderFactory:
+        """Default wikis (no ``root``) under a fresh GOAT home: one new wiki per scope."""
+        return spec_factory(spec(), GoatHome.at(tmp_path / "goat-home"))
