@@ -1302,8 +1302,7 @@ class WikiProvider(Provider):
         degraded = [f"{p}: {q}; read as body" for p, q in index.problems()]
         degraded += [f"{p}: skipped, {r}" for p, r in walk.skipped]
         degraded += [d for d in results.degraded if d not in degraded]
-        if results.total > len(items):
-            degraded.insert(0, f"{results.total} pages matched; {len(items)} returned")
+        # A ranked top-``limit`` is not degraded: ``complete=False`` says more matched.
         return RecallResult(
             scope=self.scope.key,
             items=tuple(items),
