@@ -160,6 +160,12 @@ def jsonable(value: Any) -> Any:
     return value
 
 
+#: Characters YAML reads as line breaks (YAML 1.1 section 5.4, what PyYAML follows): a plain
+#: or single-quoted scalar holding one would be folded on reading, so such text is written
+#: double-quoted, where they are escaped (``\n``, ``\N``, ``\L``, ``\P``).
+_YAML_BREAKS = ("\n", "\r", "\x85", "\u2028", "\u2029")
+
+
 def format_scalar(value: Any) -> str:
     """One-line YAML for ``value`` (a string, number, bool, ``None`` or a list of those),
     quoted only where YAML needs it: a ``datetime`` is written as an unquoted ISO 8601
@@ -177,7 +183,7 @@ def format_scalar(value: Any) -> str:
     if dumped.endswith("\n...\n"):
         dumped = dumped[: -len("\n...\n")]
     dumped = dumped.rstrip("\n")
-    if "\n" in dumped:  # multi-line text: double quotes escape the line breaks
+    if any(c in dumped for c in _YAML_BREAKS):  # double quotes escape YAML's line breaks
         dumped = yaml.safe_dump(
             value,
             default_style='"',

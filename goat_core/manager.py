@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import re
 import traceback
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -150,12 +151,78 @@ def _failure(c: _Candidate, kind: str, exc: BaseException | str) -> PluginLoadFa
     )
 
 
+#: The distribution name a requirement line starts with (PEP 508).
+_REQ_NAME = re.compile(r"\s*([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)")
+_SPEC = r"(?:>=|<=|==|!=|~=|<|>)\s*\d+(?:\.\d+)*"
+#: A goat-core requirement of plain release versions only: no markers, wildcards, local or
+#: pre-release parts (those go to ``packaging``).
+_PLAIN_CORE_REQ = re.compile(
+    rf"\s*goat[-_.]+core\s*(?:\[[\w\s,.-]*\])?\s*(?:{_SPEC}(?:\s*,\s*{_SPEC})*)?\s*",
+    re.IGNORECASE,
+)
+#: A marker that only holds when an extra is requested (``; extra == "test"``): never here,
+#: where markers are evaluated with ``extra == ""``.
+_ONLY_FOR_EXTRA = re.compile(r";\s*extra\s*==\s*(?:\"[A-Za-z0-9._-]+\"|'[A-Za-z0-9._-]+')\s*")
+_SPEC_PARTS = re.compile(r"(>=|<=|==|!=|~=|<|>)\s*(\d+(?:\.\d+)*)")
+
+
+def _release(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in text.split("."))
+
+
+def _plainly_satisfied(line: str) -> bool:
+    """Whether a plain goat-core requirement (``goat-core>=0.1.0,<0.2``) holds for this
+    release, compared as PEP 440 does for release-only versions (zero-padded tuples); ``False``
+    means "ask ``packaging``", never "incompatible"."""
+    if _PLAIN_CORE_REQ.fullmatch(line) is None or not re.fullmatch(r"\d+(?:\.\d+)*", __version__):
+        return False
+    have = _release(__version__)
+    for op, text in _SPEC_PARTS.findall(line):
+        want = _release(text)
+        width = max(len(have), len(want))
+        a = have + (0,) * (width - len(have))
+        b = want + (0,) * (width - len(want))
+        if op == "~=":  # ~=X.Y[.Z]: >= X.Y[.Z] and the same release up to the last part
+            if len(want) < 2:
+                return False
+            ok = a >= b and a[: len(want) - 1] == b[: len(want) - 1]
+        else:
+            ok = {
+                ">=": a >= b,
+                "<=": a <= b,
+                "==": a == b,
+                "!=": a != b,
+                "<": a < b,
+                ">": a > b,
+            }[op]
+        if not ok:
+            return False
+    return True
+
+
 def _incompatibility(requires: Iterable[str]) -> str | None:
-    """The goat-core requirement this version does not satisfy, if any."""
+    """The goat-core requirement this version does not satisfy, if any.
+
+    Lines naming another distribution are skipped by name alone, and a plain goat-core
+    requirement that holds is settled without ``packaging`` (importing it costs more than a
+    command's whole plugin load); anything else is parsed by ``packaging``.
+    """
+    todo = []
+    for line in requires:
+        m = _REQ_NAME.match(line)
+        if m is None or re.sub(r"[-_.]+", "-", m.group(1)).lower() != "goat-core":
+            continue  # another distribution, or not a requirement at all
+        head, semi, _marker = line.partition(";")
+        if semi and _ONLY_FOR_EXTRA.fullmatch(line[len(head) :]):
+            continue  # e.g. goat-core[testing]; extra == "test"
+        if not _plainly_satisfied(line):
+            todo.append(line)
+    if not todo:
+        return None
     from packaging.requirements import InvalidRequirement, Requirement
     from packaging.utils import canonicalize_name
 
-    for line in requires:
+    for line in todo:
         try:
             req = Requirement(line)
         except InvalidRequirement:

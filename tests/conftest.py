@@ -73,6 +73,22 @@ def _no_network_marker(request: pytest.FixtureRequest) -> None:
         request.getfixturevalue("no_network")
 
 
+@pytest.fixture(autouse=True)
+def _fresh_logging() -> Iterator[None]:
+    """No global state between tests: a test that configures logging (the CLI does, through
+    ``goat_core.logs.configure``) must not change what the next test's logs capture."""
+    import logging
+
+    import structlog
+
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    yield
+    structlog.reset_defaults()
+    root.handlers[:] = handlers
+    root.setLevel(level)
+
+
 # -- the real Obsidian Help vault ----------------------------------------------------------------
 #: The vault's folder name inside the shared data folder.
 VAULT_NAME = "obsidian-help-en"

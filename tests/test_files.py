@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from goat_core.errors import Conflict, PathError
 from goat_core.files import (
     MISSING_ETAG,
+    NoteFile,
     StoreLock,
     atomic_write,
     contain,
@@ -203,6 +204,28 @@ def test_walk_symlink_cycle_terminates(tmp_path: Path) -> None:
     assert [f.path for f in res.files] == ["a/n.md"]
     assert {p for p, _ in res.skipped} == {"a/loop", "a/up"}
     assert all("cycle" in reason for _, reason in res.skipped)
+
+
+def test_walk_reports_followed_symlinks_and_sorts_case_insensitively(tmp_path: Path) -> None:
+    root = tmp_path / "store"
+    for rel in ["b.md", "B.md", "a b.md", "a/z.md", "A/y.md", "real/n.md", "x.txt", "sub/x.MD"]:
+        _touch(root / rel)
+    (root / "link-dir").symlink_to(root / "real")
+    (root / "link.md").symlink_to(root / "b.md")
+    (root / "link.png").symlink_to(root / "x.txt")
+    res = walk_notes(str(root))  # a str root works as a Path does
+    paths = [f.path for f in res.files]
+    # casefold order, ties by exact path; '/' sorts after ' ' as in any string comparison
+    assert paths == sorted(paths, key=lambda p: (p.casefold(), p))
+    assert paths[:4] == ["a b.md", "A/y.md", "a/z.md", "B.md"]
+    assert res.symlinks == ["link-dir", "link.md", "link.png"]
+    assert "link-dir/n.md" in paths or "real/n.md" in paths
+    assert res.attachments == ["link.png", "x.txt"]
+    note = res.files[paths.index("link.md")]
+    st = os.stat(root / "b.md")
+    assert (note.mtime_ns, note.size) == (st.st_mtime_ns, st.st_size)  # the target's
+    assert note == NoteFile("link.md", st.st_mtime_ns, st.st_size)
+    assert walk_notes(tmp_path / "empty-missing").skipped[0][0] == "."
 
 
 # -- atomic writes ----------------------------------------------------------------------------

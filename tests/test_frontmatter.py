@@ -221,3 +221,14 @@ def test_append_entry_is_a_pure_suffix(text: str, entry: str) -> None:
     out = append_entry(text, "2026-11-29 22:00 UTC", entry)
     assert out.startswith(text)
     assert "## 2026-11-29 22:00 UTC" in out[len(text) :]
+
+
+@pytest.mark.parametrize("value", ["\x85", "a\u2028b", "x\u2029", "line\rbreak", "two\nlines"])
+def test_yaml_line_break_characters_round_trip(value: str) -> None:
+    """YAML reads NEL, LS and PS as line breaks (YAML 1.1 section 5.4): a value holding one is
+    written double-quoted and escaped, so it reads back exactly (found by hypothesis)."""
+    from goat_core.frontmatter import parse_note, set_keys
+
+    text = set_keys("---\ntitle: T\n---\nbody\n", {"updated": value})
+    assert parse_note(text).data["updated"] == value
+    assert parse_note(text).body == "body\n"

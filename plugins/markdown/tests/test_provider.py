@@ -602,3 +602,163 @@ def test_fresh_instance_reads_only_changed_and_returned_notes(
     loads.clear()
     assert p.forget("Note 59").removed == ("Note 59.md",)
     assert loads == []
+
+
+# -- file watching in a long-lived host ------------------------------------------------------------
+
+
+@pytest.fixture
+def full_scans(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Roots of every full change scan (``walk_notes`` of a store root) a provider ran."""
+    import goat_markdown.provider as module
+
+    roots: list[str] = []
+    original = module.walk_notes
+
+    def counting(root: Any, **kwargs: Any) -> Any:
+        roots.append(str(root))
+        return original(root, **kwargs)
+
+    monkeypatch.setattr(module, "walk_notes", counting)
+    return roots
+
+
+def eventually(check: Any, timeout_s: float = 10.0) -> None:
+    """Poll ``check()`` until it is true (file events arrive on the watcher's thread)."""
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while not check():
+        assert time.monotonic() < deadline, "the watched store never saw the change"
+        time.sleep(0.02)
+
+
+def paths(p: Any, query: str) -> list[str]:
+    return sorted(i.path for i in p.recall(query).items)
+
+
+def test_one_call_never_starts_a_watcher(store: MakeStore, vault: Path) -> None:
+    (vault / "a.md").write_text("zqonce")
+    p = store(root=vault)
+    assert paths(p, "zqonce") == ["a.md"]
+    assert p.provider._watch is None  # a one-shot command makes one call
+
+
+def test_watched_store_follows_external_changes_without_full_scans(
+    store: MakeStore, vault: Path, full_scans: list[str]
+) -> None:
+    (vault / "a.md").write_text("zqalpha")
+    (vault / "Folder").mkdir()
+    (vault / "Folder" / "Deep").mkdir()
+    (vault / "Folder" / "Deep" / "b.md").write_text("zqbravo")
+    (vault / "Folder" / "c.md").write_text("zqcharlie")
+    p = store(root=vault)
+    assert paths(p, "zqalpha") == ["a.md"]
+    assert paths(p, "zqbravo") == ["Folder/Deep/b.md"]  # second read: the watcher starts
+    assert p.provider._watch is not None and p.provider._watch.alive()
+    full = len(full_scans)
+    assert full == 2
+
+    (vault / "a.md").write_text("zqalpha edited zqecho")  # external edit
+    eventually(lambda: paths(p, "zqecho") == ["a.md"])
+    (vault / "new.md").write_text("zqfoxtrot")  # create
+    eventually(lambda: paths(p, "zqfoxtrot") == ["new.md"])
+    (vault / "new.md").unlink()  # delete
+    eventually(lambda: paths(p, "zqfoxtrot") == [])
+    (vault / "a.md").rename(vault / "renamed.md")  # rename
+    eventually(lambda: paths(p, "zqecho") == ["renamed.md"])
+    (vault / "Folder").rename(vault / "Moved")  # folder rename: both sides re-walked
+    eventually(lambda: paths(p, "zqbravo") == ["Moved/Deep/b.md"])
+    assert paths(p, "zqcharlie") == ["Moved/c.md"]
+    (vault / ".obsidian").mkdir()  # a dot-folder is not part of the vault
+    (vault / ".obsidian" / "w.md").write_text("zqhidden")
+    (vault / "Moved" / "Deep" / "d.md").write_text("zqdelta")
+    eventually(lambda: paths(p, "zqdelta") == ["Moved/Deep/d.md"])
+    assert paths(p, "zqhidden") == []
+    root_scans = [r for r in full_scans[full:] if Path(r) == p.provider.root]
+    assert root_scans == []  # every change above came from the watcher alone
+    assert p.get_page("renamed").path == "renamed.md"
+    # a page list still walks the folder: the watched index agrees with it
+    assert [i.path for i in p.list_pages().items] == [
+        "Moved/c.md",
+        "Moved/Deep/b.md",
+        "Moved/Deep/d.md",
+        "renamed.md",
+    ]
+
+    p.close()
+    assert p.provider._watch is None  # close() stops the observer
+
+
+def test_own_writes_and_forget_stay_in_line_while_watched(
+    store: MakeStore, vault: Path, full_scans: list[str]
+) -> None:
+    (vault / "a.md").write_text("zqalpha")
+    p = store(root=vault)
+    p.recall("zqalpha")
+    p.recall("zqalpha")
+    p.remember(MemoryWrite(text="zqgolf remembered", title="Golf"))
+    assert paths(p, "zqgolf") == ["Golf.md"]
+    p.forget("Golf")
+    assert paths(p, "zqgolf") == []
+    assert paths(p, "zqalpha") == ["a.md"]
+
+
+def test_watch_falls_back_to_full_scans(
+    store: MakeStore, vault: Path, full_scans: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import logging
+
+    import goat_markdown.provider as module
+
+    (vault / "a.md").write_text("zqalpha")
+    p = store(root=vault)
+    p.recall("zqalpha")
+    p.recall("zqalpha")
+    assert p.provider._watch is not None
+    before = len(full_scans)
+    # watchdog warns that events were lost (an inotify queue overflow): one full scan
+    logging.getLogger("watchdog.observers.inotify_c").warning(
+        "Inotify queue overflowed; filesystem events were lost"
+    )
+    assert paths(p, "zqalpha") == ["a.md"]
+    assert len(full_scans) == before + 1
+    assert paths(p, "zqalpha") == ["a.md"]
+    assert len(full_scans) == before + 1  # trusted again afterwards
+
+    # a safety interval with no full scan: the next read scans the folder again
+    monkeypatch.setattr(module, "WATCH_RESCAN_S", 0.0)
+    paths(p, "zqalpha")
+    assert len(full_scans) == before + 2
+    monkeypatch.setattr(module, "WATCH_RESCAN_S", 300.0)
+
+    # a symlinked folder inside the store: events would name the target, never the link,
+    # so every read scans the whole store again
+    (vault / "Real").mkdir()
+    (vault / "Real" / "r.md").write_text("zqromeo")
+    (vault / "Link").symlink_to(vault / "Real", target_is_directory=True)
+    # (each real folder is walked once: under the link or under its own name)
+    eventually(lambda: paths(p, "zqromeo") in (["Link/r.md"], ["Real/r.md"]))
+    n = len(full_scans)
+    (vault / "Real" / "r.md").write_text("zqsierra")
+    assert paths(p, "zqsierra") in (["Link/r.md"], ["Real/r.md"])
+    assert len(full_scans) == n + 1
+
+
+def test_watcher_that_cannot_start_leaves_full_scans(
+    store: MakeStore, vault: Path, full_scans: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import goat_markdown.provider as module
+
+    def refuse(self: Any) -> None:
+        raise OSError(28, "inotify watch limit reached")
+
+    monkeypatch.setattr(module._Watch, "start", refuse)
+    (vault / "a.md").write_text("zqalpha")
+    p = store(root=vault)
+    for _ in range(3):
+        assert paths(p, "zqalpha") == ["a.md"]
+    (vault / "a.md").write_text("zqbeta")
+    assert paths(p, "zqbeta") == ["a.md"]  # the change scan sees it at once
+    assert p.provider._watch is None
+    assert len(full_scans) == 4

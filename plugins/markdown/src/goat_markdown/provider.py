@@ -8,13 +8,14 @@ changes and a dated entry is appended.
 Every blocking call runs on the store's :class:`~goat_core.provider.StoreWorker`, which also
 owns the SQLite search index (``GoatHome.index_path(root)``). Each call starts with one cheap
 change scan (a stat walk) and syncs the index, which reads and parses only the notes whose
-``(mtime, size)`` changed; titles, frontmatter ids and unparsable-frontmatter problems then come
-from the index, and only the notes a call returns or edits are read (recall: the hits; pages:
-the page shown or listed). Only ``link_map`` and ``connections`` read every note, each once
-(kept between calls of one process and refreshed when mtime or size change). Read-modify-write
-cycles hold
-the store's cross-process :class:`~goat_core.files.StoreLock` and re-check the note's
-content hash just before the rename, so concurrent updates either both land or one gets
+``(mtime, size)`` changed; a long-lived host's provider replaces the scan by a file watcher
+for recall and page lookups (see :class:`MarkdownProvider`). Titles, frontmatter ids and
+unparsable-frontmatter problems then come from the index, and only the notes a call returns
+or edits are read (recall: the hits; pages: the page shown or listed). Only ``link_map`` and
+``connections`` read every note, each once (kept between calls of one process and refreshed
+when mtime or size change). Read-modify-write cycles hold the store's cross-process
+:class:`~goat_core.files.StoreLock` and re-check the note's content hash just before the
+rename, so concurrent updates either both land or one gets
 :class:`~goat_core.errors.Conflict`.
 """
 
@@ -23,11 +24,15 @@ from __future__ import annotations
 import base64
 import binascii
 import bisect
+import logging
 import os
 import re
+import stat
 import threading
+import time
 import unicodedata
 import uuid
+import weakref
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -45,6 +50,7 @@ from goat_core.errors import (
 )
 from goat_core.files import (
     MISSING_ETAG,
+    NoteFile,
     StoreLock,
     WalkResult,
     atomic_write,
@@ -160,6 +166,210 @@ def _sort_key(path: str) -> tuple[str, str]:
     return (path.casefold(), path)
 
 
+#: A watched store still gets a full change scan when its last one is older than this (seconds):
+#: a safety net for file systems whose changes raise no events (a network share or a FUSE
+#: mount edited from another machine), where the watcher sees nothing but cannot tell.
+WATCH_RESCAN_S = 300.0
+#: Longest wait, before a watched call, for file events still on their way (seconds).
+WATCH_SETTLE_S = 0.05
+#: Watches whose events may have been lost (watchdog logged a warning: queue overflow, a
+#: folder it could not watch); each does a full change scan at its next call.
+_WATCHES: weakref.WeakSet[_Watch] = weakref.WeakSet()
+_WATCH_EVENTS = frozenset({"created", "modified", "deleted", "moved", "closed"})
+
+
+class _WatchdogWarnings(logging.Handler):
+    """Marks every live watch untrusted when watchdog logs a warning or an error."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        for watch in list(_WATCHES):
+            watch.distrust(f"watchdog: {record.getMessage()}")
+
+
+_WATCHDOG_HANDLER = _WatchdogWarnings(logging.WARNING)
+
+
+def _inotify_fds() -> set[int]:
+    """This process's inotify descriptors (Linux ``/proc``; empty elsewhere)."""
+    fds: set[int] = set()
+    try:
+        names = os.listdir("/proc/self/fd")
+    except OSError:
+        return fds
+    for name in names:
+        try:
+            if os.readlink(f"/proc/self/fd/{name}") == "anon_inode:inotify":
+                fds.add(int(name))
+        except (OSError, ValueError):
+            continue
+    return fds
+
+
+class _Watch:
+    """A recursive watchdog observer on a store root, collecting the paths it reports.
+
+    The observer's thread calls :meth:`dispatch`; the store's worker thread calls
+    :meth:`take`. Paths are store-relative; dot-segments (``.obsidian``, GOAT's temp files)
+    are dropped, except that a move out of or into a dot-folder keeps its other side.
+    """
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+        self._prefix = root.rstrip(os.sep) + os.sep
+        self._lock = threading.Lock()
+        self._files: set[str] = set()
+        self._dirs: set[str] = set()
+        self._untrusted: str | None = None
+        self.events = 0
+        self._observer: Any = None
+        self._fds: set[int] = set()
+
+    def start(self) -> None:
+        """Start the observer; raises ``OSError``/``RuntimeError`` when it cannot watch
+        (no inotify, watch limit reached), ``ImportError`` without watchdog."""
+        from watchdog.events import (
+            DirCreatedEvent,
+            DirDeletedEvent,
+            DirMovedEvent,
+            FileClosedEvent,
+            FileCreatedEvent,
+            FileDeletedEvent,
+            FileModifiedEvent,
+            FileMovedEvent,
+        )
+        from watchdog.observers import Observer
+        from watchdog.observers.inotify import InotifyObserver
+
+        if Observer is not InotifyObserver:
+            # FSEvents, kqueue and Windows coalesce or drop events in ways this mapping
+            # does not follow; those platforms keep the change scan on every call
+            raise RuntimeError("file watching is only trusted with Linux inotify")
+        logger = logging.getLogger("watchdog")
+        if _WATCHDOG_HANDLER not in logger.handlers:
+            logger.addHandler(_WATCHDOG_HANDLER)
+        before = _inotify_fds()
+        observer = Observer()
+        observer.daemon = True
+        self._observer = observer  # so that stop() cleans up after a failed start
+        _WATCHES.add(self)
+        # no open/access/close-without-write events: reading the store (this provider's own
+        # walks and reads included) must not wake the observer
+        events: list[type[Any]] = [
+            FileCreatedEvent,
+            FileModifiedEvent,
+            FileDeletedEvent,
+            FileMovedEvent,
+            FileClosedEvent,
+            DirCreatedEvent,
+            DirDeletedEvent,
+            DirMovedEvent,
+        ]
+        observer.schedule(
+            self,  # type: ignore[arg-type]
+            self.root,
+            recursive=True,
+            event_filter=events,
+        )
+        observer.start()  # adds every folder's watch before it returns
+        self._fds = (_inotify_fds() - before) or _inotify_fds()
+
+    def stop(self) -> None:
+        observer, self._observer = self._observer, None
+        _WATCHES.discard(self)
+        if observer is not None:
+            observer.stop()
+            if observer.is_alive():
+                observer.join(timeout=2.0)
+
+    def distrust(self, reason: str) -> None:
+        with self._lock:
+            if self._untrusted is None:
+                self._untrusted = reason
+
+    def _rel(self, raw: str | bytes) -> str | None:
+        """The store-relative path of an event path; ``None`` for a dot path or outside."""
+        path = os.fsdecode(raw)
+        if not path.startswith(self._prefix):
+            return None
+        rel = path[len(self._prefix) :].replace(os.sep, "/")
+        if not rel or any(seg.startswith(".") for seg in rel.split("/")):
+            return None
+        return rel
+
+    def dispatch(self, event: Any) -> None:
+        """Called by watchdog on its thread for every event."""
+        kind = event.event_type
+        if kind not in _WATCH_EVENTS:
+            return  # opened, closed without writing, attribute-only
+        is_dir = event.is_directory
+        if is_dir and kind in {"modified", "closed"}:
+            return  # inotify reports the files inside on their own
+        paths = [event.src_path]
+        if kind == "moved":
+            paths.append(event.dest_path)
+        with self._lock:
+            self.events += 1
+            for raw in paths:
+                if os.fsdecode(raw).rstrip(os.sep) == self.root.rstrip(os.sep):
+                    self._untrusted = self._untrusted or f"the store root itself was {kind}"
+                    continue
+                rel = self._rel(raw)
+                if rel is None:
+                    continue
+                if is_dir:
+                    self._dirs.add(rel)
+                elif rel.lower().endswith(".md") or os.path.islink(raw):
+                    # inotify types a symlink to a folder as a file: any new link is kept,
+                    # and the store falls back to a full scan for it
+                    self._files.add(rel)
+
+    def settle(self, timeout_s: float = WATCH_SETTLE_S) -> None:
+        """Wait (at most ``timeout_s``) until no inotify event is unread by watchdog and none
+        is queued for this observer, so a change made just before a call is seen by it."""
+        import array
+        import fcntl
+        import termios
+
+        observer = self._observer
+        if observer is None:
+            return
+        deadline = time.monotonic() + timeout_s
+        quiet = 0
+        while quiet < 2 and time.monotonic() < deadline:
+            busy = observer.event_queue.unfinished_tasks > 0
+            for fd in self._fds:
+                if busy:
+                    break
+                buf = array.array("i", [0])
+                try:
+                    fcntl.ioctl(fd, termios.FIONREAD, buf, True)
+                except OSError:
+                    continue
+                busy = buf[0] > 0
+            quiet = 0 if busy else quiet + 1
+            time.sleep(0.0002)
+
+    def alive(self) -> bool:
+        """Whether the observer and each of its emitter threads still run."""
+        observer = self._observer
+        if observer is None or not observer.is_alive():
+            return False
+        return all(e.is_alive() for e in observer.emitters)
+
+    def take(self) -> tuple[set[str], set[str], str | None]:
+        """The files and folders reported since the last call, and why the watch can no
+        longer be trusted (``None`` while it can)."""
+        alive = self.alive()
+        with self._lock:
+            files, dirs = self._files, self._dirs
+            self._files, self._dirs = set(), set()
+            reason = self._untrusted
+            self._untrusted = None
+        if not alive:
+            reason = reason or "the file watcher stopped"
+        return files, dirs, reason
+
+
 @dataclass
 class _Scan:
     walk: WalkResult
@@ -169,12 +379,40 @@ class _Scan:
 class MarkdownProvider(Provider):
     """A store of Markdown notes for one scope.
 
+    **Following external edits.** The first call of an object runs the full change scan
+    (:func:`~goat_core.files.walk_notes` plus an index sync: O(notes) stats, then only changed
+    notes are read), so a one-shot command never starts anything. The second call that syncs
+    starts a recursive `watchdog <https://pypi.org/project/watchdog/>`_ observer on the root
+    (Linux inotify only; elsewhere, or when it cannot start, e.g. the inotify watch limit is
+    reached, every call keeps the full scan) and runs one more full scan. From then on
+    :meth:`recall` and :meth:`get_page` sync only the paths the watcher reported: a created,
+    modified, moved or deleted ``.md`` file is re-read or removed, a created, moved or
+    deleted folder is walked again (notes under its old path removed, under its new path
+    added). Cost: proportional to what changed. The store's own writes update the index
+    directly. Page lists, the link map, writes and :meth:`reindex` always run the full scan.
+
+    Freshness: an external change is visible to the next call once watchdog has delivered
+    its event; before syncing, a call waits up to :data:`WATCH_SETTLE_S` (50 ms) while inotify
+    events are still unread or queued, so a change made before the call is normally seen by
+    it (a change made during that window may be seen one call later; watchdog holds the
+    first half of a move out of the store for 0.5 s). A full scan replaces the watched sync
+    whenever the watcher cannot be trusted: its observer stopped (then for good), watchdog
+    logged a warning (an inotify queue overflow, a folder it could not watch), the root
+    itself moved, a reported path is a symlink or an unreadable entry, the last full scan is
+    older than :data:`WATCH_RESCAN_S` (300 s; a safety net for network or FUSE mounts that
+    raise no events), or the store contains symlinks inside it (events name the target, not
+    the link), in which case every call scans. :meth:`close` stops the observer. Set
+    ``watch_files = False`` on an object before its second call to never watch.
+
     :param context: the scope, binding, validated :class:`~goat_markdown.plugin.
         MarkdownSettings` and GOAT home.
     :param spec: the provider's declaration.
     :raises PathError: the root is ``/``, a home directory itself, or (when given
         explicitly) not an existing folder.
     """
+
+    #: Whether the second full sync of an object starts a file watcher (see above).
+    watch_files: bool = True
 
     def __init__(self, context: ProviderContext, *, spec: ProviderSpec) -> None:
         super().__init__(context)
@@ -196,6 +434,14 @@ class MarkdownProvider(Provider):
         self._index: SearchIndex | None = None
         self._cache: dict[str, _Note] = {}
         self._closed = False
+        # file watching (see the class docstring): full syncs so far, the watch, and what the
+        # index holds as the watch last saw it (None: every read does a full change scan)
+        self._syncs = 0
+        self._watch: _Watch | None = None
+        self._watch_error: str | None = None
+        self._known: dict[str, NoteFile] | None = None
+        self._skipped: list[tuple[str, str]] = []
+        self._scanned_at = 0.0
 
     # -- helpers on the worker thread -----------------------------------------------------------
     def _index_open(self) -> SearchIndex:
@@ -267,10 +513,12 @@ class MarkdownProvider(Provider):
         return _Scan(walk=walk, notes=notes)
 
     @staticmethod
-    def _degraded(walk: WalkResult, problems: Iterable[tuple[str, str]]) -> list[str]:
+    def _degraded(
+        skipped: Iterable[tuple[str, str]], problems: Iterable[tuple[str, str]]
+    ) -> list[str]:
         """Unparsable notes (``<path>: <problem>; read as body``), then walk skips."""
         reasons = [f"{path}: {problem}; read as body" for path, problem in problems]
-        reasons += [f"{path}: skipped, {reason}" for path, reason in walk.skipped]
+        reasons += [f"{path}: skipped, {reason}" for path, reason in skipped]
         return reasons
 
     def _indexed_doc(self, note: _Note) -> IndexedDoc:
@@ -300,8 +548,15 @@ class MarkdownProvider(Provider):
     def _sync_index(
         self, progress: Callable[[int, int], None] | None = None
     ) -> tuple[WalkResult, SyncStats]:
-        """The change scan plus an index sync: one stat walk; only new or changed notes
-        (by ``(mtime_ns, size)``) are read and parsed."""
+        """The full change scan plus an index sync: one stat walk; only new or changed notes
+        (by ``(mtime_ns, size)``) are read and parsed. The second full sync of this object
+        starts the file watcher (see the class docstring)."""
+        self._syncs += 1
+        if self._syncs >= 2 and self._watch is None and self._watch_error is None:
+            self._start_watch()
+        if self._watch is not None:
+            self._watch.settle()
+            self._watch.take()  # the walk below sees every change reported so far
         walk = walk_notes(self.root)
         cached = self._cache
 
@@ -315,7 +570,124 @@ class MarkdownProvider(Provider):
 
         # the walk's entries go in as they are (copying 100k of them costs more than the check)
         stats = self._index_open().sync(walk.files, load, progress=progress)
+        if self._watch is not None:
+            # symlinked notes or folders: events name the target, not the link; no mapping
+            self._known = None if walk.symlinks else {f.path: f for f in walk.files}
+            self._skipped = list(walk.skipped)
+            self._scanned_at = time.monotonic()
         return walk, stats
+
+    def _start_watch(self) -> None:
+        if not self.watch_files:
+            self._watch_error = "file watching is off"
+            return
+        watch = _Watch(str(self.root))
+        try:
+            watch.start()
+        except (ImportError, OSError, RuntimeError) as exc:
+            watch.stop()
+            self._watch_error = f"file watcher not started: {exc}"
+            log.info("markdown.watch_unavailable", root=str(self.root), error=str(exc))
+            return
+        self._watch = watch
+
+    def _stop_watch(self, reason: str) -> None:
+        watch, self._watch = self._watch, None
+        self._known = None
+        self._watch_error = reason
+        if watch is not None:
+            watch.stop()
+
+    def _fresh(self) -> list[tuple[str, str]]:
+        """Bring the index up to date for a read; returns the walk's ``skipped`` entries.
+
+        Watched (third and later syncs of this object): only the paths the watcher reported
+        are looked at. A full change scan instead when nothing is watched, the watch cannot
+        be trusted (its observer stopped, watchdog warned of lost events, the root itself
+        moved, a symlink appeared, a folder became unreadable) or the last full scan is
+        older than :data:`WATCH_RESCAN_S`.
+        """
+        watch = self._watch
+        if (
+            watch is None
+            or self._known is None
+            or time.monotonic() - self._scanned_at > WATCH_RESCAN_S
+        ):
+            return self._sync_index()[0].skipped
+        watch.settle()
+        files, dirs, reason = watch.take()
+        if reason is None and (files or dirs) and not self._apply_changes(files, dirs):
+            reason = "a change the watcher reported needs a full scan"
+        if reason is not None:
+            log.info("markdown.watch_rescan", root=str(self.root), reason=reason)
+            if not watch.alive():
+                self._stop_watch(reason)
+            return self._sync_index()[0].skipped
+        return self._skipped
+
+    def _apply_changes(self, files: set[str], dirs: set[str]) -> bool:
+        """Sync the index for the reported paths only: folders are re-walked (notes under a
+        folder that moved away are removed, notes under a new one added), files re-read or
+        removed. ``False`` when a full scan is needed (a symlink, an unreadable entry)."""
+        from goat_core.search import FileStat
+
+        known = self._known
+        assert known is not None
+        index = self._index_open()
+        root = str(self.root)
+
+        def drop(rel: str) -> None:
+            if known.pop(rel, None) is not None:
+                index.remove(rel)
+            self._cache.pop(rel, None)
+
+        def put(nf: NoteFile) -> None:
+            note = self._load(nf.path, nf.mtime_ns, nf.size)
+            if note is None:  # vanished or unreadable meanwhile: the next event or scan
+                return
+            if nf.path in self._cache:
+                self._cache[nf.path] = note
+            index.update_one(self._indexed_doc(note), FileStat(*nf))
+            known[nf.path] = nf
+
+        for folder in sorted(dirs, key=len):
+            prefix = folder + "/"
+            try:
+                lst: os.stat_result | None = os.lstat(os.path.join(root, folder))
+            except (FileNotFoundError, NotADirectoryError):
+                lst = None
+            except OSError:
+                return False
+            present: dict[str, NoteFile] = {}
+            if lst is not None and stat.S_ISLNK(lst.st_mode):
+                return False
+            if lst is not None and stat.S_ISDIR(lst.st_mode):
+                sub = walk_notes(os.path.join(root, folder))
+                if sub.symlinks or sub.skipped:
+                    return False
+                for f in sub.files:
+                    rel = prefix + f.path
+                    present[rel] = NoteFile(rel, f.mtime_ns, f.size)
+            for rel in [p for p in known if p.startswith(prefix) and p not in present]:
+                drop(rel)
+            for rel, nf in present.items():
+                if known.get(rel) != nf:
+                    put(nf)
+        for rel in files:
+            try:
+                st = os.lstat(os.path.join(root, rel))
+            except (FileNotFoundError, NotADirectoryError):
+                drop(rel)
+                continue
+            except OSError:
+                return False
+            if stat.S_ISREG(st.st_mode):
+                put(NoteFile(rel, st.st_mtime_ns, st.st_size))  # re-read: the event says so
+            elif stat.S_ISLNK(st.st_mode) or stat.S_ISDIR(st.st_mode):
+                return False
+            else:
+                drop(rel)
+        return True
 
     def _documents(self) -> list[DocInfo]:
         """Indexed notes (path, title, id, problem) in page order; call after a sync."""
@@ -340,6 +712,8 @@ class MarkdownProvider(Provider):
             self._index_open().update_one(
                 self._indexed_doc(note), FileStat(note.path, note.mtime_ns, note.size)
             )
+            if self._known is not None:
+                self._known[rel] = NoteFile(rel, note.mtime_ns, note.size)
 
     def _receipt(self, rel: str, removed: tuple[str, ...] = ()) -> Receipt:
         return Receipt(
@@ -543,11 +917,13 @@ class MarkdownProvider(Provider):
             fsync_dir(path.parent)
             self._cache.pop(rel, None)
             self._index_open().remove(rel)
+            if self._known is not None:
+                self._known.pop(rel, None)
         return self._receipt(rel, removed=(rel,))
 
     # -- reads (worker thread) ------------------------------------------------------------------
     def _recall(self, query: str, limit: int) -> RecallResult:
-        walk, _stats = self._sync_index()
+        skipped = self._fresh()
         index = self._index_open()
         results = index.search(query, limit=limit)
         items = []
@@ -567,10 +943,9 @@ class MarkdownProvider(Provider):
                 )
             )
         complete = bool(results.complete) and results.total <= len(items)
-        degraded = self._degraded(walk, index.problems())
+        degraded = self._degraded(skipped, index.problems())
         degraded += [d for d in results.degraded if d not in degraded]
-        if results.total > len(items):
-            degraded.insert(0, f"{results.total} notes matched; {len(items)} returned")
+        # A ranked top-``limit`` is not degraded: ``complete=False`` says more matched.
         return RecallResult(
             scope=self.scope.key, items=tuple(items), complete=complete, degraded=tuple(degraded)
         )
@@ -584,7 +959,7 @@ class MarkdownProvider(Provider):
         chunk = ordered[start : start + limit]
         more = start + limit < len(ordered)
         next_cursor = _encode_cursor(chunk[-1]) if more and chunk else None
-        degraded = self._degraded(walk, self._index_open().problems())
+        degraded = self._degraded(walk.skipped, self._index_open().problems())
         items = []
         for rel in chunk:  # only the listed notes are read (etag, updated, title)
             note = self._load(rel)
@@ -618,7 +993,7 @@ class MarkdownProvider(Provider):
         )
 
     def _get_page(self, ref: str) -> Page:
-        self._sync_index()
+        self._fresh()
         return self._page(self._must_load(self._resolve(ref, self._refs(self._documents()))))
 
     def _link_inputs(self) -> tuple[_Scan, list[tuple[PageSummary, str]], list[str]]:
@@ -633,7 +1008,7 @@ class MarkdownProvider(Provider):
         scan, pages, paths = self._link_inputs()
         result = build_link_map(pages, paths)
         problems = [(n.path, n.error) for n in scan.notes if n.error]
-        degraded = tuple(result.degraded) + tuple(self._degraded(scan.walk, problems))
+        degraded = tuple(result.degraded) + tuple(self._degraded(scan.walk.skipped, problems))
         return result.model_copy(update={"degraded": degraded}) if degraded else result
 
     def _connections(self, ref: str) -> Connections:
@@ -659,6 +1034,7 @@ class MarkdownProvider(Provider):
         return Health.healthy(f"markdown notes in {self.root}")
 
     def _close(self) -> None:
+        self._stop_watch("closed")
         if self._index is not None:
             self._index.close()
             self._index = None
@@ -692,9 +1068,10 @@ class MarkdownProvider(Provider):
         return await self._worker.run(self._forget, ref)
 
     async def recall(self, query: str, *, limit: int = 10) -> RecallResult:
-        """Ranked full-text search after a cheap change scan. ``complete`` is ``False`` when
-        more notes matched than ``limit``; ``degraded`` names unparsable notes (searched as
-        body) and skipped symlinks.
+        """Ranked full-text search after a cheap change scan (or, on a watched object, a sync
+        of the paths its file watcher reported; see the class docstring). ``complete`` is
+        ``False`` when more notes matched than ``limit``; ``degraded`` names unparsable notes
+        (searched as body) and skipped symlinks.
 
         :raises BadInput: ``limit`` outside 1..100 or an empty query.
         """
