@@ -74,6 +74,20 @@ def _no_network_marker(request: pytest.FixtureRequest) -> None:
 
 
 @pytest.fixture(autouse=True)
+def _no_os_keyring() -> Iterator[None]:
+    """Tests never reach the machine's keyring (a SecretService without a D-Bus session would
+    make every credential read wait out the 3 s keyring timeout): the ``fail`` backend is
+    active unless a test sets its own, and whatever was active is restored afterwards."""
+    import keyring
+    import keyring.backends.fail
+
+    previous = keyring.get_keyring()
+    keyring.set_keyring(keyring.backends.fail.Keyring())
+    yield
+    keyring.set_keyring(previous)
+
+
+@pytest.fixture(autouse=True)
 def _fresh_logging() -> Iterator[None]:
     """No global state between tests: a test that configures logging (the CLI does, through
     ``goat_core.logs.configure``) must not change what the next test's logs capture."""
