@@ -777,7 +777,7 @@ def _unavailable_reason(state: SessionState, health: Health) -> str:
             f"{health.reason} (auth: not retried until the binding changes or you check "
             "again with `goat check`)"
         )
-    return f"{health.reason} ({health.cause or 'unreachable'}; retried before the next turn)"
+    return f"{health.reason} ({health.cause or 'unreachable'}; retried on next use)"
 
 
 class MemoryHost:
@@ -1179,12 +1179,32 @@ class MemoryHost:
         """Remove ``scope``'s binding (Global falls back to the embedded default; a Pen has
         no memory). Notes are never touched.
 
+        The binding's stored credentials are deleted too (keyring or owner-only file), so
+        a later bind never silently reuses an old key.
+
         :raises NotFound: ``scope`` has no binding.
         """
-        path = self._save(self.config.without_binding(scope))
+        binding, _ = self._selected(scope)
+        config = self.config.without_binding(scope)
+        path = self._save(config)
+        if binding is not None and binding.id not in config.bindings:
+            self._delete_credentials(binding)
         await self._forget_scope(scope)
         await self._reconcile()  # disconnects a removed remote binding
         return path
+
+    def _delete_credentials(self, binding: Binding) -> None:
+        try:
+            spec = self.registry.get_provider(binding.provider)
+        except GoatError:
+            return  # provider gone: nothing declared to delete
+        if not spec.credentials:
+            return
+        from goat_core.credentials import CredentialStore
+
+        store = CredentialStore(self.home)
+        for cred in spec.credentials:
+            store.delete(binding.id, cred.name)
 
     async def set_enabled(self, scope: Scope, enabled: bool) -> Path:
         """Enable or disable ``scope``'s binding (disabled: tone ``dim``, never contacted).
@@ -1245,6 +1265,12 @@ class MemoryHost:
         """
         if draft is not None:
             binding, _ = self._selected(scope)
+            if binding is None and provider is None and not scope.is_global:
+                raise BadInput(
+                    f"{scope.key} has no binding, so there is no provider to test these "
+                    f"settings with: bind it first (goat bind --pen {scope.pen_id} PROVIDER "
+                    "--set ...), then check changes to it"
+                )
             name = provider or (binding.provider if binding else EMBEDDED_DEFAULT_PROVIDER)
             spec = self.registry.get_provider(name)
             candidate = self._binding(scope, spec, self._validate(spec, draft))

@@ -727,3 +727,25 @@ async def test_turn_budget_goes_to_providers_that_count_tokens(home: GoatHome) -
         plain = host.context_for(Chat())
         await plain.remember("plain provider", title="Plain")
         assert (await host.prepare_turn(Chat(), "plain provider", 2000)).outcome == "ok"
+
+
+async def test_unbind_deletes_the_bindings_stored_key(home: GoatHome) -> None:
+    """A later bind never silently reuses an old key: unbind deletes it."""
+    from goat_core.credentials import CredentialStore
+
+    registry = make_registry(ref.markdown_plugin, ref.bank_plugin)
+    async with MemoryHost(home=home, registry=registry) as host:
+        outcome = await host.bind(
+            Scope.pen("team"), "reference_bank", BANK, api_key="k-123", connect=False
+        )
+        binding_id = outcome.binding.id
+        assert CredentialStore(home).get(binding_id) == "k-123"
+        await host.unbind(Scope.pen("team"))
+        assert CredentialStore(home).get(binding_id) is None
+        await host.bind(Scope.pen("team"), "reference_bank", BANK, connect=False)
+        assert CredentialStore(home).get(binding_id) is None
+
+
+async def test_draft_check_of_an_unbound_pen_names_the_missing_binding(host: MemoryHost) -> None:
+    with pytest.raises(BadInput, match="pen:t2 has no binding"):
+        await host.check(Scope.pen("t2"), draft={"base_url": "https://x.example"})

@@ -152,7 +152,7 @@ async def test_stop_mid_session_warns_fails_the_turn_then_recovers_without_repla
     await anyio.sleep(POLICY.cap)
     turn = await host.prepare_turn(CHAT, "When does Carol water the ferns?", 2000)
     assert turn.outcome == "unavailable" and turn.block == "", turn
-    assert turn.reason and "(unreachable; retried before the next turn)" in turn.reason
+    assert turn.reason and "(unreachable; retried on next use)" in turn.reason
     assert turn.label == label
 
     # the API comes back on the same port: the next turn recovers, no manual reconnect
