@@ -129,5 +129,7 @@ def test_ingest_progress_goes_to_stderr(goat_home: Path, tmp_path: Path) -> None
         env={**os.environ, "GOAT_HOME": str(goat_home)},
     )
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout == "5 source(s) added, 0 already present, 0 skipped; 5 in the wiki\n"
+    assert proc.stdout == "5 source(s) added, 0 already present, 0 skipped; 5 in the wiki\n" + (
+        "".join(f"added   docs/n{i}.md\n" for i in range(5))
+    )
     assert "ingesting" in proc.stderr

@@ -91,7 +91,9 @@ def wiki() -> None:
 @click.argument("path", type=click.Path(exists=True, path_type=Path))
 @_options
 def ingest_cmd(path: Path, pen: str | None, home: Path | None, as_json: bool) -> None:
-    """Copy PATH (a file or folder) into the wiki's raw sources; nothing is stored twice."""
+    """Copy PATH (a file or folder) into the wiki's raw sources. A source is identified by
+    its relative path and content hash: re-ingesting it adds nothing, while same-named files
+    from different folders (or the same bytes at another path) stay distinct sources."""
     bar: Any = None
 
     def progress(done: int, total: int) -> None:
@@ -116,6 +118,10 @@ def ingest_cmd(path: Path, pen: str | None, home: Path | None, as_json: bool) ->
         f"{len(result['added'])} source(s) added, {len(result['present'])} already present, "
         f"{len(result['skipped'])} skipped; {result['sources']} in the wiki"
     )
+    for source_id in result["added"]:
+        click.echo(f"added   {source_id}")
+    for source_id in result["present"]:
+        click.echo(f"present {source_id}")
     for item in result["skipped"]:
         click.echo(f"skipped {item['path']}: {item['reason']}", err=True)
 
