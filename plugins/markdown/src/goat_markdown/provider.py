@@ -21,32 +21,25 @@ rename, so concurrent updates either both land or one gets
 
 from __future__ import annotations
 
-import base64
-import binascii
-import bisect
 import logging
 import os
-import re
 import stat
 import threading
 import time
-import unicodedata
 import uuid
 import weakref
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from goat_core import pages as core_pages
 from goat_core.errors import (
-    Ambiguous,
-    BadInput,
     Conflict,
     NotFound,
     PathError,
     ScopeError,
-    TooLarge,
 )
 from goat_core.files import (
     MISSING_ETAG,
@@ -61,7 +54,7 @@ from goat_core.files import (
     validate_store_root,
     walk_notes,
 )
-from goat_core.frontmatter import append_entry, jsonable, parse_note, render_note, set_keys
+from goat_core.frontmatter import append_entry, parse_note, render_note, set_keys
 from goat_core.logs import get_logger
 from goat_core.models import (
     Connections,
@@ -72,7 +65,6 @@ from goat_core.models import (
     PageList,
     PageSummary,
     ProviderSpec,
-    RecallItem,
     RecallResult,
     Receipt,
     ReceiptStatus,
@@ -91,79 +83,19 @@ log = get_logger("goat_markdown")
 _REPORTED: set[tuple[str, str]] = set()
 _REPORTED_LOCK = threading.Lock()
 
-_TEXT_CHARS = 2000
-_TITLE_WORDS = 8
-_TITLE_CHARS = 60
-
-
-def _nfc(text: str) -> str:
-    return unicodedata.normalize("NFC", text)
-
-
-def _fold(text: str) -> str:
-    return _nfc(text).casefold()
-
-
-def _now() -> datetime:
-    return datetime.now(UTC).replace(microsecond=0)
+#: What the provider knows about one note file (refreshed when mtime or size change).
+_Note = core_pages.StoredNote
+#: What page resolution needs of a note: ``(path, title, frontmatter id)``.
+_Ref = core_pages.PageRef
+_now = core_pages.now_utc
+_stem = core_pages.file_stem
+_fold = core_pages.fold
+_nfc = core_pages.nfc
 
 
 def _stamp(moment: datetime) -> str:
     """The heading of an appended entry: ``2026-11-29 22:00 UTC``."""
     return moment.strftime("%Y-%m-%d %H:%M UTC")
-
-
-def _stem(rel: str) -> str:
-    name = rel.rsplit("/", 1)[-1]
-    return name[:-3] if name.lower().endswith(".md") else name
-
-
-def _str_list(value: Any) -> list[str]:
-    if value is None:
-        return []
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, list | tuple):
-        return [str(v) for v in value if v is not None]
-    return [str(value)]
-
-
-@dataclass
-class _Note:
-    """What the provider knows about one note file (refreshed when mtime or size change)."""
-
-    path: str
-    mtime_ns: int
-    size: int
-    etag: str
-    title: str
-    data: dict[str, Any]
-    body: str
-    error: str | None
-
-    @property
-    def fm_id(self) -> str | None:
-        value = self.data.get("id")
-        return str(value) if value is not None else None
-
-    def summary(self) -> PageSummary:
-        updated = self.data.get("updated")
-        if not isinstance(updated, datetime):
-            updated = datetime.fromtimestamp(self.mtime_ns / 1e9, UTC)
-        elif updated.tzinfo is None:
-            updated = updated.replace(tzinfo=UTC)
-        return PageSummary(
-            id=self.path, title=self.title, path=self.path, etag=self.etag, updated=updated
-        )
-
-
-#: What page resolution needs of a note: ``(path, title, frontmatter id)``.
-_Ref = tuple[str, str, str | None]
-
-
-def _sort_key(path: str) -> tuple[str, str]:
-    """Page order: by path case-insensitively, ties by exact path (as ``walk_notes``)."""
-    return (path.casefold(), path)
 
 
 #: A watched store still gets a full change scan when its last one is older than this (seconds):
@@ -446,43 +378,15 @@ class MarkdownProvider(Provider):
     # -- helpers on the worker thread -----------------------------------------------------------
     def _index_open(self) -> SearchIndex:
         if self._index is None:
-            from goat_core.search import SearchIndex
-
-            self._index_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            self._index = SearchIndex(self._index_path)
+            self._index = core_pages.open_search_index(self._index_path)
         return self._index
 
     def _load(self, rel: str, mtime_ns: int = 0, size: int = 0) -> _Note | None:
         """Read and parse one note, or ``None`` if it vanished or is unreadable."""
-        path = self.root / rel
-        try:
-            raw = path.read_bytes()
-            if not mtime_ns:
-                st = os.stat(path)
-                mtime_ns, size = st.st_mtime_ns, st.st_size
-        except OSError:
+        note = core_pages.read_note(self.root, rel, mtime_ns, size)
+        if note is None:
             return None
-        text = raw.decode("utf-8", "replace")
-        parsed = parse_note(text)
-        error = parsed.error
-        if error is None and "\ufffd" in text and b"\xef\xbf\xbd" not in raw:
-            error = "note is not valid UTF-8"
-        title_value = parsed.data.get("title")
-        title = (
-            _nfc(str(title_value))
-            if isinstance(title_value, str | int | float) and str(title_value).strip()
-            else _nfc(_stem(rel))
-        )
-        note = _Note(
-            path=rel,
-            mtime_ns=mtime_ns,
-            size=size,
-            etag=etag(raw),
-            title=title,
-            data=parsed.data,
-            body=parsed.body,
-            error=error,
-        )
+        error = note.error
         if error is not None:
             key = (str(self.root), rel)
             with _REPORTED_LOCK:
@@ -496,54 +400,17 @@ class MarkdownProvider(Provider):
         """Every note parsed, for the link map: stat every note, re-read only those that
         changed since this object last read them (kept in ``_cache``)."""
         walk = walk_notes(self.root)
-        notes: list[_Note] = []
-        seen = set()
-        for f in walk.files:
-            seen.add(f.path)
-            cached = self._cache.get(f.path)
-            if cached is not None and cached.mtime_ns == f.mtime_ns and cached.size == f.size:
-                notes.append(cached)
-                continue
-            note = self._load(f.path, f.mtime_ns, f.size)
-            if note is not None:
-                self._cache[f.path] = note
-                notes.append(note)
-        for gone in set(self._cache) - seen:
-            del self._cache[gone]
-        return _Scan(walk=walk, notes=notes)
+        return _Scan(walk=walk, notes=core_pages.refresh_notes(walk.files, self._cache, self._load))
 
     @staticmethod
     def _degraded(
         skipped: Iterable[tuple[str, str]], problems: Iterable[tuple[str, str]]
     ) -> list[str]:
         """Unparsable notes (``<path>: <problem>; read as body``), then walk skips."""
-        reasons = [f"{path}: {problem}; read as body" for path, problem in problems]
-        reasons += [f"{path}: skipped, {reason}" for path, reason in skipped]
-        return reasons
+        return core_pages.degraded_reasons(problems, skipped)
 
     def _indexed_doc(self, note: _Note) -> IndexedDoc:
-        from goat_core.search import IndexedDoc
-
-        data = note.data
-        description = data.get("description")
-        extra_values = [
-            str(v)
-            for k, v in data.items()
-            if k not in {"title", "description", "aliases", "tags", "id", "created", "updated"}
-            and isinstance(v, str | int | float)
-            and not isinstance(v, bool)
-        ]
-        return IndexedDoc(
-            path=note.path,
-            title=note.title,
-            body=note.body,
-            description=str(description) if isinstance(description, str) else "",
-            aliases=tuple(_str_list(data.get("aliases") or data.get("alias"))),
-            tags=tuple(_str_list(data.get("tags") or data.get("tag"))),
-            extra=" ".join(extra_values),
-            ident=note.fm_id,
-            problem=note.error,
-        )
+        return core_pages.indexed_doc(note, description_keys=("description",))
 
     def _sync_index(
         self, progress: Callable[[int, int], None] | None = None
@@ -558,16 +425,7 @@ class MarkdownProvider(Provider):
             self._watch.settle()
             self._watch.take()  # the walk below sees every change reported so far
         walk = walk_notes(self.root)
-        cached = self._cache
-
-        def load(rel: str) -> IndexedDoc | None:
-            note = self._load(rel)
-            if note is None:
-                return None
-            if rel in cached:  # keep the link-map cache fresh without a second parse there
-                cached[rel] = note
-            return self._indexed_doc(note)
-
+        load = core_pages.index_loader(self._load, self._cache, self._indexed_doc)
         # the walk's entries go in as they are (copying 100k of them costs more than the check)
         stats = self._index_open().sync(walk.files, load, progress=progress)
         if self._watch is not None:
@@ -705,13 +563,9 @@ class MarkdownProvider(Provider):
         return note
 
     def _index_note(self, rel: str) -> None:
-        from goat_core.search import FileStat
-
         note = self._load(rel)
         if note is not None:
-            self._index_open().update_one(
-                self._indexed_doc(note), FileStat(note.path, note.mtime_ns, note.size)
-            )
+            core_pages.index_note(self._index_open(), note, self._indexed_doc(note))
             if self._known is not None:
                 self._known[rel] = NoteFile(rel, note.mtime_ns, note.size)
 
@@ -723,59 +577,17 @@ class MarkdownProvider(Provider):
     # -- resolution -------------------------------------------------------------------------------
     def _resolve(self, ref: str, notes: Iterable[_Ref]) -> str:
         """The path of the one note ``ref`` names: by id (its path), frontmatter ``id``, path
-        without ``.md``, then a unique title or file name ignoring case (NFC).
+        without ``.md``, then a unique title or file name ignoring case (NFC); several notes
+        sharing the ``id`` are :class:`~goat_core.errors.Ambiguous`
+        (:func:`goat_core.pages.resolve_page_ref`).
 
         :param notes: ``(path, title, frontmatter id)`` of every note (from the index).
         """
-        if not isinstance(ref, str) or not ref.strip():
-            raise BadInput("page reference is empty")
-        ref = _nfc(ref.strip())
-        refs = list(notes)
-        nfc_paths = {_nfc(p): p for p, _t, _i in refs}
-        if ref in nfc_paths:
-            return nfc_paths[ref]
-        with_id = [p for p, _t, i in refs if i == ref]
-        if len(with_id) == 1:
-            return with_id[0]
-        if f"{ref}.md" in nfc_paths:
-            return nfc_paths[f"{ref}.md"]
-        if "/" in ref or ref.lower().endswith(".md"):
-            contain(self.root, ref)  # an unsafe reference is refused with its rule, not "missing"
-            folded = _fold(ref if ref.lower().endswith(".md") else f"{ref}.md")
-            path_matches = [p for n, p in nfc_paths.items() if _fold(n) == folded]
-            if len(path_matches) == 1:
-                return path_matches[0]
-            if path_matches:
-                raise self._ambiguous(ref, path_matches)
-        key = _fold(ref[:-3] if ref.lower().endswith(".md") else ref)
-        matches = [p for p, t, _i in refs if _fold(t) == key or _fold(_stem(p)) == key]
-        if len(with_id) > 1:
-            matches = with_id
-        if len(matches) == 1:
-            return matches[0]
-        if matches:
-            raise self._ambiguous(ref, matches)
-        raise NotFound(f"no page matches {ref!r} in {self.label()}")
-
-    @staticmethod
-    def _ambiguous(ref: str, paths: list[str]) -> Ambiguous:
-        ordered = sorted(paths, key=_sort_key)
-        return Ambiguous(
-            f"{len(ordered)} pages match {ref!r}: {', '.join(ordered)}; use a path",
-            candidates=ordered,
-        )
+        return core_pages.resolve_page_ref(ref, notes, root=self.root, where=self.label())
 
     # -- writes (worker thread) -----------------------------------------------------------------
     def _check_text(self, write: MemoryWrite) -> str:
-        text = write.text
-        if len(text) > self.spec.max_input_chars:
-            raise TooLarge(
-                f"text is {len(text)} characters; this store accepts at most "
-                f"{self.spec.max_input_chars}; nothing was stored"
-            )
-        if not text.strip():
-            raise BadInput("nothing to remember: the text is empty")
-        return text.replace("\r\n", "\n")
+        return core_pages.checked_text(write.text, self.spec.max_input_chars, noun="store")
 
     def _append(self, note: _Note, heading: str, text: str) -> str:
         if note.error is not None:
@@ -841,7 +653,7 @@ class MarkdownProvider(Provider):
         docs = self._documents()
         exact = [d for d in docs if d.title == title or _nfc(_stem(d.path)) == title]
         if len(exact) > 1:
-            raise self._ambiguous(title, [d.path for d in exact])
+            raise core_pages.ambiguous_pages(title, [d.path for d in exact])
         heading = _stamp(_now()) + (" feedback" if kind == "feedback" else "")
         if exact:  # the index named it; the note itself is re-read here, under the lock
             return self._append(self._must_load(exact[0].path), heading, text)
@@ -864,16 +676,7 @@ class MarkdownProvider(Provider):
         )
 
     def _generated_title(self, text: str) -> str:
-        words = re.sub(r"[#>*_`\[\]]+", " ", text).split()
-        title = ""
-        for word in words[:_TITLE_WORDS]:
-            candidate = f"{title} {word}".strip()
-            if len(candidate) > _TITLE_CHARS:
-                break
-            title = candidate
-        if not title and words:
-            title = words[0][:_TITLE_CHARS]
-        return _nfc(title)
+        return core_pages.generated_title(text)
 
     def _remember_untitled(self, write: MemoryWrite, text: str, kind: str) -> str:
         title = self._generated_title(text)
@@ -929,17 +732,10 @@ class MarkdownProvider(Provider):
         items = []
         for hit in results.hits:
             note = self._load(hit.path)  # only the hits are read (at most ``limit`` files)
-            text = note.body.strip()[:_TEXT_CHARS] if note is not None else None
             source = note.data.get("source") if note is not None else None
             items.append(
-                RecallItem(
-                    id=hit.path,
-                    title=hit.title,
-                    path=hit.path,
-                    score=float(hit.score),
-                    snippet=hit.snippet,
-                    text=text,
-                    source=str(source) if isinstance(source, str) else None,
+                core_pages.recall_item(
+                    hit, note, source=str(source) if isinstance(source, str) else None
                 )
             )
         complete = bool(results.complete) and results.total <= len(items)
@@ -953,20 +749,11 @@ class MarkdownProvider(Provider):
     def _list_pages(self, limit: int, cursor: str | None) -> PageList:
         walk, _stats = self._sync_index()
         ordered = [f.path for f in walk.files]  # already in page order
-        start = 0
-        if cursor is not None:
-            start = bisect.bisect_right(ordered, _sort_key(_decode_cursor(cursor)), key=_sort_key)
-        chunk = ordered[start : start + limit]
-        more = start + limit < len(ordered)
-        next_cursor = _encode_cursor(chunk[-1]) if more and chunk else None
+        chunk, more, next_cursor = core_pages.page_window(ordered, limit, cursor, issuer="store")
         degraded = self._degraded(walk.skipped, self._index_open().problems())
-        items = []
-        for rel in chunk:  # only the listed notes are read (etag, updated, title)
-            note = self._load(rel)
-            if note is None:
-                degraded.append(f"{rel}: skipped, not readable")
-            else:
-                items.append(note.summary())
+        # only the listed notes are read (etag, updated, title)
+        items, unread = core_pages.page_summaries(chunk, self._load)
+        degraded += unread
         unreadable = len(items) < len(chunk) or any("not readable" in r for _, r in walk.skipped)
         return PageList(
             items=tuple(items),
@@ -976,21 +763,7 @@ class MarkdownProvider(Provider):
         )
 
     def _page(self, note: _Note) -> Page:
-        data = note.data
-        provenance: dict[str, Any] = {
-            k: jsonable(data.get(k)) for k in ("source", "created", "kind") if k in data
-        }
-        if note.error:
-            provenance["error"] = note.error
-        return Page(
-            id=note.path,
-            title=note.title,
-            path=note.path,
-            frontmatter=jsonable(data),
-            body=note.body,
-            etag=note.etag,
-            provenance=provenance,
-        )
+        return core_pages.to_page(note, ("source", "created", "kind"))
 
     def _get_page(self, ref: str) -> Page:
         self._fresh()
@@ -1027,11 +800,9 @@ class MarkdownProvider(Provider):
         return counts
 
     def _check(self) -> Health:
-        if not self.root.is_dir():
-            return Health.broken(f"store folder {self.root} is missing")
-        if not os.access(self.root, os.R_OK | os.X_OK):
-            return Health.broken(f"store folder {self.root} is not readable")
-        return Health.healthy(f"markdown notes in {self.root}")
+        return core_pages.folder_health(
+            self.root, noun="store", healthy=f"markdown notes in {self.root}"
+        )
 
     def _close(self) -> None:
         self._stop_watch("closed")
@@ -1075,10 +846,7 @@ class MarkdownProvider(Provider):
 
         :raises BadInput: ``limit`` outside 1..100 or an empty query.
         """
-        if not 1 <= limit <= 100:
-            raise BadInput(f"limit must be between 1 and 100, got {limit}")
-        if not query.strip():
-            raise BadInput("query is empty")
+        core_pages.check_recall_args(query, limit)
         return await self._worker.run(self._recall, query, limit)
 
     async def list_pages(self, *, limit: int = 50, cursor: str | None = None) -> PageList:
@@ -1086,8 +854,7 @@ class MarkdownProvider(Provider):
 
         :raises BadInput: ``limit`` outside 1..1000 or a cursor this store did not issue.
         """
-        if not 1 <= limit <= 1000:
-            raise BadInput(f"limit must be between 1 and 1000, got {limit}")
+        core_pages.check_list_limit(limit)
         return await self._worker.run(self._list_pages, limit, cursor)
 
     async def get_page(self, ref: str) -> Page:
@@ -1115,18 +882,6 @@ class MarkdownProvider(Provider):
             await self._worker.run(self._close)
         finally:
             self._worker.close()
-
-
-def _encode_cursor(path: str) -> str:
-    return base64.urlsafe_b64encode(path.encode("utf-8")).decode("ascii").rstrip("=")
-
-
-def _decode_cursor(cursor: str) -> str:
-    try:
-        padded = cursor + "=" * (-len(cursor) % 4)
-        return base64.urlsafe_b64decode(padded.encode("ascii")).decode("utf-8")
-    except (binascii.Error, UnicodeError, ValueError) as exc:
-        raise BadInput(f"invalid page cursor {cursor!r}: not one this store issued") from exc
 
 
 def _counts(stats: SyncStats) -> dict[str, int]:

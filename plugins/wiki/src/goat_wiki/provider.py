@@ -22,22 +22,16 @@ map, connections and lint read every page (each once per change, cached by mtime
 
 from __future__ import annotations
 
-import base64
-import binascii
-import bisect
 import json
 import os
 import posixpath
-import re
-import unicodedata
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from goat_core import pages as core_pages
 from goat_core.errors import (
-    Ambiguous,
     BadInput,
     Conflict,
     NotFound,
@@ -58,7 +52,7 @@ from goat_core.files import (
     validate_store_root,
     walk_notes,
 )
-from goat_core.frontmatter import append_entry, jsonable, parse_note, render_note, set_keys
+from goat_core.frontmatter import append_entry, parse_note, render_note, set_keys
 from goat_core.logs import get_logger
 from goat_core.models import (
     Connections,
@@ -68,9 +62,7 @@ from goat_core.models import (
     MemoryWrite,
     Page,
     PageList,
-    PageSummary,
     ProviderSpec,
-    RecallItem,
     RecallResult,
     Receipt,
     ReceiptStatus,
@@ -94,46 +86,20 @@ log = get_logger("goat_wiki")
 #: Frontmatter key marking the provider's own files (``goat-wiki: index``).
 MARKER_KEY = "goat-wiki"
 _KINDS = ("index", "log", "schema")
-_TEXT_CHARS = 2000
-_TITLE_WORDS = 8
-_TITLE_CHARS = 60
 _MAX_SOURCE_BYTES = 50 * 1024 * 1024
 _READ_SOURCE_CHARS = 100_000
-
-
-def _nfc(text: str) -> str:
-    return unicodedata.normalize("NFC", text)
-
-
-def _fold(text: str) -> str:
-    return _nfc(text).casefold()
-
-
-def _now() -> datetime:
-    return datetime.now(UTC).replace(microsecond=0)
-
-
-def _stem(rel: str) -> str:
-    name = rel.rsplit("/", 1)[-1]
-    return name[:-3] if name.lower().endswith(".md") else name
+#: Markup dropped before untitled text is titled: Markdown's, plus table pipes.
+_TITLE_MARKUP = core_pages.MARKUP_CHARS + "|"
+_now = core_pages.now_utc
+_stem = core_pages.file_stem
+_fold = core_pages.fold
+_nfc = core_pages.nfc
+_sort_key = core_pages.page_order
+_str_list = core_pages.str_list
 
 
 def _one_line(text: str) -> str:
     return " ".join(str(text).split())
-
-
-def _sort_key(path: str) -> tuple[str, str]:
-    return (path.casefold(), path)
-
-
-def _str_list(value: Any) -> list[str]:
-    if value is None:
-        return []
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, list | tuple):
-        return [str(v) for v in value if v is not None]
-    return [str(value)]
 
 
 @dataclass(frozen=True)
@@ -214,27 +180,8 @@ class PageWrite:
     etag: str | None = None
 
 
-@dataclass
-class _Note:
-    path: str
-    mtime_ns: int
-    size: int
-    etag: str
-    title: str
-    data: dict[str, Any]
-    body: str
-    text: str
-    error: str | None
-
-    def summary(self) -> PageSummary:
-        updated = self.data.get("updated")
-        if not isinstance(updated, datetime):
-            updated = datetime.fromtimestamp(self.mtime_ns / 1e9, UTC)
-        elif updated.tzinfo is None:
-            updated = updated.replace(tzinfo=UTC)
-        return PageSummary(
-            id=self.path, title=self.title, path=self.path, etag=self.etag, updated=updated
-        )
+class _Note(core_pages.StoredNote):
+    """A page file as read (see :class:`goat_core.pages.StoredNote`)."""
 
     @property
     def is_wiki_page(self) -> bool:
@@ -496,26 +443,8 @@ class WikiProvider(Provider):
 
     # == notes ===================================================================================
     def _load(self, rel: str, mtime_ns: int = 0, size: int = 0) -> _Note | None:
-        path = self.root / rel
-        try:
-            raw = path.read_bytes()
-            if not mtime_ns:
-                st = os.stat(path)
-                mtime_ns, size = st.st_mtime_ns, st.st_size
-        except OSError:
-            return None
-        text = raw.decode("utf-8", "replace")
-        parsed = parse_note(text)
-        error = parsed.error
-        if error is None and "\ufffd" in text and b"\xef\xbf\xbd" not in raw:
-            error = "page is not valid UTF-8"
-        value = parsed.data.get("title")
-        title = (
-            _nfc(str(value))
-            if isinstance(value, str | int | float) and str(value).strip()
-            else _nfc(_stem(rel))
-        )
-        return _Note(rel, mtime_ns, size, etag(raw), title, parsed.data, parsed.body, text, error)
+        note = core_pages.read_note(self.root, rel, mtime_ns, size, noun="page")
+        return None if note is None else _Note(**vars(note))
 
     def _must_load(self, rel: str) -> _Note:
         note = self._load(rel)
@@ -528,54 +457,17 @@ class WikiProvider(Provider):
         re-reading only pages changed since this object last read them."""
         walk = walk_notes(self.root)
         layout = self._layout()
-        scan = _Scan(walk=walk, layout=layout)
-        seen = set()
-        for f in self._page_files(walk, layout):
-            seen.add(f.path)
-            cached = self._cache.get(f.path)
-            if cached is not None and (cached.mtime_ns, cached.size) == (f.mtime_ns, f.size):
-                scan.notes.append(cached)
-                continue
-            note = self._load(f.path, f.mtime_ns, f.size)
-            if note is not None:
-                self._cache[f.path] = note
-                scan.notes.append(note)
-        for gone in set(self._cache) - seen:
-            del self._cache[gone]
-        return scan
+        notes = core_pages.refresh_notes(self._page_files(walk, layout), self._cache, self._load)
+        return _Scan(walk=walk, layout=layout, notes=notes)
 
     # == search index ============================================================================
     def _index_open(self) -> SearchIndex:
         if self._index is None:
-            from goat_core.search import SearchIndex
-
-            self._index_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            self._index = SearchIndex(self._index_path)
+            self._index = core_pages.open_search_index(self._index_path)
         return self._index
 
     def _indexed_doc(self, note: _Note) -> IndexedDoc:
-        from goat_core.search import IndexedDoc
-
-        data = note.data
-        extra = [
-            str(v)
-            for k, v in data.items()
-            if k not in {"title", "summary", "aliases", "tags", "id", "created", "updated"}
-            and isinstance(v, str | int | float)
-            and not isinstance(v, bool)
-        ]
-        summary = data.get("summary") or data.get("description")
-        return IndexedDoc(
-            path=note.path,
-            title=note.title,
-            body=note.body,
-            description=str(summary) if isinstance(summary, str) else "",
-            aliases=tuple(_str_list(data.get("aliases") or data.get("alias"))),
-            tags=tuple(_str_list(data.get("tags") or data.get("tag"))),
-            extra=" ".join(extra),
-            ident=str(data["id"]) if data.get("id") is not None else None,
-            problem=note.error,
-        )
+        return core_pages.indexed_doc(note, description_keys=("summary", "description"))
 
     def _sync(
         self, progress: Callable[[int, int], None] | None = None
@@ -586,27 +478,15 @@ class WikiProvider(Provider):
         self._recover()
         walk = walk_notes(self.root)
         layout = self._layout()
-
-        def load(rel: str) -> IndexedDoc | None:
-            note = self._load(rel)
-            if note is None:
-                return None
-            if rel in self._cache:
-                self._cache[rel] = note
-            return self._indexed_doc(note)
-
+        load = core_pages.index_loader(self._load, self._cache, self._indexed_doc)
         files = (FileStat(f.path, f.mtime_ns, f.size) for f in self._page_files(walk, layout))
         self._index_open().sync(files, load, progress=progress)
         return walk, layout
 
     def _index_note(self, rel: str) -> None:
-        from goat_core.search import FileStat
-
         note = self._load(rel)
         if note is not None:
-            self._index_open().update_one(
-                self._indexed_doc(note), FileStat(note.path, note.mtime_ns, note.size)
-            )
+            core_pages.index_note(self._index_open(), note, self._indexed_doc(note))
 
     def _refs(self) -> list[tuple[str, str, str | None]]:
         return [(d.path, d.title, d.ident) for d in self._index_open().documents()]
@@ -614,45 +494,15 @@ class WikiProvider(Provider):
     # == resolution ==============================================================================
     def _resolve(self, ref: str, refs: Iterable[tuple[str, str, str | None]]) -> str:
         """The page ``ref`` names: its path (with or without ``.md``), frontmatter ``id``,
-        then a unique title or file name ignoring case (NFC).
+        then a unique title or file name ignoring case (NFC)
+        (:func:`goat_core.pages.resolve_page_ref`; pages sharing an ``id`` fall through to
+        titles and names).
 
         :raises NotFound: nothing matches. :raises Ambiguous: several do.
         :raises PathError: an unsafe path (traversal, absolute...).
         """
-        if not isinstance(ref, str) or not ref.strip():
-            raise BadInput("page reference is empty")
-        ref = _nfc(ref.strip())
-        items = list(refs)
-        paths = {_nfc(p): p for p, _t, _i in items}
-        if ref in paths:
-            return paths[ref]
-        with_id = [p for p, _t, i in items if i == ref]
-        if len(with_id) == 1:
-            return with_id[0]
-        if f"{ref}.md" in paths:
-            return paths[f"{ref}.md"]
-        if "/" in ref or ref.lower().endswith(".md"):
-            contain(self.root, ref)
-            folded = _fold(ref if ref.lower().endswith(".md") else f"{ref}.md")
-            hits = [p for n, p in paths.items() if _fold(n) == folded]
-            if len(hits) == 1:
-                return hits[0]
-            if hits:
-                raise self._ambiguous(ref, hits)
-        key = _fold(ref[:-3] if ref.lower().endswith(".md") else ref)
-        matches = [p for p, t, _i in items if _fold(t) == key or _fold(_stem(p)) == key]
-        if len(matches) == 1:
-            return matches[0]
-        if matches:
-            raise self._ambiguous(ref, matches)
-        raise NotFound(f"no page matches {ref!r} in {self.label()}")
-
-    @staticmethod
-    def _ambiguous(ref: str, paths: list[str]) -> Ambiguous:
-        ordered = sorted(paths, key=_sort_key)
-        return Ambiguous(
-            f"{len(ordered)} pages match {ref!r}: {', '.join(ordered)}; use a path",
-            candidates=ordered,
+        return core_pages.resolve_page_ref(
+            ref, refs, root=self.root, where=self.label(), shared_ids_ambiguous=False
         )
 
     # == journal, index and log ==================================================================
@@ -855,7 +705,7 @@ class WikiProvider(Provider):
                 exact if len(exact) == 1 else []
             )
         if len(exact) > 1:
-            raise self._ambiguous(name, exact)
+            raise core_pages.ambiguous_pages(name, exact)
         if exact:
             return exact[0]
         key = _fold(name)
@@ -1005,15 +855,7 @@ class WikiProvider(Provider):
 
     # == remember, feedback, forget ==============================================================
     def _check_text(self, write: MemoryWrite) -> str:
-        text = write.text
-        if len(text) > self.spec.max_input_chars:
-            raise TooLarge(
-                f"text is {len(text)} characters; this wiki accepts at most "
-                f"{self.spec.max_input_chars}; nothing was stored"
-            )
-        if not text.strip():
-            raise BadInput("nothing to remember: the text is empty")
-        return text.replace("\r\n", "\n")
+        return core_pages.checked_text(write.text, self.spec.max_input_chars, noun="wiki")
 
     def _append(self, rel: str, heading: str, text: str, op: str, title: str, source: str) -> None:
         note = self._must_load(rel)
@@ -1030,16 +872,7 @@ class WikiProvider(Provider):
         self._index_note(rel)
 
     def _generated_title(self, text: str) -> str:
-        words = re.sub(r"[#>*_`\[\]|]+", " ", text).split()
-        title = ""
-        for word in words[:_TITLE_WORDS]:
-            candidate = f"{title} {word}".strip()
-            if len(candidate) > _TITLE_CHARS:
-                break
-            title = candidate
-        if not title and words:
-            title = words[0][:_TITLE_CHARS]
-        return _nfc(title)
+        return core_pages.generated_title(text, markup=_TITLE_MARKUP)
 
     def _create(self, title: str, text: str, kind: str, source: str, unique: bool) -> str:
         layout = self._ensure_files()
@@ -1287,20 +1120,10 @@ class WikiProvider(Provider):
         results = index.search(query, limit=limit)
         items = []
         for hit in results.hits:
-            note = self._load(hit.path)
             items.append(
-                RecallItem(
-                    id=hit.path,
-                    title=hit.title,
-                    path=hit.path,
-                    score=float(hit.score),
-                    snippet=hit.snippet,
-                    text=note.body.strip()[:_TEXT_CHARS] if note is not None else None,
-                    source=f"wiki page {hit.path}",
-                )
+                core_pages.recall_item(hit, self._load(hit.path), source=f"wiki page {hit.path}")
             )
-        degraded = [f"{p}: {q}; read as body" for p, q in index.problems()]
-        degraded += [f"{p}: skipped, {r}" for p, r in walk.skipped]
+        degraded = core_pages.degraded_reasons(index.problems(), walk.skipped)
         degraded += [d for d in results.degraded if d not in degraded]
         # A ranked top-``limit`` is not degraded: ``complete=False`` says more matched.
         return RecallResult(
@@ -1313,44 +1136,20 @@ class WikiProvider(Provider):
     def _list_pages(self, limit: int, cursor: str | None) -> PageList:
         walk, layout = self._sync()
         ordered = [f.path for f in self._page_files(walk, layout)]
-        start = 0
-        if cursor is not None:
-            start = bisect.bisect_right(ordered, _sort_key(_decode_cursor(cursor)), key=_sort_key)
-        chunk = ordered[start : start + limit]
-        more = start + limit < len(ordered)
-        degraded = [f"{p}: {q}; read as body" for p, q in self._index_open().problems()]
-        degraded += [f"{p}: skipped, {r}" for p, r in walk.skipped]
-        items = []
-        for rel in chunk:
-            note = self._load(rel)
-            if note is None:
-                degraded.append(f"{rel}: skipped, not readable")
-            else:
-                items.append(note.summary())
+        chunk, more, next_cursor = core_pages.page_window(ordered, limit, cursor, issuer="wiki")
+        degraded = core_pages.degraded_reasons(self._index_open().problems(), walk.skipped)
+        items, unread = core_pages.page_summaries(chunk, self._load)
+        degraded += unread
         return PageList(
             items=tuple(items),
-            next_cursor=_encode_cursor(chunk[-1]) if more and chunk else None,
+            next_cursor=next_cursor,
             complete=not more and len(items) == len(chunk),
             degraded=tuple(degraded),
         )
 
     def _page(self, note: _Note) -> Page:
-        data = note.data
-        provenance: dict[str, Any] = {
-            k: jsonable(data[k])
-            for k in ("sources", "type", "summary", "created", "updated", "remembered_by")
-            if k in data
-        }
-        if note.error:
-            provenance["error"] = note.error
-        return Page(
-            id=note.path,
-            title=note.title,
-            path=note.path,
-            frontmatter=jsonable(data),
-            body=note.body,
-            etag=note.etag,
-            provenance=provenance,
+        return core_pages.to_page(
+            note, ("sources", "type", "summary", "created", "updated", "remembered_by")
         )
 
     def _get_page(self, ref: str) -> Page:
@@ -1399,8 +1198,9 @@ class WikiProvider(Provider):
             for e in result.edges
         )
         result = result.model_copy(update={"edges": edges})
-        problems = [f"{n.path}: {n.error}; read as body" for n in scan.notes if n.error]
-        problems += [f"{p}: skipped, {r}" for p, r in scan.walk.skipped]
+        problems = core_pages.degraded_reasons(
+            [(n.path, n.error) for n in scan.notes if n.error], scan.walk.skipped
+        )
         return result.model_copy(update={"degraded": tuple(problems)}) if problems else result
 
     def _connections(self, ref: str) -> Connections:
@@ -1891,11 +1691,7 @@ class WikiProvider(Provider):
         }
 
     def _check(self) -> Health:
-        if not self.root.is_dir():
-            return Health.broken(f"wiki folder {self.root} is missing")
-        if not os.access(self.root, os.R_OK | os.X_OK):
-            return Health.broken(f"wiki folder {self.root} is not readable")
-        return Health.healthy(f"LLM wiki in {self.root}")
+        return core_pages.folder_health(self.root, noun="wiki", healthy=f"LLM wiki in {self.root}")
 
     def _close(self) -> None:
         if self._index is not None:
@@ -1928,10 +1724,7 @@ class WikiProvider(Provider):
 
         :raises BadInput: ``limit`` outside 1..100 or an empty query.
         """
-        if not 1 <= limit <= 100:
-            raise BadInput(f"limit must be between 1 and 100, got {limit}")
-        if not query.strip():
-            raise BadInput("query is empty")
+        core_pages.check_recall_args(query, limit)
         return await self._worker.run(self._recall, query, limit)
 
     async def list_pages(self, *, limit: int = 50, cursor: str | None = None) -> PageList:
@@ -1939,8 +1732,7 @@ class WikiProvider(Provider):
 
         :raises BadInput: ``limit`` outside 1..1000 or a foreign cursor.
         """
-        if not 1 <= limit <= 1000:
-            raise BadInput(f"limit must be between 1 and 1000, got {limit}")
+        core_pages.check_list_limit(limit)
         return await self._worker.run(self._list_pages, limit, cursor)
 
     async def get_page(self, ref: str) -> Page:
@@ -2035,15 +1827,3 @@ def _origin_changed(src: Source) -> bool:
         return etag(Path(src.origin).read_bytes()) != src.hash
     except OSError:
         return False
-
-
-def _encode_cursor(path: str) -> str:
-    return base64.urlsafe_b64encode(path.encode("utf-8")).decode("ascii").rstrip("=")
-
-
-def _decode_cursor(cursor: str) -> str:
-    try:
-        padded = cursor + "=" * (-len(cursor) % 4)
-        return base64.urlsafe_b64decode(padded.encode("ascii")).decode("utf-8")
-    except (binascii.Error, UnicodeError, ValueError) as exc:
-        raise BadInput(f"invalid page cursor {cursor!r}: not one this wiki issued") from exc
