@@ -3,7 +3,9 @@
 One :class:`SearchIndex` is one SQLite file kept under the GOAT home (``GoatHome.index_path``),
 never inside the notes folder. It follows the files incrementally: :meth:`SearchIndex.sync`
 takes the store's current ``(path, mtime_ns, size)`` list, loads only what changed, and drops
-rows for files that are gone (a rename is a delete plus an add).
+rows for files that are gone (a rename is a delete plus an add). The compare itself is
+proportional to what changed: a digest per folder of the listing tells which folders to compare
+file by file (see :meth:`SearchIndex.sync`).
 
 Whole notes are indexed however long, in five columns: ``title``, ``aliases``, ``meta``
 (description, tags), ``extra`` (other frontmatter values) and ``body``.
@@ -66,13 +68,16 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import hashlib
 import math
+import operator
 import os
 import re
 import sqlite3
 import time
 import unicodedata
 import zlib
+from array import array
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -100,9 +105,9 @@ __all__ = [
     "search_terms",
 ]
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 """Bump when the tables, the tokenizer or the text preprocessing change: old indexes rebuild.
-3: Porter stemming, aliases in a column of their own."""
+3: Porter stemming, aliases in a column of their own. 4: per-folder digests of the files."""
 
 SNIPPET_OPEN = "**"
 SNIPPET_CLOSE = "**"
@@ -546,6 +551,57 @@ def _meta_text(doc: IndexedDoc) -> str:
     return "\n".join([doc.description, " ".join(doc.tags)])
 
 
+def _folder_of(path: str) -> str:
+    """``a/b/c.md`` -> ``a/b``; a file at the store root is in folder ``""``."""
+    return path.rpartition("/")[0]
+
+
+def _by_folder(files: Iterable[FileStatLike]) -> dict[str, list[FileStatLike]]:
+    """The files per folder, each folder's in the order given (one pass, no copies)."""
+    groups: dict[str, list[FileStatLike]] = {}
+    get = groups.get
+    for st in files:
+        folder = st.path.rpartition("/")[0]
+        group = get(folder)
+        if group is None:
+            groups[folder] = [st]
+        else:
+            group.append(st)
+    return groups
+
+
+_STAT = operator.attrgetter("path", "mtime_ns", "size")
+_PATH = operator.attrgetter("path")
+_MTIME = operator.attrgetter("mtime_ns")
+_SIZE = operator.attrgetter("size")
+
+
+def _digest(entries: list[FileStatLike]) -> bytes:
+    """16-byte BLAKE2b of a folder's listing, in the order given: the paths joined by NUL,
+    then the mtimes and the sizes as 64-bit integers (a walk lists a folder in one order, so
+    an unchanged folder gives the same digest; another order only costs a compare)."""
+    # attribute lists only: no object per file (allocating one per file wakes the cyclic
+    # garbage collector, which then rescans the caller's heap)
+    mtimes = list(map(_MTIME, entries))
+    sizes = list(map(_SIZE, entries))
+    h = hashlib.blake2b(digest_size=16)
+    h.update("\0".join(map(_PATH, entries)).encode("utf-8", "surrogatepass"))
+    try:
+        h.update(array("q", mtimes).tobytes())
+        h.update(array("q", sizes).tobytes())
+    except OverflowError:  # beyond 64 bits: as text
+        h.update(b"\1" + "\0".join(f"{m}:{z}" for m, z in zip(mtimes, sizes, strict=True)).encode())
+    return h.digest()
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 # --------------------------------------------------------------------------- the index
 
 
@@ -554,10 +610,16 @@ _SCHEMA = [
     "CREATE TABLE docs(id INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE,"
     " mtime_ns INTEGER NOT NULL, size INTEGER NOT NULL, title TEXT NOT NULL,"
     " aliases TEXT NOT NULL, meta TEXT NOT NULL, extra TEXT NOT NULL, body BLOB NOT NULL,"
-    " ident TEXT, problem TEXT)",
-    # covering index: the change scan and the listing read (path, mtime_ns, size, title,
-    # ident, problem) without touching bodies
+    " ident TEXT, problem TEXT, folder TEXT NOT NULL)",
+    # covering index: the listing reads (path, mtime_ns, size, title, ident, problem) without
+    # touching bodies
     "CREATE INDEX docs_stat ON docs(path, mtime_ns, size, title, ident, problem)",
+    # covering index: the change scan reads one folder's stats
+    "CREATE INDEX docs_folder ON docs(folder, path, mtime_ns, size)",
+    # one row per folder holding indexed files: the digest of a listing of the folder's files
+    # found equal to its rows (NULL once its rows change: the next sync compares the folder),
+    # and how many rows that was
+    "CREATE TABLE folders(folder TEXT PRIMARY KEY, digest BLOB, count INTEGER NOT NULL)",
     f"CREATE VIRTUAL TABLE fts USING fts5(title, aliases, meta, extra, body, content='',"
     f' tokenize="{_TOKENIZER}")',
 ]
@@ -824,6 +886,17 @@ class _Scorer:
 
 
 @dataclass
+class _Plan:
+    """What a sync compares: ``changed`` listed folders (digest differs, new or cleared),
+    ``rows`` the stored ``path -> (mtime_ns, size)`` of those and of the ``gone`` folders
+    (stored, no longer listed)."""
+
+    changed: list[str]
+    rows: dict[str, tuple[int, int]]
+    gone: list[str]
+
+
+@dataclass
 class _Pending:
     stat: FileStatLike
     doc: IndexedDoc | None
@@ -1000,10 +1073,10 @@ class SearchIndex:
     # ---------------------------------------------------------------- writing
 
     def _delete_row(self, db: sqlite3.Connection, row: tuple[Any, ...]) -> None:
-        """Remove one ``docs`` row ``(id, title, aliases, meta, extra, body)`` and its FTS5
-        entries (a contentless table needs the indexed values back, rebuilt from the stored
-        originals)."""
-        rid, title, aliases, meta, extra, blob = row
+        """Remove one ``docs`` row ``(id, title, aliases, meta, extra, body, folder)`` and its
+        FTS5 entries (a contentless table needs the indexed values back, rebuilt from the
+        stored originals); its folder's digest no longer holds."""
+        rid, title, aliases, meta, extra, blob, folder = row
         body = zlib.decompress(blob).decode("utf-8", "surrogatepass")
         db.execute(
             "INSERT INTO fts(fts, rowid, title, aliases, meta, extra, body)"
@@ -1018,6 +1091,7 @@ class SearchIndex:
             ),
         )
         db.execute("DELETE FROM docs WHERE id = ?", (rid,))
+        db.execute("UPDATE folders SET digest = NULL WHERE folder = ?", (folder,))
 
     def _insert(self, db: sqlite3.Connection, doc: IndexedDoc, stat: FileStatLike) -> None:
         title = _valid_utf8(doc.title)
@@ -1027,9 +1101,10 @@ class SearchIndex:
         blob = zlib.compress(doc.body.encode("utf-8", "surrogatepass"), 6)
         ident = None if doc.ident is None else _valid_utf8(doc.ident)
         problem = None if doc.problem is None else _valid_utf8(doc.problem)
+        folder = _folder_of(stat.path)
         cur = db.execute(
             "INSERT INTO docs(path, mtime_ns, size, title, aliases, meta, extra, body, ident,"
-            " problem) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " problem, folder) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 stat.path,
                 stat.mtime_ns,
@@ -1041,7 +1116,14 @@ class SearchIndex:
                 blob,
                 ident,
                 problem,
+                folder,
             ),
+        )
+        # the folder's digest no longer holds (sync compares the folder and sets it again)
+        db.execute(
+            "INSERT INTO folders(folder, digest, count) VALUES (?, NULL, 0)"
+            " ON CONFLICT(folder) DO UPDATE SET digest = NULL",
+            (folder,),
         )
         db.execute(
             "INSERT INTO fts(rowid, title, aliases, meta, extra, body) VALUES (?, ?, ?, ?, ?, ?)",
@@ -1055,7 +1137,7 @@ class SearchIndex:
             ),
         )
 
-    _ROW = "SELECT id, title, aliases, meta, extra, body FROM docs WHERE path = ?"
+    _ROW = "SELECT id, title, aliases, meta, extra, body, folder FROM docs WHERE path = ?"
 
     def _apply(self, batch: list[_Pending], removals: list[str]) -> tuple[int, int, int, int]:
         """Apply one batch in one transaction; returns (added, updated, removed, unchanged).
@@ -1102,26 +1184,40 @@ class SearchIndex:
         batches (one transaction each, at most 256 files); the lock is only held while a
         batch is written, not while files are read.
 
+        Change scan, proportional to what changed: the files are grouped by folder (the part
+        of the path before the last ``/``) and each folder's listing is hashed in one pass
+        (see :func:`_digest`). The index keeps, per folder, the digest of the last listing
+        found equal to the folder's rows (checked under the lock; any later change to those
+        rows clears it). A folder whose digest is unchanged is unchanged without reading its
+        rows; only the rows of folders whose digest differs, is new or is gone are read and
+        compared file by file. A folder holding a file that was skipped keeps no digest, so it
+        is compared (and the file retried) at every sync.
+
         :param progress: called as ``progress(done, total)`` with counts of changed files.
         :raises ProviderUnavailable: the index stayed locked past the busy timeout.
         """
         started = time.monotonic()
-        stored: dict[str, tuple[int, int]] = self._run(self._stored_stats)
-        scanned = unchanged = skipped = 0
+        groups = _by_folder(files)
+        digests = {folder: _digest(entries) for folder, entries in groups.items()}
+        plan = self._run(functools.partial(self._plan, digests))
+        stored = plan.rows
+        scanned = sum(map(len, groups.values()))
+        unchanged = scanned - sum(len(groups[f]) for f in plan.changed)
+        skipped = 0
+        unsealed: set[str] = set()  # folders left without a digest (a file was skipped)
         changed: list[FileStatLike] = []
         pop = stored.pop
-        for st in files:
-            scanned += 1
-            # a path listed twice is popped once; its second entry is re-checked under the lock
-            if pop(st.path, None) == (st.mtime_ns, st.size):
-                unchanged += 1
-            else:
-                try:
-                    st.path.encode("utf-8")
-                except UnicodeEncodeError:
+        for folder in plan.changed:
+            for st in groups[folder]:
+                # a path listed twice is popped once; its second entry is re-checked under
+                # the lock
+                if pop(st.path, None) == (st.mtime_ns, st.size):
+                    unchanged += 1
+                elif not _encodable(st.path):
                     skipped += 1
-                    continue
-                changed.append(st)
+                    unsealed.add(folder)
+                else:
+                    changed.append(st)
         gone = list(stored)  # stored paths no longer among the files
         del stored
         total = len(changed) + len(gone)
@@ -1158,6 +1254,7 @@ class SearchIndex:
             doc = load(st.path)
             if doc is None:
                 skipped += 1
+                unsealed.add(_folder_of(st.path))
                 done += 1
                 continue
             batch.append(_Pending(st, doc))
@@ -1165,6 +1262,7 @@ class SearchIndex:
             if len(batch) >= _BATCH_DOCS or batch_bytes >= _BATCH_BYTES:
                 flush()
         flush()
+        self._seal([f for f in plan.changed if f not in unsealed], groups, digests, plan.gone)
         if added or updated or removed:
             self._run(self._release_free_pages)
         return SyncStats(
@@ -1187,18 +1285,103 @@ class SearchIndex:
             # executescript steps the pragma to completion (execute() frees only one page)
             db.executescript("PRAGMA incremental_vacuum;")
 
-    def _stored_stats(self) -> dict[str, tuple[int, int]]:
+    _FOLDER_ROWS = "SELECT path, mtime_ns, size FROM docs INDEXED BY docs_folder WHERE folder = ?"
+
+    def _plan(self, digests: dict[str, bytes]) -> _Plan:
+        """In one snapshot: the listed folders whose digest differs from the stored one (or
+        is new or cleared), the stored folders no longer listed, and the stored
+        ``path -> (mtime_ns, size)`` of both. The row count checks that every other row sits
+        in a folder found unchanged; if not, every row is compared."""
         with self._read() as db:
-            return {
-                p: (m, s)
-                for p, m, s in db.execute(
-                    "SELECT path, mtime_ns, size FROM docs INDEXED BY docs_stat"
-                )
+            stored = {
+                f: (d, c) for f, d, c in db.execute("SELECT folder, digest, count FROM folders")
             }
+            changed: list[str] = []
+            kept = 0  # rows of the folders found unchanged
+            for folder, digest in digests.items():
+                have = stored.get(folder)
+                if have is not None and have[0] == digest:
+                    kept += have[1]
+                else:
+                    changed.append(folder)
+            gone = [f for f in stored if f not in digests]
+            want = [f for f in (*changed, *gone) if _encodable(f)]
+            rows: dict[str, tuple[int, int]] = {}
+            if len(want) > max(64, len(stored) // 4):  # one scan beats many lookups
+                wanted = set(want)
+                rows = {
+                    p: (m, s)
+                    for f, p, m, s in db.execute(
+                        "SELECT folder, path, mtime_ns, size FROM docs INDEXED BY docs_folder"
+                    )
+                    if f in wanted
+                }
+            else:
+                for folder in want:
+                    rows.update({p: (m, s) for p, m, s in db.execute(self._FOLDER_ROWS, (folder,))})
+            total = db.execute("SELECT count(*) FROM docs").fetchone()[0]
+            if total != kept + len(rows):
+                rows = {
+                    p: (m, s)
+                    for p, m, s in db.execute(
+                        "SELECT path, mtime_ns, size FROM docs INDEXED BY docs_stat"
+                    )
+                }
+                changed = list(digests)
+                gone = sorted({*stored, *map(_folder_of, rows)} - digests.keys())
+        return _Plan(changed=changed, rows=rows, gone=gone)
+
+    def _seal(
+        self,
+        folders: list[str],
+        groups: dict[str, list[FileStatLike]],
+        digests: dict[str, bytes],
+        gone: list[str],
+    ) -> None:
+        """Store the digests of ``folders`` whose rows, re-read under the lock, equal their
+        listing (another process may have changed them since), and drop the entries of
+        ``gone`` folders left without rows. In transactions of about a thousand rows."""
+        part: list[str] = []
+        size = 0
+        for folder in folders:
+            part.append(folder)
+            size += len(groups[folder])
+            if size >= _BATCH_DOCS * 4:
+                self._run(functools.partial(self._seal_part, part, groups, digests, []))
+                part, size = [], 0
+        if part or gone:
+            self._run(functools.partial(self._seal_part, part, groups, digests, gone))
+
+    def _seal_part(
+        self,
+        folders: list[str],
+        groups: dict[str, list[FileStatLike]],
+        digests: dict[str, bytes],
+        gone: list[str],
+    ) -> None:
+        with self._write() as db:
+            for folder in folders:
+                listing = {st.path: (st.mtime_ns, st.size) for st in groups[folder]}
+                if len(listing) != len({_STAT(st) for st in groups[folder]}):
+                    continue  # one path listed with two different stats: no digest holds
+                rows = {p: (m, s) for p, m, s in db.execute(self._FOLDER_ROWS, (folder,))}
+                if rows != listing:
+                    db.execute("UPDATE folders SET digest = NULL WHERE folder = ?", (folder,))
+                else:
+                    db.execute(
+                        "INSERT INTO folders(folder, digest, count) VALUES (?, ?, ?)"
+                        " ON CONFLICT(folder) DO UPDATE SET digest = excluded.digest,"
+                        " count = excluded.count",
+                        (folder, digests[folder], len(rows)),
+                    )
+            for folder in gone:
+                if db.execute(self._FOLDER_ROWS + " LIMIT 1", (folder,)).fetchone() is None:
+                    db.execute("DELETE FROM folders WHERE folder = ?", (folder,))
 
     def update_one(self, doc: IndexedDoc, stat: FileStat) -> None:
         """Index one file the provider just wrote (replacing its row). ``doc.path`` must equal
-        ``stat.path``.
+        ``stat.path``. Clears the digest of the file's folder: the next :meth:`sync` compares
+        that folder file by file (and finds this row current if ``stat`` is the file's).
 
         :raises BadInput: the two paths differ.
         """
@@ -1217,7 +1400,8 @@ class SearchIndex:
         self._run(go)
 
     def remove(self, path: str) -> bool:
-        """Drop the row of ``path`` (store-relative). Returns whether there was one."""
+        """Drop the row of ``path`` (store-relative). Returns whether there was one. Clears the
+        digest of its folder, like :meth:`update_one`."""
 
         def go() -> bool:
             with self._write() as db:

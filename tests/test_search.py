@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from goat_core.errors import BadInput, ProviderUnavailable
 from goat_core.search import (
+    SCHEMA_VERSION,
     SNIPPET_CLOSE,
     SNIPPET_OPEN,
     FileStat,
@@ -467,7 +468,8 @@ def test_index_from_schema_2_is_rebuilt_with_stemming(tmp_path: Path):
     con.commit()
     con.close()
     with SearchIndex(db) as ix:
-        assert ix.rebuilt and ix.stats().documents == 0 and ix.stats().schema_version == 3
+        assert ix.rebuilt and ix.stats().documents == 0
+        assert ix.stats().schema_version == SCHEMA_VERSION == 4
         ix.sync([FileStat("n.md", 1, 6)], lambda p: IndexedDoc(p, "N", "vaults"))
         assert [h.path for h in ix.search("vault").hits] == ["n.md"]
 
@@ -686,3 +688,320 @@ def test_an_overlong_query_is_cut_openly_not_silently(tmp_path: Path) -> None:
     short = index.search(" ".join(words[:MAX_QUERY_TERMS]))
     assert short.complete is True and short.degraded == ()
     index.close()
+
+
+# --------------------------------------------------------------------------- per-folder digests
+
+
+@pytest.fixture
+def folders_store(tmp_path: Path) -> Path:
+    """20 folders of 5 notes each, 2 notes at the root, one nested folder: 107 notes."""
+    root = tmp_path / "many"
+    for f in range(20):
+        for i in range(5):
+            write(root, f"f{f:02d}/{i}.md", f"note {i} of folder {f} about lemons\n")
+    write(root, "top.md", "a root note\n")
+    write(root, "Top2.md", "another root note\n")
+    for i in range(5):
+        write(root, f"f03/deep/{i}.md", f"nested note {i}\n")
+    return root
+
+
+class _Compared:
+    """Records what each sync compared row by row: the folders whose digest did not match
+    (listed or gone) and how many stored rows were read for them."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.changed: list[str] = []
+        self.gone: list[str] = []
+        self.rows = -1
+        original = SearchIndex._plan
+
+        def plan(ix: SearchIndex, digests):  # type: ignore[no-untyped-def]
+            got = original(ix, digests)
+            self.changed, self.gone, self.rows = (
+                sorted(got.changed),
+                sorted(got.gone),
+                len(got.rows),
+            )
+            return got
+
+        monkeypatch.setattr(SearchIndex, "_plan", plan)
+
+
+def _counting(root: Path, loads: list[str]):  # type: ignore[no-untyped-def]
+    base = loader(root)
+
+    def load(rel: str) -> IndexedDoc | None:
+        loads.append(rel)
+        return base(rel)
+
+    return load
+
+
+def _stats(res) -> tuple[int, int, int, int, int, int]:  # type: ignore[no-untyped-def]
+    return (res.scanned, res.added, res.updated, res.removed, res.unchanged, res.skipped)
+
+
+def test_one_edit_compares_only_its_folder(
+    tmp_path: Path, folders_store: Path, monkeypatch: pytest.MonkeyPatch
+):
+    seen = _Compared(monkeypatch)
+    loads: list[str] = []
+    load = _counting(folders_store, loads)
+    with SearchIndex(tmp_path / "i.sqlite") as ix:
+        assert _stats(ix.sync(scan(folders_store), load)) == (107, 107, 0, 0, 0, 0)
+        assert len(seen.changed) == 22 and seen.rows == 0  # every folder new
+
+        loads.clear()
+        assert _stats(ix.sync(scan(folders_store), load)) == (107, 0, 0, 0, 107, 0)
+        assert (seen.changed, seen.gone, seen.rows, loads) == ([], [], 0, [])
+
+        p = write(folders_store, "f07/3.md", "note 3 of folder 7 now about limes\n")
+        bump_mtime(p)
+        progress: list[tuple[int, int]] = []
+        res = ix.sync(scan(folders_store), load, progress=lambda d, t: progress.append((d, t)))
+        assert _stats(res) == (107, 0, 1, 0, 106, 0)
+        assert (seen.changed, seen.gone, seen.rows, loads) == (["f07"], [], 5, ["f07/3.md"])
+        assert progress == [(0, 1), (1, 1)]
+        assert paths(ix, "limes") == ["f07/3.md"]
+
+        # a nested folder is a folder of its own: its parent is not compared
+        p = write(folders_store, "f03/deep/2.md", "nested note now about plums\n")
+        bump_mtime(p)
+        assert _stats(ix.sync(scan(folders_store), load)) == (107, 0, 1, 0, 106, 0)
+        assert (seen.changed, seen.rows) == (["f03/deep"], 5)
+
+        # a root note: the root folder ("") holds 2
+        p = write(folders_store, "top.md", "a root note about figs\n")
+        bump_mtime(p)
+        assert _stats(ix.sync(scan(folders_store), load)) == (107, 0, 1, 0, 106, 0)
+        assert (seen.changed, seen.rows) == ([""], 2)
+
+        loads.clear()
+        assert _stats(ix.sync(scan(folders_store), load)) == (107, 0, 0, 0, 107, 0)
+        assert (seen.changed, seen.rows, loads) == ([], 0, [])
+        assert ix.verify() == []
+
+
+def test_add_delete_rename_across_folders(
+    tmp_path: Path, folders_store: Path, monkeypatch: pytest.MonkeyPatch
+):
+    seen = _Compared(monkeypatch)
+    loads: list[str] = []
+    load = _counting(folders_store, loads)
+    with SearchIndex(tmp_path / "i.sqlite") as ix:
+        ix.sync(scan(folders_store), load)
+
+        loads.clear()
+        write(folders_store, "brand new/x.md", "quinces in a new folder\n")
+        assert _stats(ix.sync(scan(folders_store), load)) == (108, 1, 0, 0, 107, 0)
+        assert (seen.changed, seen.rows, loads) == (["brand new"], 0, ["brand new/x.md"])
+
+        (folders_store / "f11/4.md").unlink()
+        assert _stats(ix.sync(scan(folders_store), load)) == (107, 0, 0, 1, 107, 0)
+        assert (seen.changed, seen.gone, seen.rows) == (["f11"], [], 5)
+
+        loads.clear()
+        (folders_store / "f01/1.md").rename(folders_store / "f02/moved.md")
+        (folders_store / "top.md").rename(folders_store / "f05/top.md")
+        assert _stats(ix.sync(scan(folders_store), load)) == (107, 2, 0, 2, 105, 0)
+        assert (seen.changed, seen.rows) == (["", "f01", "f02", "f05"], 2 + 5 + 5 + 5)
+        assert sorted(loads) == ["f02/moved.md", "f05/top.md"]
+        assert [h.path for h in ix.search("folder 1").hits if h.path.startswith("f0")]
+        assert "f01/1.md" not in {d.path for d in ix.documents()}
+        assert {"f02/moved.md", "f05/top.md"} <= {d.path for d in ix.documents()}
+
+        # the last note of a folder renamed away: the folder is gone
+        (folders_store / "brand new/x.md").rename(folders_store / "f09/x.md")
+        assert _stats(ix.sync(scan(folders_store), load)) == (107, 1, 0, 1, 106, 0)
+        assert (seen.changed, seen.gone) == (["f09"], ["brand new"])
+        assert [h.path for h in ix.search("quinces").hits] == ["f09/x.md"]
+
+        assert _stats(ix.sync(scan(folders_store), load)) == (107, 0, 0, 0, 107, 0)
+        assert (seen.changed, seen.gone, seen.rows) == ([], [], 0)
+        assert ix.verify() == [] and ix.stats().documents == 107
+
+
+def test_a_whole_folder_deleted(
+    tmp_path: Path, folders_store: Path, monkeypatch: pytest.MonkeyPatch
+):
+    import shutil
+
+    seen = _Compared(monkeypatch)
+    db = tmp_path / "i.sqlite"
+    with SearchIndex(db) as ix:
+        ix.sync(scan(folders_store), loader(folders_store))
+        shutil.rmtree(folders_store / "f03")  # with its nested folder f03/deep
+        progress: list[tuple[int, int]] = []
+        res = ix.sync(
+            scan(folders_store),
+            loader(folders_store),
+            progress=lambda d, t: progress.append((d, t)),
+        )
+        assert _stats(res) == (97, 0, 0, 10, 97, 0)
+        assert (seen.changed, seen.gone, seen.rows) == ([], ["f03", "f03/deep"], 10)
+        assert progress == [(0, 10), (10, 10)]
+        assert not [h for h in ix.search("nested").hits]
+        assert _stats(ix.sync(scan(folders_store), loader(folders_store))) == (97, 0, 0, 0, 97, 0)
+        assert (seen.changed, seen.gone, seen.rows) == ([], [], 0)
+    con = sqlite3.connect(db)
+    listed = {f for (f,) in con.execute("SELECT folder FROM folders")}
+    con.close()
+    assert "f03" not in listed and "f03/deep" not in listed and len(listed) == 20
+
+
+def test_update_one_and_remove_then_sync_agree(
+    tmp_path: Path, folders_store: Path, monkeypatch: pytest.MonkeyPatch
+):
+    seen = _Compared(monkeypatch)
+    loads: list[str] = []
+    load = _counting(folders_store, loads)
+    with SearchIndex(tmp_path / "i.sqlite") as ix:
+        ix.sync(scan(folders_store), load)
+
+        # the provider writes a note and indexes it itself: the next sync compares that
+        # folder only, finds the row current and loads nothing
+        p = write(folders_store, "f04/0.md", "written by the provider about dates\n")
+        bump_mtime(p)
+        st_ = p.stat()
+        ix.update_one(load("f04/0.md"), FileStat("f04/0.md", st_.st_mtime_ns, st_.st_size))  # type: ignore[arg-type]
+        loads.clear()
+        assert _stats(ix.sync(scan(folders_store), load)) == (107, 0, 0, 0, 107, 0)
+        assert (seen.changed, seen.rows, loads) == (["f04"], 5, [])
+        assert _stats(ix.sync(scan(folders_store), load)) == (107, 0, 0, 0, 107, 0)
+        assert (seen.changed, seen.rows) == ([], 0)
+
+        # a new note in a new folder, indexed by update_one
+        p = write(folders_store, "g/new.md", "apricots\n")
+        st_ = p.stat()
+        ix.update_one(load("g/new.md"), FileStat("g/new.md", st_.st_mtime_ns, st_.st_size))  # type: ignore[arg-type]
+        loads.clear()
+        assert _stats(ix.sync(scan(folders_store), load)) == (108, 0, 0, 0, 108, 0)
+        assert (seen.changed, seen.rows, loads) == (["g"], 1, [])
+
+        # update_one with a stat the file does not have: the sync corrects it
+        ix.update_one(IndexedDoc("f06/1.md", "stale", "stale text"), FileStat("f06/1.md", 1, 1))
+        assert _stats(ix.sync(scan(folders_store), load)) == (108, 0, 1, 0, 107, 0)
+        assert (seen.changed, loads[-1]) == (["f06"], "f06/1.md")
+        assert paths(ix, "stale") == []
+
+        # the provider deletes a note and its row
+        (folders_store / "f08/2.md").unlink()
+        assert ix.remove("f08/2.md") is True
+        assert _stats(ix.sync(scan(folders_store), load)) == (107, 0, 0, 0, 107, 0)
+        assert (seen.changed, seen.gone, seen.rows) == (["f08"], [], 4)
+
+        # remove() of a row whose file still exists: the sync adds it back
+        assert ix.remove("f10/0.md") is True
+        assert _stats(ix.sync(scan(folders_store), load)) == (107, 1, 0, 0, 106, 0)
+        assert seen.changed == ["f10"]
+
+        # the last note of a folder removed by the provider: the folder is dropped at sync
+        (folders_store / "g/new.md").unlink()
+        assert ix.remove("g/new.md") is True
+        assert _stats(ix.sync(scan(folders_store), load)) == (106, 0, 0, 0, 106, 0)
+        assert (seen.changed, seen.gone, seen.rows) == ([], ["g"], 0)
+        assert _stats(ix.sync(scan(folders_store), load)) == (106, 0, 0, 0, 106, 0)
+        assert (seen.changed, seen.gone, seen.rows) == ([], [], 0)
+        assert ix.verify() == []
+
+
+def test_a_skipped_file_keeps_its_folder_compared(
+    tmp_path: Path, folders_store: Path, monkeypatch: pytest.MonkeyPatch
+):
+    seen = _Compared(monkeypatch)
+    base = loader(folders_store)
+    broken = {"f12/2.md"}
+
+    def flaky(rel: str) -> IndexedDoc | None:
+        return None if rel in broken else base(rel)
+
+    with SearchIndex(tmp_path / "i.sqlite") as ix:
+        assert _stats(ix.sync(scan(folders_store), flaky)) == (107, 106, 0, 0, 0, 1)
+        assert _stats(ix.sync(scan(folders_store), flaky)) == (107, 0, 0, 0, 106, 1)
+        assert (seen.changed, seen.rows) == (["f12"], 4)
+        broken.clear()
+        assert _stats(ix.sync(scan(folders_store), flaky)) == (107, 1, 0, 0, 106, 0)
+        assert _stats(ix.sync(scan(folders_store), flaky)) == (107, 0, 0, 0, 107, 0)
+        assert seen.changed == []
+
+
+def test_another_order_or_a_cleared_digest_only_costs_a_compare(
+    tmp_path: Path, folders_store: Path, monkeypatch: pytest.MonkeyPatch
+):
+    seen = _Compared(monkeypatch)
+    loads: list[str] = []
+    db = tmp_path / "i.sqlite"
+    with SearchIndex(db) as ix:
+        ix.sync(scan(folders_store), loader(folders_store))
+        load = _counting(folders_store, loads)
+        backwards = list(reversed(scan(folders_store)))
+        assert _stats(ix.sync(backwards, load)) == (107, 0, 0, 0, 107, 0)
+        assert (len(seen.changed), seen.rows, loads) == (22, 107, [])
+        assert _stats(ix.sync(backwards, load)) == (107, 0, 0, 0, 107, 0)
+        assert seen.changed == []
+    # digests lost (e.g. edited by hand): every folder is compared, nothing is reloaded
+    con = sqlite3.connect(db)
+    con.execute("DELETE FROM folders")
+    con.commit()
+    con.close()
+    (folders_store / "f15/0.md").unlink()
+    with SearchIndex(db) as ix:
+        load = _counting(folders_store, loads)
+        assert _stats(ix.sync(scan(folders_store), load)) == (106, 0, 0, 1, 106, 0)
+        assert (len(seen.changed), seen.rows, loads) == (22, 107, [])
+        assert _stats(ix.sync(scan(folders_store), load)) == (106, 0, 0, 0, 106, 0)
+        assert seen.changed == [] and ix.verify() == []
+
+
+def test_a_row_outside_its_folder_makes_sync_compare_everything(
+    tmp_path: Path, folders_store: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """The row count must equal the rows of the unchanged folders plus those compared; a row
+    filed under no listed folder (a damaged index) is then found and removed."""
+    seen = _Compared(monkeypatch)
+    db = tmp_path / "i.sqlite"
+    with SearchIndex(db) as ix:
+        ix.sync(scan(folders_store), loader(folders_store))
+    con = sqlite3.connect(db)
+    con.execute("UPDATE docs SET folder = 'elsewhere' WHERE path = 'f16/0.md'")
+    con.commit()
+    con.close()
+    (folders_store / "f16/0.md").unlink()
+    with SearchIndex(db) as ix:
+        assert _stats(ix.sync(scan(folders_store), loader(folders_store))) == (
+            106,
+            0,
+            0,
+            1,
+            106,
+            0,
+        )
+        assert (len(seen.changed), seen.rows) == (22, 107)
+        assert _stats(ix.sync(scan(folders_store), loader(folders_store))) == (
+            106,
+            0,
+            0,
+            0,
+            106,
+            0,
+        )
+        assert seen.changed == [] and ix.verify() == []
+
+
+def test_many_changed_folders_are_read_in_one_scan(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    seen = _Compared(monkeypatch)
+    root = tmp_path / "wide"
+    for f in range(80):
+        write(root, f"w{f:02d}/n.md", f"wide note {f}\n")
+        write(root, f"w{f:02d}/m.md", f"more {f}\n")
+    with SearchIndex(tmp_path / "i.sqlite") as ix:
+        ix.sync(scan(root), loader(root))
+        for f in range(0, 80, 2):  # 40 folders lose a note, 40 get a new one
+            (root / f"w{f:02d}/m.md").unlink()
+            write(root, f"w{f + 1:02d}/k.md", f"kumquat {f}\n")
+        assert _stats(ix.sync(scan(root), loader(root))) == (160, 40, 0, 40, 120, 0)
+        assert (len(seen.changed), seen.rows) == (80, 160)
+        assert _stats(ix.sync(scan(root), loader(root))) == (160, 0, 0, 0, 160, 0)
+        assert seen.changed == [] and ix.stats().documents == 160 and ix.verify() == []
