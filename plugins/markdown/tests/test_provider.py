@@ -644,6 +644,18 @@ def test_one_call_never_starts_a_watcher(store: MakeStore, vault: Path) -> None:
     assert p.provider._watch is None  # a one-shot command makes one call
 
 
+def test_reindex_never_starts_a_watcher(store: MakeStore, vault: Path) -> None:
+    """An explicit reindex always scans in full, so it never starts the watcher; a later
+    read of the same object does."""
+    (vault / "a.md").write_text("zqre")
+    p = store(root=vault)
+    p.reindex()
+    p.reindex()
+    assert p.provider._watch is None
+    assert paths(p, "zqre") == ["a.md"]
+    assert p.provider._watch is not None
+
+
 def test_watched_store_follows_external_changes_without_full_scans(
     store: MakeStore, vault: Path, full_scans: list[str]
 ) -> None:

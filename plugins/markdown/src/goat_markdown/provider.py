@@ -413,13 +413,14 @@ class MarkdownProvider(Provider):
         return core_pages.indexed_doc(note, description_keys=("description",))
 
     def _sync_index(
-        self, progress: Callable[[int, int], None] | None = None
+        self, progress: Callable[[int, int], None] | None = None, *, watch: bool = True
     ) -> tuple[WalkResult, SyncStats]:
         """The full change scan plus an index sync: one stat walk; only new or changed notes
-        (by ``(mtime_ns, size)``) are read and parsed. The second full sync of this object
-        starts the file watcher (see the class docstring)."""
+        (by ``(mtime_ns, size)``) are read and parsed. From the second sync of this object
+        on, a read (``watch=True``) starts the file watcher (see the class docstring); an
+        explicit ``reindex`` never does, since it always scans in full anyway."""
         self._syncs += 1
-        if self._syncs >= 2 and self._watch is None and self._watch_error is None:
+        if watch and self._syncs >= 2 and self._watch is None and self._watch_error is None:
             self._start_watch()
         if self._watch is not None:
             self._watch.settle()
@@ -792,7 +793,7 @@ class MarkdownProvider(Provider):
         return links.connections(pages, rel, paths)
 
     def _reindex(self, progress: Callable[[int, int], None] | None) -> dict[str, int]:
-        walk, stats = self._sync_index(progress)
+        walk, stats = self._sync_index(progress, watch=False)
         counts = _counts(stats)
         counts.setdefault("notes", self._index_open().stats().documents)
         counts["skipped"] = len(walk.skipped)
