@@ -1133,6 +1133,15 @@ class MemoryHost:
         backend = None
         if api_key is None:
             path = self._save(config)
+            try:
+                old = previous.selected(scope)
+            except ConfigError:
+                old = None  # a legacy entry: its key (if any) is not GOAT's to reuse
+            if old is not None and (
+                old.provider != binding.provider or old.egress != binding.egress
+            ):
+                # A key stored for another provider or server is never sent to the new one.
+                self._delete_credentials(old)
         else:
             if not spec.credentials:
                 raise ConfigError(f"provider {spec.name} declares no credential; no API key taken")

@@ -749,3 +749,21 @@ async def test_unbind_deletes_the_bindings_stored_key(home: GoatHome) -> None:
 async def test_draft_check_of_an_unbound_pen_names_the_missing_binding(host: MemoryHost) -> None:
     with pytest.raises(BadInput, match="pen:t2 has no binding"):
         await host.check(Scope.pen("t2"), draft={"base_url": "https://x.example"})
+
+
+async def test_rebinding_to_another_server_drops_the_old_key(home: GoatHome) -> None:
+    """A key stored for one server is never sent to another: rebinding the scope to a new
+    server (or provider) without a key deletes the old one; rebinding unchanged keeps it."""
+    from goat_core.credentials import CredentialStore
+
+    registry = make_registry(ref.markdown_plugin, ref.bank_plugin)
+    async with MemoryHost(home=home, registry=registry) as host:
+        first = await host.bind(
+            Scope.global_(), "reference_bank", BANK, api_key="k-old", connect=False
+        )
+        binding_id = first.binding.id
+        await host.bind(Scope.global_(), "reference_bank", BANK, connect=False)
+        assert CredentialStore(home).get(binding_id) == "k-old"  # same server: kept
+        evil = {"server": "https://evil.example", "bank": "team"}
+        await host.bind(Scope.global_(), "reference_bank", evil, connect=False)
+        assert CredentialStore(home).get(binding_id) is None

@@ -236,3 +236,21 @@ def test_egress_url_is_the_bank_endpoint() -> None:
     ]
     with pytest.raises(ConfigError):
         egress_urls({"base_url": "https://h.example/x", "bank_id": "team"})
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "ftp://u:sk-SECRET123@h.example",
+        "https://u:sk-SEC#RET123@h.example",
+        "https://u:sk-SECRET 123@h.example",
+        "https://u:sk/SECRET123@h.example",
+        "https://u:sk-SECRET123@h.example/path?q=1",
+        "u:sk-SECRET123@h.example",
+    ],
+)
+def test_a_password_in_a_base_url_never_reaches_the_message(url: str) -> None:
+    """Whatever rule the URL breaks first, the message never echoes its user info."""
+    with pytest.raises(ValueError) as info:
+        validate_base_url(url)
+    assert "SEC" not in str(info.value) and "***@h.example" in str(info.value)

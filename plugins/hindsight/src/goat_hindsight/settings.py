@@ -105,49 +105,56 @@ def validate_base_url(value: object) -> str:
     raw = value
     if not raw:
         raise ValueError("invalid base URL '': it is empty; give e.g. https://hindsight.example")
+    # A URL holding user info is never echoed as given: a password may sit before the "@"
+    # whatever other rule the URL breaks.
+    shown = _redact_userinfo(raw) if "@" in raw else raw
     if any(c.isspace() for c in raw) or any(ord(c) < 32 or ord(c) == 127 for c in raw):
-        raise ValueError(f"invalid base URL {raw!r}: it contains whitespace or control characters")
+        raise ValueError(
+            f"invalid base URL {shown!r}: it contains whitespace or control characters"
+        )
     if "\\" in raw:
-        raise ValueError(f"invalid base URL {raw!r}: it contains a backslash")
+        raise ValueError(f"invalid base URL {shown!r}: it contains a backslash")
     try:
         parts = urlsplit(raw)
     except ValueError as exc:
-        raise ValueError(f"invalid base URL {raw!r}: it does not parse ({exc})") from None
+        raise ValueError(f"invalid base URL {shown!r}: it does not parse ({exc})") from None
     scheme = parts.scheme.lower()
     if scheme not in ("http", "https"):
-        raise ValueError(f"invalid base URL {raw!r}: the scheme must be http or https")
-    if "@" in parts.netloc:
+        raise ValueError(f"invalid base URL {shown!r}: the scheme must be http or https")
+    if "@" in raw:
         raise ValueError(
-            f"invalid base URL {_redact_userinfo(raw)!r}: user info (user:password@) is not "
+            f"invalid base URL {shown!r}: user info (user:password@) is not "
             "allowed; the API key goes into the credential store"
         )
     if "?" in raw:
-        raise ValueError(f"invalid base URL {raw!r}: a query ('?...') is not allowed")
+        raise ValueError(f"invalid base URL {shown!r}: a query ('?...') is not allowed")
     if "#" in raw:
-        raise ValueError(f"invalid base URL {raw!r}: a fragment ('#...') is not allowed")
+        raise ValueError(f"invalid base URL {shown!r}: a fragment ('#...') is not allowed")
     if parts.path not in ("", "/"):
         raise ValueError(
-            f"invalid base URL {raw!r}: a path ({parts.path!r}) is not allowed; GOAT builds "
+            f"invalid base URL {shown!r}: a path ({parts.path!r}) is not allowed; GOAT builds "
             "{base}/mcp/{bank_id}/ itself"
         )
     if ";" in parts.netloc:
-        raise ValueError(f"invalid base URL {raw!r}: parameters (';') are not allowed")
+        raise ValueError(f"invalid base URL {shown!r}: parameters (';') are not allowed")
     host = (parts.hostname or "").lower()
     if not host:
-        raise ValueError(f"invalid base URL {raw!r}: it has no host")
+        raise ValueError(f"invalid base URL {shown!r}: it has no host")
     try:
         port = parts.port
     except ValueError:
-        raise ValueError(f"invalid base URL {raw!r}: the port is not a number in 0-65535") from None
+        raise ValueError(
+            f"invalid base URL {shown!r}: the port is not a number in 0-65535"
+        ) from None
     if parts.netloc.endswith(":"):
-        raise ValueError(f"invalid base URL {raw!r}: the port is empty")
+        raise ValueError(f"invalid base URL {shown!r}: the port is empty")
     _check_host(host, raw)
     if port == 0:
-        raise ValueError(f"invalid base URL {raw!r}: port 0 is not a server port")
+        raise ValueError(f"invalid base URL {shown!r}: port 0 is not a server port")
     loopback = is_loopback_host(host)
     if scheme != "https" and not loopback:
         raise ValueError(
-            f"invalid base URL {raw!r}: a server that is not on loopback (localhost, "
+            f"invalid base URL {shown!r}: a server that is not on loopback (localhost, "
             "127.0.0.0/8, ::1) must use https"
         )
     shown_host = f"[{host}]" if ":" in host else host
@@ -155,11 +162,12 @@ def validate_base_url(value: object) -> str:
 
 
 def _redact_userinfo(raw: str) -> str:
-    scheme, sep, rest = raw.partition("://")
-    if not sep:
-        return "<URL with user info>"
-    netloc, slash, tail = rest.partition("/")
-    return f"{scheme}://***@{netloc.rsplit('@', 1)[-1]}{slash}{tail}"
+    """``raw`` with everything before its last ``@`` hidden (a password may hold ``/``, ``#``,
+    ``?``, spaces or ``@``), keeping a scheme that comes before it."""
+    head, _, host = raw.rpartition("@")
+    scheme, sep, _ = head.partition("://")
+    shown_host = "".join(c if c.isprintable() and not c.isspace() else "?" for c in host)
+    return f"{scheme}://***@{shown_host}" if sep and scheme.isalpha() else f"***@{shown_host}"
 
 
 class HindsightSettings(BaseModel):
