@@ -262,6 +262,21 @@ def test_alias_pipe_escaped_outside_table_is_reported_and_fixed(wiki: MakeWiki) 
     assert not codes(w.lint(), "escaped-alias-pipe")
 
 
+def test_fix_never_rewrites_a_code_sample_or_a_note_that_is_not_utf8(wiki: MakeWiki) -> None:
+    """lint --fix edits only a link that stands once on its line outside code; a note that is
+    not valid UTF-8 is never rewritten (its bytes stay as they were)."""
+    w = wiki()
+    w.write_page(PageWrite("Attention", "Target.", folder="concepts"))
+    sample = "Escape like `[[concepts/Attention\\|b]]` but here [[concepts/Attention\\|b]]\n"
+    w.write_page(PageWrite("Sample", sample, folder="syntheses"))
+    raw = b"caf\xe9 see [[concepts/Attention\\|x]]\n"
+    (w.provider.root / "syntheses" / "Latin1.md").write_bytes(raw)
+    w.lint(fix=True)
+    assert (w.provider.root / "syntheses" / "Latin1.md").read_bytes() == raw
+    text = (w.provider.root / "syntheses/Sample.md").read_text("utf-8")
+    assert "`[[concepts/Attention\\|b]]`" in text  # the code sample is untouched
+
+
 # -- aliases, anchors, footnotes, code: no false positives -----------------------------------
 LINT_INPUT = """Links that are fine: [[concepts/Target|an alias]], [[concepts/Target#Section]],
 [[concepts/Target#Section#Sub part|deep]], [[concepts/Target#^blk-1]], ![[concepts/Target]],

@@ -1246,9 +1246,13 @@ class WikiProvider(Provider):
         resolver = self._link_index(scan).resolver
         for rel, items in sorted(by_page.items()):
             note = self._must_load(rel)
+            if note.error:
+                continue  # unparsable or not UTF-8: never rewritten (reported, not fixed)
             tables = wt.table_lines(note.text)
-            lines = note.text.splitlines(keepends=True)
+            # "\n" only, as parse_links counts lines; joined back exactly
+            lines = note.text.split("\n")
             wanted = {(f.line, f.code) for f in items}
+            applied: set[tuple[int, str]] = set()
             changed = False
             for link in parse_links(note.text):
                 if link.kind != "wikilink":
@@ -1272,19 +1276,24 @@ class WikiProvider(Provider):
                         alias = link.alias if link.alias is not None else link.target_text + sub
                         bang = "!" if link.embed else ""
                         new_raw = f"{bang}[[{qualified}{sub}{pipe}{alias}]]"
-                if new_raw != link.raw and link.raw in line:
+                # Only a line where the link stands once and outside any code span is edited:
+                # a sample in backticks must never be rewritten (the rest stays reported).
+                if new_raw != link.raw and line.count(link.raw) == 1 and "`" not in line:
                     lines[idx] = line.replace(link.raw, new_raw, 1)
                     changed = True
+                    for code in ("escaped-alias-pipe", "bare-link"):
+                        if (link.line, code) in wanted:
+                            applied.add((link.line, code))
             if not changed:
                 continue
-            new = "".join(lines).encode("utf-8")
+            new = "\n".join(lines).encode("utf-8")
 
             def change(rel: str = rel, new: bytes = new, old: str = note.etag) -> dict[str, str]:
                 return {rel: atomic_write(self.root / rel, new, expected_etag=old)}
 
             self._commit("fix", note.title, [rel], [f"- page: {rel}", "- fix: links"], change)
             self._index_note(rel)
-            done += items
+            done += [f for f in items if (f.line, f.code) in applied]
         return done
 
     def _page_findings(self, rel: str) -> list[Finding]:
