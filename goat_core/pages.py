@@ -280,6 +280,7 @@ def resolve_page_ref(
     root: Path,
     where: str,
     shared_ids_ambiguous: bool = True,
+    exact_paths: bool = False,
 ) -> str:
     """The path of the one page ``ref`` names, tried in order: its exact path (NFC), a unique
     frontmatter ``id``, the path plus ``.md``, the path ignoring case (when ``ref`` has a
@@ -291,6 +292,10 @@ def resolve_page_ref(
     :param where: how the store is named in :class:`NotFound` (``Provider.label()``).
     :param shared_ids_ambiguous: when several pages carry ``ref`` as their ``id``, raise
         :class:`Ambiguous` listing them (``False``: fall through to titles and names).
+    :param exact_paths: for destructive operations (``forget``): a reference written as a
+        path (a ``/`` or a trailing ``.md``) that names no page is :class:`NotFound`, never
+        matched by title or file name elsewhere, so repeating a forget cannot remove a
+        same-named page in another folder.
     :raises BadInput: an empty reference. :raises PathError: an unsafe path (traversal,
         absolute...). :raises Ambiguous: several pages match. :raises NotFound: none does.
     """
@@ -314,6 +319,8 @@ def resolve_page_ref(
             return hits[0]
         if hits:
             raise ambiguous_pages(ref, hits)
+        if exact_paths:
+            raise NotFound(f"no page at path {ref!r} in {where}")
     key = fold(ref[:-3] if ref.lower().endswith(".md") else ref)
     matches = [p for p, t, _i in items if fold(t) == key or fold(file_stem(p)) == key]
     if shared_ids_ambiguous and len(with_id) > 1:

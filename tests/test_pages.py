@@ -365,3 +365,16 @@ def test_folder_health(tmp_path: Path) -> None:
     missing = pages.folder_health(tmp_path / "no", noun="wiki", healthy="fine")
     assert (missing.ok, missing.tone) == (False, Tone.WARN)
     assert missing.reason == f"wiki folder {tmp_path / 'no'} is missing"
+
+
+def test_exact_paths_never_fall_through_to_a_same_named_page(tmp_path: Path) -> None:
+    """Repeating ``forget Plan.md`` must not remove ``b/Plan.md`` (a destructive reference
+    written as a path matches only that path)."""
+    refs = [("b/Plan.md", "Plan", None)]
+    assert pages.resolve_page_ref("Plan.md", refs, root=tmp_path, where="w") == "b/Plan.md"
+    for ref in ("Plan.md", "a/Plan", "a/Plan.md"):
+        with pytest.raises(NotFound):
+            pages.resolve_page_ref(ref, refs, root=tmp_path, where="w", exact_paths=True)
+    assert pages.resolve_page_ref("Plan", refs, root=tmp_path, where="w", exact_paths=True) == (
+        "b/Plan.md"
+    )

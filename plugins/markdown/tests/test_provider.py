@@ -774,3 +774,14 @@ def test_watcher_that_cannot_start_leaves_full_scans(
     assert paths(p, "zqbeta") == ["a.md"]  # the change scan sees it at once
     assert p.provider._watch is None
     assert len(full_scans) == 4
+
+
+def test_repeating_forget_does_not_remove_a_same_named_page(store: MakeStore, vault: Path) -> None:
+    (vault / "Plan.md").write_text("top plan\n")
+    (vault / "b").mkdir()
+    (vault / "b" / "Plan.md").write_text("b plan\n")
+    p = store(root=vault)
+    assert p.forget("Plan.md").removed == ("Plan.md",)
+    with pytest.raises(NotFound):
+        p.forget("Plan.md")
+    assert (vault / "b" / "Plan.md").exists()

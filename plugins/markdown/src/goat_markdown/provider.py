@@ -576,7 +576,7 @@ class MarkdownProvider(Provider):
         )
 
     # -- resolution -------------------------------------------------------------------------------
-    def _resolve(self, ref: str, notes: Iterable[_Ref]) -> str:
+    def _resolve(self, ref: str, notes: Iterable[_Ref], *, exact_paths: bool = False) -> str:
         """The path of the one note ``ref`` names: by id (its path), frontmatter ``id``, path
         without ``.md``, then a unique title or file name ignoring case (NFC); several notes
         sharing the ``id`` are :class:`~goat_core.errors.Ambiguous`
@@ -584,7 +584,9 @@ class MarkdownProvider(Provider):
 
         :param notes: ``(path, title, frontmatter id)`` of every note (from the index).
         """
-        return core_pages.resolve_page_ref(ref, notes, root=self.root, where=self.label())
+        return core_pages.resolve_page_ref(
+            ref, notes, root=self.root, where=self.label(), exact_paths=exact_paths
+        )
 
     # -- writes (worker thread) -----------------------------------------------------------------
     def _check_text(self, write: MemoryWrite) -> str:
@@ -711,7 +713,7 @@ class MarkdownProvider(Provider):
     def _forget(self, ref: str) -> Receipt:
         with self._lock:
             self._sync_index()
-            rel = self._resolve(ref, self._refs(self._documents()))
+            rel = self._resolve(ref, self._refs(self._documents()), exact_paths=True)
             contain(self.root, rel)
             path = self.root / rel  # a symlinked note: the link goes, not its target
             try:

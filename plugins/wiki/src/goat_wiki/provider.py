@@ -492,7 +492,9 @@ class WikiProvider(Provider):
         return [(d.path, d.title, d.ident) for d in self._index_open().documents()]
 
     # == resolution ==============================================================================
-    def _resolve(self, ref: str, refs: Iterable[tuple[str, str, str | None]]) -> str:
+    def _resolve(
+        self, ref: str, refs: Iterable[tuple[str, str, str | None]], *, exact_paths: bool = False
+    ) -> str:
         """The page ``ref`` names: its path (with or without ``.md``), frontmatter ``id``,
         then a unique title or file name ignoring case (NFC)
         (:func:`goat_core.pages.resolve_page_ref`; pages sharing an ``id`` fall through to
@@ -502,7 +504,12 @@ class WikiProvider(Provider):
         :raises PathError: an unsafe path (traversal, absolute...).
         """
         return core_pages.resolve_page_ref(
-            ref, refs, root=self.root, where=self.label(), shared_ids_ambiguous=False
+            ref,
+            refs,
+            root=self.root,
+            where=self.label(),
+            shared_ids_ambiguous=False,
+            exact_paths=exact_paths,
         )
 
     # == journal, index and log ==================================================================
@@ -950,7 +957,7 @@ class WikiProvider(Provider):
     def _forget(self, ref: str) -> Receipt:
         with self._lock:
             self._sync()
-            rel = self._resolve(ref, self._refs())
+            rel = self._resolve(ref, self._refs(), exact_paths=True)
             contain(self.root, rel)
             title = self._must_load(rel).title
             path = self.root / rel
