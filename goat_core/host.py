@@ -823,6 +823,14 @@ class MemoryHost:
 
         return load_config(self.home, decoders=legacy_decoders(self.registry.providers()))
 
+    def _config_lock(self) -> Any:
+        """The cross-process lock around a read-modify-write of ``memory.json`` (a lock file
+        under the GOAT home), so two processes binding at once never lose a binding; the
+        config is re-read inside it. :raises Conflict: not obtained within 10 s."""
+        from goat_core.files import StoreLock
+
+        return StoreLock(self.home.lock_dir / "memory-json.lock")
+
     def _save(self, config: Config) -> Path:
         from goat_core.config import save_config
 
@@ -1128,26 +1136,29 @@ class MemoryHost:
         spec = self.registry.get_provider(provider_name)
         validated = self._validate(spec, settings)
         binding = self._binding(scope, spec, validated)
-        previous = self.config
-        config = previous.with_binding(scope, binding)
         backend = None
-        if api_key is None:
-            path = self._save(config)
-            try:
-                old = previous.selected(scope)
-            except ConfigError:
-                old = None  # a legacy entry: its key (if any) is not GOAT's to reuse
-            if old is not None and (
-                old.provider != binding.provider or old.egress != binding.egress
-            ):
-                # A key stored for another provider or server is never sent to the new one.
-                self._delete_credentials(old)
-        else:
-            if not spec.credentials:
-                raise ConfigError(f"provider {spec.name} declares no credential; no API key taken")
-            backend, path = self._save_with_key(
-                previous, config, binding, spec.credentials[0].name, api_key
-            )
+        with self._config_lock():
+            previous = self.config
+            config = previous.with_binding(scope, binding)
+            if api_key is None:
+                path = self._save(config)
+                try:
+                    old = previous.selected(scope)
+                except ConfigError:
+                    old = None  # a legacy entry: its key (if any) is not GOAT's to reuse
+                if old is not None and (
+                    old.provider != binding.provider or old.egress != binding.egress
+                ):
+                    # A key stored for another provider or server is never sent to the new one.
+                    self._delete_credentials(old)
+            else:
+                if not spec.credentials:
+                    raise ConfigError(
+                        f"provider {spec.name} declares no credential; no API key taken"
+                    )
+                backend, path = self._save_with_key(
+                    previous, config, binding, spec.credentials[0].name, api_key
+                )
         await self._forget_scope(scope)
         await self._reconcile()  # an unchanged remote binding keeps its healthy session
         health = None
@@ -1193,11 +1204,12 @@ class MemoryHost:
 
         :raises NotFound: ``scope`` has no binding.
         """
-        binding, _ = self._selected(scope)
-        config = self.config.without_binding(scope)
-        path = self._save(config)
-        if binding is not None and binding.id not in config.bindings:
-            self._delete_credentials(binding)
+        with self._config_lock():
+            binding, _ = self._selected(scope)
+            config = self.config.without_binding(scope)
+            path = self._save(config)
+            if binding is not None and binding.id not in config.bindings:
+                self._delete_credentials(binding)
         await self._forget_scope(scope)
         await self._reconcile()  # disconnects a removed remote binding
         return path
@@ -1220,7 +1232,8 @@ class MemoryHost:
 
         :raises NotFound: ``scope`` has no binding.
         """
-        path = self._save(self.config.with_enabled(scope, enabled))
+        with self._config_lock():
+            path = self._save(self.config.with_enabled(scope, enabled))
         await self._forget_scope(scope)
         await self._reconcile()  # a disabled remote binding is disconnected, never contacted
         return path

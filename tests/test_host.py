@@ -767,3 +767,26 @@ async def test_rebinding_to_another_server_drops_the_old_key(home: GoatHome) -> 
         evil = {"server": "https://evil.example", "bank": "team"}
         await host.bind(Scope.global_(), "reference_bank", evil, connect=False)
         assert CredentialStore(home).get(binding_id) is None
+
+
+def _bind_many(home_dir: str, prefix: str, count: int) -> None:
+    registry = make_registry(ref.markdown_plugin, ref.bank_plugin)
+    with SyncMemoryHost(home=GoatHome.at(home_dir), registry=registry) as host:
+        for i in range(count):
+            host.bind(Scope.pen(f"{prefix}{i}"), "reference_bank", BANK, connect=False)
+
+
+def test_concurrent_binds_from_two_processes_lose_nothing(tmp_path: Path) -> None:
+    """memory.json's read-modify-write runs under a cross-process lock: two processes
+    binding at the same time keep every binding."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("fork")
+    procs = [ctx.Process(target=_bind_many, args=(str(tmp_path), p, 8)) for p in ("a", "b")]
+    for proc in procs:
+        proc.start()
+    for proc in procs:
+        proc.join(120)
+        assert proc.exitcode == 0
+    saved = json.loads((tmp_path / "memory.json").read_text("utf-8"))
+    assert len(saved["bindings"]) == 16
