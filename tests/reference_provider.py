@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from goat_core import hookimpl
 from goat_core.errors import Ambiguous, NotFound, TooLarge
+from goat_core.manager import PluginSettings, make_plugin_manager, register_plugin
 from goat_core.models import (
     Capability,
     Connections,
@@ -54,6 +55,7 @@ from goat_core.models import (
     normalize_pen_id,
 )
 from goat_core.provider import ModelTool, Provider, ProviderContext
+from goat_core.registry import Registry
 
 WIKILINK = re.compile(r"\[\[([^\]|#]+)(?:#[^\]|]*)?(?:\|[^\]]*)?\]\]")
 WORD = re.compile(r"\w+")
@@ -470,3 +472,15 @@ def install_entry_points(site: Path) -> Path:
     ]
     (dist / "entry_points.txt").write_text("\n".join(lines) + "\n", "utf-8")
     return dist
+
+
+#: Settings of the reference shared bank used across the host and tool tests.
+BANK = {"server": "https://bank.example", "bank": "team"}
+
+
+def make_registry(*plugins: object) -> Registry:
+    """A registry of exactly ``plugins`` (no entry points), each registered in isolation."""
+    pm = make_plugin_manager(PluginSettings(autoload=False))
+    for n, plugin in enumerate(plugins):
+        assert register_plugin(pm, plugin, f"test-plugin-{n}")
+    return Registry(pm)

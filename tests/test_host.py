@@ -31,7 +31,6 @@ from goat_core.host import (
     format_memory_block,
     is_trivial_prompt,
 )
-from goat_core.manager import PluginSettings, make_plugin_manager, register_plugin
 from goat_core.models import (
     MemoryWrite,
     PageSummary,
@@ -42,7 +41,6 @@ from goat_core.models import (
     ScopeRequest,
     Tone,
 )
-from goat_core.registry import Registry
 
 HERE = Path(__file__).parent
 if str(HERE) not in sys.path:
@@ -52,19 +50,13 @@ import reference_provider as ref  # noqa: E402
 
 pytestmark = pytest.mark.anyio
 
-BANK = {"server": "https://bank.example", "bank": "team"}
+BANK = ref.BANK
+make_registry = ref.make_registry
 
 
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
-
-
-def make_registry(*plugins: object) -> Registry:
-    pm = make_plugin_manager(PluginSettings(autoload=False))
-    for n, plugin in enumerate(plugins):
-        assert register_plugin(pm, plugin, f"test-plugin-{n}")
-    return Registry(pm)
 
 
 @pytest.fixture

@@ -11,10 +11,8 @@ import pytest
 from goat_core.errors import ConfigError, ScopeError
 from goat_core.home import GoatHome
 from goat_core.host import Chat, MemoryHost
-from goat_core.manager import PluginSettings, make_plugin_manager, register_plugin
 from goat_core.models import Scope
 from goat_core.provider import ModelTool
-from goat_core.registry import Registry
 from goat_core.tools import FORBIDDEN_ARGUMENTS, memory_tools
 
 HERE = Path(__file__).parent
@@ -24,19 +22,13 @@ if str(HERE) not in sys.path:
 import reference_provider as ref  # noqa: E402
 
 pytestmark = pytest.mark.anyio
-BANK = {"server": "https://bank.example", "bank": "team"}
+BANK = ref.BANK
+registry = ref.make_registry
 
 
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
-
-
-def registry(*plugins: object) -> Registry:
-    pm = make_plugin_manager(PluginSettings(autoload=False))
-    for n, plugin in enumerate(plugins):
-        assert register_plugin(pm, plugin, f"p{n}")
-    return Registry(pm)
 
 
 @pytest.fixture
