@@ -179,6 +179,43 @@ def test_walk_lists_notes_sorted_and_skips_dot_entries(tmp_path: Path) -> None:
     assert f.size == 1 and f.mtime_ns == os.stat(tmp_path / "A.md").st_mtime_ns
 
 
+_REL_NAMES = st.lists(
+    st.tuples(
+        st.sampled_from(["", "a/", "A/", "a b/", "a/b/", "z/", "ü/"]),
+        st.text(alphabet="abAB é_-1", min_size=1, max_size=6),
+        st.sampled_from([".md", ".MD", ".txt"]),
+    ),
+    max_size=25,
+)
+
+
+@given(names=_REL_NAMES)
+def test_walk_folders_hold_exactly_the_files_grouped_by_their_folder(
+    tmp_path_factory: pytest.TempPathFactory, names: list[tuple[str, str, str]]
+) -> None:
+    """``folders`` is what SearchIndex.sync groups by (the path before its last ``/``), each
+    folder's notes sorted by path, no empty folder; ``files`` is the same notes in page
+    order. Any mix of names, folders, cases and extensions."""
+    root = tmp_path_factory.mktemp("walk")
+    for folder, stem, ext in names:
+        if stem.strip(" .") and not stem.startswith("."):
+            _touch(root / f"{folder}{stem}{ext}")
+    res = walk_notes(root)
+    grouped: dict[str, list[str]] = {}
+    for f in res.files:
+        grouped.setdefault(f.path.rpartition("/")[0], []).append(f.path)
+    assert {k: sorted(v) for k, v in grouped.items()} == {
+        k: [f.path for f in v] for k, v in res.folders.items()
+    }
+    assert all(res.folders.values())
+    flat = [f for group in res.folders.values() for f in group]
+    assert sorted(flat) == sorted(res.files) and len(res.files) == len(set(res.files))
+    keys = [(f.path.casefold(), f.path) for f in res.files]
+    assert keys == sorted(keys)
+    assert res.files is res.files  # sorted once, then kept
+    assert repr(res).startswith(f"WalkResult(notes={len(flat)}, folders={len(res.folders)}")
+
+
 def test_walk_symlinks_outside_skipped_and_reported(tmp_path: Path) -> None:
     root, outside = tmp_path / "store", tmp_path / "outside"
     _touch(outside / "secret.md")

@@ -20,6 +20,7 @@ from goat_core.search import (
     FileStat,
     IndexedDoc,
     SearchIndex,
+    SyncStats,
     fts_query,
     query_terms,
     search_terms,
@@ -671,6 +672,48 @@ def test_sync_takes_walk_entries_as_they_are(tmp_path: Path, store: Path):
         assert ix.sync(files, loader(store)).added == len(files) > 2
         assert ix.sync(walk_notes(store).files, loader(store)).unchanged == len(files)
         assert {h.path for h in ix.search("zqwalked").hits} == {"a.md", "sub/b.md"}
+
+
+def test_sync_by_folder_equals_sync_by_file(tmp_path: Path, store: Path):
+    """A walk's ``folders`` given as they are index exactly what its flat ``files`` do,
+    through adds, an edit, a move to another folder and a deletion."""
+    from goat_core.files import walk_notes
+
+    for rel in ["a.md", "sub/b.md", "sub/c.md", "sub/deep/d.md", "other/e.md"]:
+        write(store, rel, f"zqgroup {rel}")
+    with (
+        SearchIndex(tmp_path / "flat.sqlite") as flat,
+        SearchIndex(tmp_path / "grouped.sqlite") as grouped,
+    ):
+
+        def both() -> tuple[SyncStats, SyncStats]:
+            walk = walk_notes(store)
+            return (
+                flat.sync(walk.files, loader(store)),
+                grouped.sync(walk.folders, loader(store)),
+            )
+
+        def counts(stats: SyncStats) -> tuple[int, int, int, int]:
+            return (stats.added, stats.updated, stats.removed, stats.unchanged)
+
+        n = len(walk_notes(store).files)  # the fixture's notes and the five above
+        a, b = both()
+        assert counts(a) == counts(b) == (n, 0, 0, 0)
+        write(store, "sub/b.md", "zqgroup edited and longer")
+        (store / "sub" / "c.md").rename(store / "other" / "c.md")
+        (store / "sub" / "deep" / "d.md").unlink()
+        a, b = both()
+        # the move is one removal and one addition; the deletion the second removal
+        assert counts(a) == counts(b) == (1, 1, 2, n - 3)
+        assert counts(both()[1]) == (0, 0, 0, n - 1)
+        for ix in (flat, grouped):
+            assert ix.verify() == []
+            assert sorted(h.path for h in ix.search("zqgroup", limit=10).hits) == [
+                "a.md",
+                "other/c.md",
+                "other/e.md",
+                "sub/b.md",
+            ]
 
 
 def test_an_overlong_query_is_cut_openly_not_silently(tmp_path: Path) -> None:

@@ -428,7 +428,7 @@ class MarkdownProvider(Provider):
         walk = walk_notes(self.root)
         load = core_pages.index_loader(self._load, self._cache, self._indexed_doc)
         # the walk's entries go in as they are (copying 100k of them costs more than the check)
-        stats = self._index_open().sync(walk.files, load, progress=progress)
+        stats = self._index_open().sync(walk.folders, load, progress=progress)
         if self._watch is not None:
             # symlinked notes or folders: events name the target, not the link; no mapping
             self._known = None if walk.symlinks else {f.path: f for f in walk.files}
