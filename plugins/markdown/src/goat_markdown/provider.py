@@ -431,7 +431,11 @@ class MarkdownProvider(Provider):
         stats = self._index_open().sync(walk.folders, load, progress=progress)
         if self._watch is not None:
             # symlinked notes or folders: events name the target, not the link; no mapping
-            self._known = None if walk.symlinks else {f.path: f for f in walk.files}
+            self._known = (
+                None
+                if walk.symlinks
+                else {f.path: f for group in walk.folders.values() for f in group}
+            )
             self._skipped = list(walk.skipped)
             self._scanned_at = time.monotonic()
         return walk, stats
@@ -620,7 +624,7 @@ class MarkdownProvider(Provider):
     ) -> str:
         """Create ``<stem>.md`` at the root (``<stem>-2.md``... when ``unique``); ``walk``:
         the change scan taken under the store lock (its root file names are taken)."""
-        existing = {_fold(f.path) for f in walk.files if "/" not in f.path}
+        existing = {_fold(f.path) for f in walk.folders.get("", ())}  # the root's notes
         n = 1
         while True:
             name = f"{stem}.md" if n == 1 else f"{stem}-{n}.md"
