@@ -321,6 +321,37 @@ def test_lint_handles_aliases_anchors_embeds_footnotes_and_code(wiki: MakeWiki) 
     ]
 
 
+def test_a_derived_summary_carries_no_footnote_and_lint_reads_footnotes_in_the_body_only(
+    wiki: MakeWiki,
+) -> None:
+    """The index line derived from a body that opens with footnotes drops them (it has no
+    definitions to point to), and a reference quoted in frontmatter is not a footnote:
+    exactly one finding, for the body's undefined ``[^2]``, at its line in the file."""
+    w = wiki()
+    w.write_page(
+        PageWrite("Boards", "Boards hold cards[^1] and^[inline] lanes[^2].\n\n[^1]: Defined.\n")
+    )
+    text = (w.root / "syntheses" / "Boards.md").read_text(encoding="utf-8")
+    assert "summary: Boards hold cards and lanes.\n" in text
+    body_line = text.splitlines().index("Boards hold cards[^1] and^[inline] lanes[^2].") + 1
+    found = [
+        (f.line, f.target)
+        for f in w.lint().findings
+        if f.code == "footnote-undefined" and f.path == "syntheses/Boards.md"
+    ]
+    assert found == [(body_line, "^2")]
+    assert "[^2]" not in w.root.joinpath("index.md").read_text(encoding="utf-8")
+    w.write_page(PageWrite("Lanes", "Lanes hold boards.", summary="Lanes, as in [^9]"))
+    assert "summary: Lanes, as in [^9]\n" in (w.root / "syntheses" / "Lanes.md").read_text(
+        encoding="utf-8"
+    )
+    assert not [
+        f
+        for f in w.lint().findings
+        if f.code == "footnote-undefined" and f.path == "syntheses/Lanes.md"
+    ]
+
+
 # -- stale claims ----------------------------------------------------------------------------
 def test_claims_go_stale_when_their_source_changes(wiki: MakeWiki, sources: Path) -> None:
     w = wiki()

@@ -1389,7 +1389,12 @@ class WikiProvider(Provider):
         tables = wt.table_lines(note.text)
         for link in links:
             out += self._link_findings(note, link, tables, get_note)
-        for line, ident in wt.footnote_problems(note.text):
+        # footnotes live in the body: Obsidian renders none in frontmatter (a summary that
+        # quotes a reference is not one); lines stay numbered as in the file
+        head = len(note.text) - len(note.body)
+        body_line = note.text.count("\n", 0, head) if note.text.endswith(note.body) else 0
+        for line, ident in wt.footnote_problems(note.text[head:] if body_line else note.text):
+            line += body_line
             out.append(
                 Finding(
                     "footnote-undefined",

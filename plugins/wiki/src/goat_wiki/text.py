@@ -70,6 +70,7 @@ _FENCE = re.compile(r"^[ \t]{0,3}(?:>[ \t]?)*[ \t]*(`{3,}|~{3,})")
 _INLINE = re.compile(r"`+|%%|<!--")
 _FOOTNOTE_DEF = re.compile(r"^[ ]{0,3}\[\^([^\]\s]+)\]:")
 _FOOTNOTE_REF = re.compile(r"(?<!\\)\[\^([^\]\s]+)\](?!:)")
+_INLINE_FOOTNOTE = re.compile(r"(?<!\\)\^\[[^\]]*\]")
 _HEADING = re.compile(r"^[ ]{0,3}(#{1,6})[ \t]+(.*?)[ \t]*#*[ \t]*$")
 _BLOCK_ID = re.compile(r"\^([A-Za-z0-9-]+)[ \t]*$")
 _DELIMITER_ROW = re.compile(r"^[ \t]*\|?[ \t]*:?-+:?[ \t]*(\|[ \t]*:?-+:?[ \t]*)*\|?[ \t]*$")
@@ -243,8 +244,11 @@ def derive_summary(data: Mapping[str, Any], body: str) -> str:
 
 
 def _plain(text: str) -> str:
-    """One line with wikilinks reduced to their display text (``[[a|b]]`` -> ``b``)."""
+    """One line with wikilinks reduced to their display text (``[[a|b]]`` -> ``b``) and
+    footnotes dropped (``[^1]`` references and ``^[inline]`` notes: an index line has no
+    definitions to point to, and a summary must not carry a dangling reference)."""
     text = _WIKILINK.sub(lambda m: (m.group(2) or m.group(1)).strip(), text)
+    text = _INLINE_FOOTNOTE.sub("", _FOOTNOTE_REF.sub("", text))
     return " ".join(text.split())
 
 
