@@ -982,19 +982,25 @@ _MARKS = {
 }
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def _map_outline(link_map: LinkMap) -> str:
     """Each page (by path, case-insensitively, like ``goat pages``), then its links: ``->``
     resolved, ``?>`` ambiguous (Obsidian's pick shown), ``!!`` a missing note, ``!@`` a
     missing attachment, ``@@`` an attachment, ``##`` same-page heading or block; a closing
-    line counts pages, links and what is missing."""
-    from goat_core.maphtml import missing_link_kind
+    line counts pages, links, and the missing notes and attachments (distinct names, as the
+    HTML map counts them) with the links to them."""
+    from goat_core.maphtml import missing_link_target
 
     by_source: dict[str, list[Any]] = {}
     for edge in link_map.edges:
         by_source.setdefault(edge.source, []).append(edge)
     titles = {n.id: n.title for n in link_map.nodes}
     lines: list[str] = []
-    missing = {"note": 0, "attachment": 0}
+    missing = {"note": 0, "attachment": 0}  # links
+    targets: dict[str, set[str]] = {"note": set(), "attachment": set()}  # what they name
     for node in sorted(link_map.nodes, key=lambda n: ((n.path or n.id).casefold(), n.id)):
         lines.append(f"{node.path or node.id}  ({node.title})")
         rows = []
@@ -1003,8 +1009,9 @@ def _map_outline(link_map: LinkMap) -> str:
             mark = _MARKS.get(res, "--")
             target = edge.target if edge.target is not None else "(missing)"
             if res == "missing":
-                kind = missing_link_kind(edge.raw)
+                kind, _label, key = missing_link_target(edge.raw)
                 missing[kind] += 1
+                targets[kind].add(key)
                 if kind == "attachment":
                     mark, target = "!@", "(missing attachment)"
             elif res == "attachment":
@@ -1017,9 +1024,12 @@ def _map_outline(link_map: LinkMap) -> str:
     orphans = [e for e in link_map.edges if e.source not in titles]
     for edge in orphans:
         lines.append(f"{edge.source}: {edge.raw} [{edge.resolution.value}]")
+    # the same counts as the HTML map's header: distinct missing targets, as Obsidian's graph
+    # draws one unresolved node per name, plus how many links point at them
     lines.append(
         f"{len(link_map.nodes)} pages, {len(link_map.edges)} links: "
-        f"{missing['note']} to missing notes, {missing['attachment']} to missing attachments"
+        f"{missing['note']} to {_count(len(targets['note']), 'missing note')}, "
+        f"{missing['attachment']} to {_count(len(targets['attachment']), 'missing attachment')}"
     )
     return "\n".join(lines)
 

@@ -42,7 +42,14 @@ from typing import Any
 from goat_core.links import parse_links
 from goat_core.models import Connections, LinkMap, LinkResolution
 
-__all__ = ["ATTACHMENTS_SHOWN_UP_TO", "render_map_html", "map_data", "missing_target"]
+__all__ = [
+    "ATTACHMENTS_SHOWN_UP_TO",
+    "map_data",
+    "missing_link_kind",
+    "missing_link_target",
+    "missing_target",
+    "render_map_html",
+]
 
 #: Missing attachments are drawn by default only up to this many (the legend toggles them).
 ATTACHMENTS_SHOWN_UP_TO = 20
@@ -91,7 +98,13 @@ def _missing_label(raw: str) -> str:
 def missing_link_kind(raw: str) -> str:
     """``"note"`` or ``"attachment"`` for a link as written that resolves to nothing (the
     rule of :func:`missing_target`, applied to the link's decoded target)."""
-    return missing_target(_missing_label(raw))[0]
+    return missing_link_target(raw)[0]
+
+
+def missing_link_target(raw: str) -> tuple[str, str, str]:
+    """:func:`missing_target` of a link as written that resolves to nothing: ``(kind, label,
+    key)``; links with the same key are one missing node on the map."""
+    return missing_target(_missing_label(raw))
 
 
 def missing_target(text: str) -> tuple[str, str, str]:
