@@ -46,8 +46,9 @@ trigram tokenizer finds nothing for 2 characters). A 1-character query matches a
 Storage: the FTS5 table is contentless (only the inverted index); the original title, metadata
 and the zlib-compressed body are kept in a plain table for snippets, which are cut from the
 original text with every matched word (the term or a word with its stem; never a dropped
-stop-word) wrapped in :data:`SNIPPET_OPEN` / :data:`SNIPPET_CLOSE` (``**``, Markdown bold, which
-cannot be mistaken for a wikilink's brackets). Each file's title, own id and problem (e.g.
+stop-word) wrapped in :data:`SNIPPET_OPEN` / :data:`SNIPPET_CLOSE` (``==``, Obsidian's highlight,
+which cannot be mistaken for a wikilink's brackets and leaves the note's own ``**bold**``
+readable around it). Each file's title, own id and problem (e.g.
 unparsable frontmatter) sit in a covering index with its stat, so
 :meth:`SearchIndex.documents` and :meth:`SearchIndex.problems` list a store without reading its
 bodies or its files.
@@ -109,8 +110,8 @@ SCHEMA_VERSION = 4
 """Bump when the tables, the tokenizer or the text preprocessing change: old indexes rebuild.
 3: Porter stemming, aliases in a column of their own. 4: per-folder digests of the files."""
 
-SNIPPET_OPEN = "**"
-SNIPPET_CLOSE = "**"
+SNIPPET_OPEN = "=="
+SNIPPET_CLOSE = "=="
 MAX_QUERY_TERMS = 64
 SNIPPET_WIDTH = 160
 """Approximate snippet length in characters (before marks and ellipses)."""
@@ -258,7 +259,7 @@ class SearchHit:
     """One ranked note. ``score``: higher is better, above 0 for every hit (BM25F with a
     positive idf, see the module docs; comparable only within one result list). ``snippet``:
     about :data:`SNIPPET_WIDTH` characters of the original text around the best match, matched
-    words wrapped in ``**`` (:data:`SNIPPET_OPEN`, :data:`SNIPPET_CLOSE`), ``…`` where cut; when
+    words wrapped in ``==`` (:data:`SNIPPET_OPEN`, :data:`SNIPPET_CLOSE`), ``…`` where cut; when
     only the title matched, the start of the note."""
 
     path: str
@@ -530,7 +531,7 @@ def _snippet(text: str, marks: list[_Mark], width: int = SNIPPET_WIDTH) -> str |
             continue
         out.append(text[pos:os_])
         if text.endswith(SNIPPET_OPEN, 0, os_) and text.startswith(SNIPPET_CLOSE, oe):
-            out.append(text[os_:oe])  # already bold in the note
+            out.append(text[os_:oe])  # already highlighted in the note
         else:
             out.append(SNIPPET_OPEN + text[os_:oe] + SNIPPET_CLOSE)
         pos = oe

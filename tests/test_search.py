@@ -144,7 +144,7 @@ def test_operator_words_are_plain_words(index: SearchIndex):
     res = index.search("retry OR")
     assert [h.path for h in res.hits] == ["Syntax.md"]
     snippet = res.hits[0].snippet
-    assert snippet == "Tasks with status: done are archived. Always **retry** OR give up."
+    assert snippet == "Tasks with status: done are archived. Always ==retry== OR give up."
     # ... and alone it is the literal word
     res = index.search("OR")
     assert [h.path for h in res.hits] == ["Syntax.md"]
@@ -295,11 +295,11 @@ def test_stemming_matches_word_forms_and_marks_them(tmp_path: Path):
     ]
     with _docs_index(tmp_path, docs) as ix:
         assert [h.path for h in ix.search("vaults").hits] == ["b.md"]
-        assert ix.search("vaults").hits[0].snippet == "One **vault** per project."
+        assert ix.search("vaults").hits[0].snippet == "One ==vault== per project."
         hit = ix.search("delete").hits[0]
         assert hit.path == "a.md"
-        assert "**Deleting**" in hit.snippet and "**deleted**" in hit.snippet
-        assert "**files**" not in hit.snippet  # only query terms are marked
+        assert "==Deleting==" in hit.snippet and "==deleted==" in hit.snippet
+        assert "==files==" not in hit.snippet  # only query terms are marked
 
 
 def test_equal_scores_break_by_title_match_then_path(tmp_path: Path):
@@ -318,12 +318,19 @@ def test_snippet_marks_no_stop_word_and_keep_wikilinks_readable(tmp_path: Path):
     with _docs_index(tmp_path, docs) as ix:
         hit = ix.search("how do I open the command palette?").hits[0]
         assert hit.path == "Command palette.md"
-        assert "[[**Command** **palette**]]" in hit.snippet and "**open**" in hit.snippet
-        assert "**the**" not in hit.snippet and "**to**" not in hit.snippet
-        # text already bold in the note is not wrapped twice
-        bold = [IndexedDoc("b.md", "B", "Select **Open** now")]
-    with _docs_index(tmp_path / "2", bold) as ix:
-        assert ix.search("open").hits[0].snippet == "Select **Open** now"
+        assert "[[==Command== ==palette==]]" in hit.snippet and "==open==" in hit.snippet
+        assert "==the==" not in hit.snippet and "==to==" not in hit.snippet
+    # marks are Obsidian's highlight, so the note's own bold stays readable around them, and
+    # text the note already highlights is not wrapped twice
+    notes = [
+        IndexedDoc("b.md", "B", "Select **Open** now"),
+        IndexedDoc("c.md", "C", "Set the **Device name** first"),
+        IndexedDoc("d.md", "D", "Always ==sync== twice"),
+    ]
+    with _docs_index(tmp_path / "2", notes) as ix:
+        assert ix.search("open").hits[0].snippet == "Select **==Open==** now"
+        assert ix.search("device").hits[0].snippet == "Set the **==Device== name** first"
+        assert ix.search("sync").hits[0].snippet == "Always ==sync== twice"
 
 
 def test_notes_with_every_term_lead_notes_with_some(tmp_path: Path):

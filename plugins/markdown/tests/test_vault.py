@@ -96,7 +96,7 @@ def test_pages_recall_show_and_map(store: MakeStore, vault_copy: Path) -> None:
         result = p.recall(question, limit=10)
         assert result.items[0].path in answers, (question, [i.path for i in result.items])
         assert all(i.score >= 0.01 for i in result.items)  # never 0.00 (a common term too)
-        assert not any("[[[" in (i.snippet or "") for i in result.items)  # marks are **bold**
+        assert not any("[[[" in (i.snippet or "") for i in result.items)  # marks are ==highlight==
 
     page = p.get_page("Internal links")
     assert page.path == "Linking notes and files/Internal links.md"
