@@ -776,6 +776,10 @@ def _render_status(rows: list[dict[str, Any]]) -> str:
 def status_cmd(as_json: bool, watch: bool, interval: float, times: int, home: Path | None) -> None:
     """Show each scope's provider, tone, reason and cause after a short live check.
 
+    Tones: quiet (the default, healthy), accent (a non-default binding that is valid, such as
+    an attached folder), warn (broken), dim (intentionally off). `goat check` reports the
+    provider's own health, so a healthy attached folder is accent here and quiet there.
+
     With --watch, check and render again every 15 s until Ctrl-C."""
     from goat_core.models import ScopeRequest
 
