@@ -13,7 +13,17 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+import hypothesis
 import pytest
+
+# Property tests check behaviour, never speed: on a loaded, shared CI machine one example that
+# touches the disk (fsync) or waits for the scheduler can outlast hypothesis's default 200 ms
+# deadline, which fails the run with DeadlineExceeded or "Unreliable test timings" although the
+# code is correct. ``--hypothesis-profile`` on the command line still takes precedence.
+hypothesis.settings.register_profile(
+    "goat", deadline=None, suppress_health_check=[hypothesis.HealthCheck.too_slow]
+)
+hypothesis.settings.load_profile("goat")
 
 
 class NetworkBlocked(OSError):

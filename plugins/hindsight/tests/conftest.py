@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx2
+import hypothesis
 import pytest
 from fake_hindsight import FakeHindsight
 from goat_core.home import GoatHome
@@ -21,6 +22,15 @@ from goat_hindsight.provider import HindsightProvider
 from goat_hindsight.settings import HindsightSettings
 
 pytest_plugins = ["live_server"]
+
+# Property tests check behaviour, never speed: on a loaded, shared CI machine one example that
+# touches the disk (fsync) or waits for the scheduler can outlast hypothesis's default 200 ms
+# deadline, which fails the run with DeadlineExceeded or "Unreliable test timings" although the
+# code is correct. ``--hypothesis-profile`` on the command line still takes precedence.
+hypothesis.settings.register_profile(
+    "goat", deadline=None, suppress_health_check=[hypothesis.HealthCheck.too_slow]
+)
+hypothesis.settings.load_profile("goat")
 
 SENTINEL_KEY = "sk-SENTINEL-7f3a9c1e5b2d4680"
 SERVER = "https://hindsight.example"

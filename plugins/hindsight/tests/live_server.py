@@ -131,6 +131,23 @@ def guarded_factory(settings: HindsightSettings, binding_id: str = "live") -> Ca
     return factory
 
 
+def recording_factory(
+    factory: Callable[..., httpx2.AsyncClient], statuses: list[int]
+) -> Callable[..., httpx2.AsyncClient]:
+    """``factory`` whose clients also append the status of every response to ``statuses``
+    (what reached the server, counted instead of timed)."""
+
+    async def note(response: httpx2.Response) -> None:
+        statuses.append(response.status_code)
+
+    def make(**kwargs: Any) -> httpx2.AsyncClient:
+        hooks = dict(kwargs.pop("event_hooks", None) or {})
+        hooks["response"] = [*hooks.get("response", []), note]
+        return factory(event_hooks=hooks, **kwargs)
+
+    return make
+
+
 def live_provider(
     home: GoatHome,
     url: str,
@@ -138,9 +155,14 @@ def live_provider(
     *,
     key: str | None = None,
     scope: Scope | None = None,
+    statuses: list[int] | None = None,
     **options: Any,
 ) -> HindsightProvider:
+    """A provider on ``url``/``bank``; with ``statuses``, every response status is recorded."""
     settings = HindsightSettings(base_url=url, bank_id=bank)
+    factory = guarded_factory(settings)
+    if statuses is not None:
+        factory = recording_factory(factory, statuses)
     context = ProviderContext(
         scope=scope or Scope.global_(),
         binding=Binding(
@@ -152,6 +174,6 @@ def live_provider(
         settings=settings,
         home=home,
         get_credential=lambda name: key if name == "api_key" else None,
-        http_client=guarded_factory(settings),
+        http_client=factory,
     )
     return HindsightProvider(context, spec=spec(), **options)

@@ -59,7 +59,8 @@ async def test_remember_is_queued_then_visible_recalled_and_reflected(
         assert len(found) == 1, pages
         return found[0].id
 
-    page_id = await eventually(visible, 10, interval=0.1)
+    # bounds are generous: a retain takes ~1 s here, several on a slow, loaded CI machine
+    page_id = await eventually(visible, 60, interval=0.1)
 
     # Hindsight runs a retain as a batch_retain parent with child operations: the memory is
     # visible once the child commits, and the parent reads "completed" only a moment later.
@@ -71,7 +72,7 @@ async def test_remember_is_queued_then_visible_recalled_and_reflected(
             return
         raise AssertionError(f"operation {receipt.operation_id} still queued")
 
-    await eventually(stored, 10, interval=0.1)
+    await eventually(stored, 60, interval=0.1)
     page = await provider.get_page(page_id)
     assert page.body == "zqlive Alice prefers green tea over coffee."
     result = await provider.recall("What does Alice drink? green tea", limit=5)
@@ -141,15 +142,20 @@ async def test_auth_right_key_works_wrong_key_fails_once_fast(
     health = await good.check()
     assert health.ok and health.reason.endswith("reached")
     await good.recall("anything")
-    bad = make(bank, url=auth_url, key="not-the-token")
+    statuses: list[int] = []
+    bad = make(bank, url=auth_url, key="not-the-token", statuses=statuses)
     started = time.perf_counter()
     with pytest.raises(HindsightAuthError, match="HTTP 401"):
         await bad.recall("q")
-    assert time.perf_counter() - started < 3.0
+    assert statuses == [401]  # one refused request, no retry
+    # (the time bounds only catch a hang: the counts above and below are the exact check, and
+    # a loaded CI machine can take seconds for one request to a Python server)
+    assert time.perf_counter() - started < 10.0
     started = time.perf_counter()
     with pytest.raises(HindsightAuthError):
         await bad.recall("q")
-    assert time.perf_counter() - started < 0.5  # blocked locally, no retry
+    assert statuses == [401]  # blocked locally: nothing was sent
+    assert time.perf_counter() - started < 2.0
     anonymous = make(bank, url=auth_url)
     with pytest.raises(HindsightAuthError, match="requires an API key"):
         await anonymous.recall("q")

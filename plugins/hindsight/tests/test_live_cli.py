@@ -149,7 +149,7 @@ def test_goat_binds_checks_remembers_browses_recalls_reflects_a_real_bank(
     assert receipt["status"] == "queued" and receipt["operation_id"], receipt
     assert receipt["scope"] == "pen:team"
 
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + 60  # a retain takes ~1 s here, longer on a loaded machine
     while True:
         listing = goat.json("pages", "--pen", "team")
         found = [p for p in listing["items"] if p["title"].startswith("zqcli Bob")]
@@ -200,9 +200,11 @@ def test_a_wrong_key_fails_the_check_once_fast_with_an_auth_cause(
     result = json.loads(check.stdout)
     assert result["ok"] is False and result["cause"] == "auth", result
     assert "failed (auth)" in check.stderr
-    assert elapsed < 10, elapsed  # one 401, no retry loop (the process start included)
-    # one authentication attempt only: httpx2's debug log shows a single 401 response
+    # one authentication attempt only: httpx2's debug log shows a single 401 response (the
+    # exact check; the time bound, process start included, only catches a hang on a loaded
+    # CI machine where starting `goat` alone can take seconds)
     assert check.stderr.count('"HTTP/1.1 401 Unauthorized"') == 1, check.stderr
+    assert elapsed < 30, elapsed
     assert WRONG_KEY not in check.stdout + check.stderr
 
     recall = goat("recall", "anything", "--pen", "team")

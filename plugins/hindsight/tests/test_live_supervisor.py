@@ -77,7 +77,7 @@ def memory_count(live_server: LiveServer, bank: str) -> int:
 async def settled_count(live_server: LiveServer, bank: str, expected: int) -> int:
     """Wait (bounded) until the count reaches ``expected``, then watch it stay there: a
     replayed write would show up as one more memory after the retains have settled."""
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + 60  # a retain takes ~1 s here, longer on a loaded machine
     count = memory_count(live_server, bank)
     while count < expected and time.monotonic() < deadline:
         await anyio.sleep(0.2)

@@ -8,7 +8,8 @@ import sys
 import time
 from pathlib import Path
 
-from goat_core.files import StoreLock, atomic_write, etag
+import filelock
+from goat_core.files import atomic_write, etag
 from goat_core.home import GoatHome
 
 WORKER = Path(__file__).with_name("_append_worker.py")
@@ -31,7 +32,11 @@ def test_two_processes_and_an_external_edit_lose_nothing(home: GoatHome, vault: 
         if note.exists() and note.read_text().count("entry-") >= 40:
             break
         time.sleep(0.01)
-    with StoreLock(home.lock_path(vault)):
+    # StoreLock's lock file, polled every millisecond: with filelock's default 50 ms poll the two
+    # workers, taking the lock back to back, can keep it until all 200 entries have landed
+    # (then the edit is not "in the middle" any more); the lock itself is the same
+    lock = filelock.FileLock(str(home.lock_path(vault)), timeout=60, preserve_lock_file=True)
+    with lock.acquire(poll_interval=0.001):
         raw = note.read_bytes()
         atomic_write(note, raw + b"\nexternal-edit-marker\n", expected_etag=etag(raw))
     results = []
