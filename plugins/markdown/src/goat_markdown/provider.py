@@ -323,18 +323,21 @@ class MarkdownProvider(Provider):
     added). Cost: proportional to what changed. The store's own writes update the index
     directly. Page lists, the link map, writes and :meth:`reindex` always run the full scan.
 
-    Freshness: an external change is visible to the next call once watchdog has delivered
-    its event; before syncing, a call waits up to :data:`WATCH_SETTLE_S` (50 ms) while inotify
-    events are still unread or queued, so a change made before the call is normally seen by
-    it (a change made during that window may be seen one call later; watchdog holds the
-    first half of a move out of the store for 0.5 s). A full scan replaces the watched sync
-    whenever the watcher cannot be trusted: its observer stopped (then for good), watchdog
-    logged a warning (an inotify queue overflow, a folder it could not watch), the root
+    Freshness: an external change is visible to the next call once watchdog has delivered its
+    event; before syncing, a call waits up to :data:`WATCH_SETTLE_S` (50 ms) while inotify
+    events are still unread or queued, so a change made before the call is normally seen by it.
+    The freshness is eventual, not immediate: an event still in transit inside watchdog (read
+    from inotify but not yet queued for this observer, which neither check can see), one
+    arriving during the window, or any move (watchdog holds a move's first half for up to 0.5 s
+    to pair it with its second) is seen by a later call. The store's own writes are immediate
+    whatever the watcher does; a one-shot command never watches. A full scan replaces the
+    watched sync whenever the watcher cannot be trusted: its observer stopped (then for good),
+    watchdog logged a warning (an inotify queue overflow, a folder it could not watch), the root
     itself moved, a reported path is a symlink or an unreadable entry, the last full scan is
-    older than :data:`WATCH_RESCAN_S` (300 s; a safety net for network or FUSE mounts that
-    raise no events), or the store contains symlinks inside it (events name the target, not
-    the link), in which case every call scans. :meth:`close` stops the observer. Set
-    ``watch_files = False`` on an object before its second call to never watch.
+    older than :data:`WATCH_RESCAN_S` (300 s; a safety net for network or FUSE mounts that raise
+    no events), or the store contains symlinks inside it (events name the target, not the link),
+    in which case every call scans. :meth:`close` stops the observer. Set ``watch_files =
+    False`` on an object before its second call to never watch.
 
     :param context: the scope, binding, validated :class:`~goat_markdown.plugin.
         MarkdownSettings` and GOAT home.
