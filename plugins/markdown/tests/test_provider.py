@@ -760,8 +760,7 @@ def test_watch_falls_back_to_full_scans(
     # watcher's event for the link has arrived and a full scan has seen the link (the watched
     # sync may index r.md through its own event before the link's event is delivered)
     eventually(
-        lambda: paths(p, "zqromeo") in (["Link/r.md"], ["Real/r.md"])
-        and p.provider._known is None
+        lambda: paths(p, "zqromeo") in (["Link/r.md"], ["Real/r.md"]) and p.provider._known is None
     )
     n = len(full_scans)
     (vault / "Real" / "r.md").write_text("zqsierra")
