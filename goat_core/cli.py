@@ -220,11 +220,12 @@ def _home(home: Path | None) -> GoatHome:
 
 
 @contextmanager
-def _host(home: Path | None) -> Iterator[Any]:
-    """A :class:`~goat_core.host.SyncMemoryHost` for this invocation, closed afterwards."""
+def _host(home: Path | None, progress: Callable[[int, int], None] | None = None) -> Iterator[Any]:
+    """A :class:`~goat_core.host.SyncMemoryHost` for this invocation, closed afterwards;
+    ``progress`` is the providers' sink for a first indexing inside a read."""
     from goat_core.host import SyncMemoryHost
 
-    host = SyncMemoryHost(home=_home(home), registry=_registry())
+    host = SyncMemoryHost(home=_home(home), registry=_registry(), progress=progress)
     try:
         yield host
     finally:
@@ -234,12 +235,14 @@ def _host(home: Path | None) -> Iterator[Any]:
 
 
 @contextmanager
-def _memory(home: Path | None, pen: str | None) -> Iterator[Any]:
+def _memory(
+    home: Path | None, pen: str | None, progress: Callable[[int, int], None] | None = None
+) -> Iterator[Any]:
     """The memory context of one scope: Global, or the Pen ``pen`` (validated first)."""
     scope = _scope(pen)  # ScopeError (exit 2) for an invalid Pen id, before any I/O
     from goat_core.host import Chat
 
-    with _host(home) as host:
+    with _host(home, progress) as host:
         context = host.context_for(Chat(project_id=scope.pen_id))
         try:
             yield context
@@ -893,13 +896,11 @@ def _print_degraded(complete: bool, degraded: Sequence[str], more: str | None = 
 @_memory_options
 def recall_cmd(query: str, limit: int, pen: str | None, as_json: bool, home: Path | None) -> None:
     """Ranked recall for QUERY (plain text, never query syntax)."""
-    interactive = not as_json and sys.stderr.isatty()
-    progress = _Progress(enabled=interactive)
+    # a bar while a large store is first indexed, drawn by the recall's own change scan (a
+    # terminal only; a separate reindex first would scan the store twice)
+    progress = _Progress(enabled=not as_json and sys.stderr.isatty())
     try:
-        with _memory(home, pen) as memory:
-            if interactive:  # a bar while a large store is first indexed (a terminal only)
-                memory.reindex(progress=progress)
-                progress.close()
+        with _memory(home, pen, progress) as memory:
             result = memory.recall(query, limit=limit)
     finally:
         progress.close()

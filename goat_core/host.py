@@ -789,6 +789,9 @@ class MemoryHost:
         every call so a change made elsewhere is seen). :meth:`bind` and friends save to
         ``home`` either way.
     :param clock, policy: the connection supervisor's clock and retry timing (tests).
+    :param progress: ``progress(done, total)`` handed to every provider built here
+        (:attr:`ProviderContext.progress`): how a host shows a large store's first indexing
+        when that happens inside a read (the ``goat`` CLI draws a bar on a terminal).
 
     Remote bindings (``ProviderSpec.network``) are owned by :attr:`supervisor`: checks are
     shared per transport, results of outdated attempts dropped, an unavailable binding
@@ -805,10 +808,12 @@ class MemoryHost:
         config: Config | None = None,
         clock: Clock | None = None,
         policy: RetryPolicy | None = None,
+        progress: Callable[[int, int], None] | None = None,
     ) -> None:
         self.home = home if home is not None else GoatHome.from_env()
         self.registry = registry if registry is not None else Registry.load()
         self._config = config
+        self._progress = progress
         self._state = _State()
         #: owns the sessions of remote (``spec.network``) bindings; see goat_core.supervisor
         self.supervisor = Supervisor(clock=clock, policy=policy)
@@ -1046,6 +1051,7 @@ class MemoryHost:
             home=home,
             get_credential=get_credential,
             http_client=http_client,
+            progress=self._progress,
         )
         try:
             provider = spec.factory(context)
@@ -1526,10 +1532,11 @@ class SyncMemoryHost:
         home: GoatHome | None = None,
         registry: Registry | None = None,
         config: Config | None = None,
+        progress: Callable[[int, int], None] | None = None,
     ) -> None:
         import anyio.from_thread
 
-        self.host = MemoryHost(home=home, registry=registry, config=config)
+        self.host = MemoryHost(home=home, registry=registry, config=config, progress=progress)
         self._cm: Any = anyio.from_thread.start_blocking_portal()
         self._portal = self._cm.__enter__()
         # the host (and its supervisor's task group) lives as long as the portal: shared

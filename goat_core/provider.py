@@ -70,6 +70,10 @@ class ProviderContext:
         from the credential store (env override first). Call it when connecting, not earlier.
     :param http_client: ``http_client(**kwargs) -> httpx2.AsyncClient`` whose transport asks
         the egress guard on every request; ``None`` for providers that declare no network use.
+    :param progress: the host's progress sink for long store work that a read may trigger
+        (a first indexing), called as ``progress(done, total)`` in files, possibly from the
+        store's worker thread; ``None`` when the host shows none. A provider may ignore it;
+        an explicit ``reindex(progress=...)`` takes its own callback instead.
     """
 
     scope: Scope
@@ -78,6 +82,7 @@ class ProviderContext:
     home: GoatHome
     get_credential: Callable[[str], str | None] = field(default=lambda name: None, repr=False)
     http_client: Callable[..., Any] | None = field(default=None, repr=False)
+    progress: Callable[[int, int], None] | None = field(default=None, repr=False)
 
 
 @dataclass(frozen=True)

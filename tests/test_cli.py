@@ -929,6 +929,67 @@ def test_markdown_reindex_shows_progress_only_without_json(home: Path, tmp_path:
     assert shown.stdout.startswith("reindexed pen:big:")
 
 
+def _in_a_terminal(
+    args: list[str], timeout: float = 120, env: dict[str, str] | None = None
+) -> tuple[int, str, str]:
+    """Run the installed ``goat`` script as a user does in a terminal: stderr is a pseudo
+    terminal (so the progress bar is drawn), stdout a pipe. Returns (exit, stdout, stderr)."""
+    import pty
+
+    script = Path(sys.executable).with_name("goat")
+    leader, follower = pty.openpty()
+    try:
+        proc = subprocess.Popen(
+            [str(script), *args],
+            stdout=subprocess.PIPE,
+            stderr=follower,
+            text=True,
+            env={**os.environ, **(env or {})},
+        )
+        os.close(follower)
+        follower = -1
+        chunks: list[bytes] = []
+        while True:
+            try:
+                chunk = os.read(leader, 4096)
+            except OSError:  # EIO: the child closed the terminal
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+        out, _ = proc.communicate(timeout=timeout)
+    finally:
+        os.close(leader)
+        if follower >= 0:
+            os.close(follower)
+    return proc.returncode, out, b"".join(chunks).decode("utf-8", "replace")
+
+
+@needs_markdown
+@pytest.mark.skipif(sys.platform == "win32", reason="pseudo terminals are POSIX")
+def test_recall_in_a_terminal_draws_the_first_indexing_once(home: Path, tmp_path: Path) -> None:
+    """``goat recall`` on a large, never indexed store shows the bar of its own change scan;
+    it does not index first and then scan again (nor start a file watcher)."""
+    vault = tmp_path / "big"
+    vault.mkdir()
+    for i in range(260):
+        (vault / f"note {i:03}.md").write_text(f"zqterminal entry {i}\n", encoding="utf-8")
+    assert run("bind", "--pen", "big", "markdown", "--set", f"root={vault}").exit_code == 0
+    code, out, err = _in_a_terminal(
+        ["recall", "zqterminal", "--pen", "big", "--limit", "3", "--home", str(home)],
+        env={"GOAT_LOG_LEVEL": "debug"},
+    )
+    assert code == 0, (out, err)
+    assert out.count("note ") == 3 and "SCORE" in out
+    assert err.count("indexing") >= 1 and "260/260" in err.replace(" ", "")
+    assert err.count("markdown.scan") == 1, err  # the store was walked once
+    assert "markdown.watch_started" not in err  # a one-shot command starts no watcher
+    code, out, err = _in_a_terminal(
+        ["recall", "zqterminal", "--pen", "big", "--limit", "3", "--home", str(home)]
+    )
+    assert code == 0 and "indexing" not in err  # nothing changed: nothing to draw
+
+
 # -- remote bindings: live status tones and drafts (issue 6) ---------------------------------------
 REMOTE_PLUGIN = '''
 """A throwaway remote provider: its "server" is a log file; the bank name picks the answer."""

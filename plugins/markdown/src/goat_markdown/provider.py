@@ -431,7 +431,18 @@ class MarkdownProvider(Provider):
         walk = walk_notes(self.root)
         load = core_pages.index_loader(self._load, self._cache, self._indexed_doc)
         # the walk's entries go in as they are (copying 100k of them costs more than the check)
-        stats = self._index_open().sync(walk.folders, load, progress=progress)
+        # a read reports through the host's sink (a first indexing can take minutes)
+        sink = progress if progress is not None else self.context.progress
+        stats = self._index_open().sync(walk.folders, load, progress=sink)
+        log.debug(
+            "markdown.scan",
+            root=str(self.root),
+            notes=stats.scanned,
+            added=stats.added,
+            updated=stats.updated,
+            removed=stats.removed,
+            ms=round(stats.seconds * 1000, 1),
+        )
         if self._watch is not None:
             # symlinked notes or folders: events name the target, not the link; no mapping
             self._known = (
@@ -456,6 +467,7 @@ class MarkdownProvider(Provider):
             log.info("markdown.watch_unavailable", root=str(self.root), error=str(exc))
             return
         self._watch = watch
+        log.debug("markdown.watch_started", root=str(self.root))
 
     def _stop_watch(self, reason: str) -> None:
         watch, self._watch = self._watch, None

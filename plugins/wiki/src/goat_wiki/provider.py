@@ -480,7 +480,9 @@ class WikiProvider(Provider):
         layout = self._layout()
         load = core_pages.index_loader(self._load, self._cache, self._indexed_doc)
         files = (FileStat(f.path, f.mtime_ns, f.size) for f in self._page_files(walk, layout))
-        self._index_open().sync(files, load, progress=progress)
+        # a read reports through the host's sink (a first indexing can take minutes)
+        sink = progress if progress is not None else self.context.progress
+        self._index_open().sync(files, load, progress=sink)
         return walk, layout
 
     def _index_note(self, rel: str) -> None:

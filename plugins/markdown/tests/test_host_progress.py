@@ -1,0 +1,59 @@
+"""A host's progress sink reaches the store's first indexing inside a read (issue 4 item 6:
+a progress bar while a large store is first indexed), with one change scan per read."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from goat_core.home import GoatHome
+from goat_core.host import Chat, SyncMemoryHost
+from goat_core.manager import PluginSettings, make_plugin_manager, register_plugin
+from goat_core.models import Scope
+from goat_core.registry import Registry
+
+import goat_markdown.plugin
+import goat_markdown.provider
+
+
+def registry() -> Registry:
+    pm = make_plugin_manager(PluginSettings(autoload=False))
+    assert register_plugin(pm, goat_markdown.plugin, "markdown")
+    return Registry(pm)
+
+
+def test_a_read_reports_its_first_indexing_to_the_host_sink_in_one_scan(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    for i in range(40):
+        (vault / f"note {i:02}.md").write_text(f"zqprogress entry {i}\n", encoding="utf-8")
+    walks: list[Path] = []
+    real_walk = goat_markdown.provider.walk_notes
+
+    def counting_walk(root: Path, **kwargs: object) -> object:
+        walks.append(Path(root))
+        return real_walk(root, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(goat_markdown.provider, "walk_notes", counting_walk)
+    calls: list[tuple[int, int]] = []
+    host = SyncMemoryHost(
+        home=GoatHome.at(tmp_path / "home"),
+        registry=registry(),
+        progress=lambda done, total: calls.append((done, total)),
+    )
+    try:
+        host.bind(Scope.pen("docs"), "markdown", {"root": str(vault)})
+        context = host.context_for(Chat(project_id="docs"))
+        result = context.recall("zqprogress", limit=5)
+        assert len(result.items) == 5 and not result.complete
+        assert calls[0] == (0, 40) and calls[-1] == (40, 40)
+        assert calls == sorted(calls) and len(walks) == 1  # one scan, reported as it goes
+        calls.clear()
+        (vault / "note 00.md").write_text("zqprogress edited\n", encoding="utf-8")
+        context.recall("edited")
+        assert calls[-1] == (1, 1)  # the next read reports only what changed
+        assert len(walks) == 2
+    finally:
+        host.close()
