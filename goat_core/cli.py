@@ -652,22 +652,56 @@ for _name, _past, _help in (
 @cli.command("check")
 @_scope_choice
 @_set_option
+@click.option(
+    "--api-key-stdin", is_flag=True, help="With --set: read a key for this test from stdin."
+)
+@click.option(
+    "--api-key-prompt", is_flag=True, help="With --set: ask for a key for this test (not echoed)."
+)
 @_json_option
 @_home_option
 def check_cmd(
-    global_: bool, pen: str | None, sets: tuple[str, ...], as_json: bool, home: Path | None
+    global_: bool,
+    pen: str | None,
+    sets: tuple[str, ...],
+    api_key_stdin: bool,
+    api_key_prompt: bool,
+    as_json: bool,
+    home: Path | None,
 ) -> None:
     """Check a scope's provider now. With --set, test those settings without saving them.
 
-    An explicit check retries at once (whatever the backoff or an earlier auth failure).
-    For a remote provider, a --set draft with the saved server, bank and credential checks
-    the saved connection itself (its success refreshes it); an edited draft is tested on
-    its own connection and touches nothing saved. Exit 0 when healthy, 6 when not.
+    --set values replace the saved binding's settings of the same names (the rest are kept),
+    so `--set bank_id=other` tests another bank on the saved server. An explicit check
+    retries at once (whatever the backoff or an earlier auth failure). For a remote
+    provider, a draft with the saved server, bank and credential checks the saved
+    connection itself (its success refreshes it); an edited draft is tested on its own
+    connection and touches nothing saved. The saved API key is only used for a draft on the
+    saved server; give a key for the test with --api-key-stdin (it is not stored). Exit 0
+    when healthy, 6 when not.
     """
     scope = _chosen_scope(global_, pen, default_global=True)
     draft = _parse_sets(sets) if sets else None
+    if (api_key_stdin or api_key_prompt) and draft is None:
+        raise click.UsageError(
+            "an API key is only taken to test --set draft settings; to change the saved key, "
+            "bind again with --api-key-stdin"
+        )
+    if api_key_stdin and api_key_prompt:
+        raise click.UsageError("give either --api-key-stdin or --api-key-prompt, not both")
+    api_key = None
+    if api_key_stdin:
+        from goat_core.credentials import read_secret_from_stdin
+
+        api_key = read_secret_from_stdin(sys.stdin)
+    elif api_key_prompt:
+        from goat_core.credentials import prompt_secret
+
+        api_key = prompt_secret()
     with _host(home) as host:
-        health = host.check(scope, draft=draft)
+        if draft is not None:
+            draft = _over_saved(host, scope, draft)
+        health = host.check(scope, draft=draft, api_key=api_key)
     if as_json:
         _emit_json(
             {
@@ -690,6 +724,19 @@ def check_cmd(
         reason = _one_line(health.reason or "no reason")
         _err(f"goat: error: check of {what} failed{cause}: {reason}")
         raise click.exceptions.Exit(6)
+
+
+def _over_saved(host: Any, scope: Scope, draft: dict[str, Any]) -> dict[str, Any]:
+    """``draft`` over the saved binding's settings (an unbound or legacy scope: as given)."""
+    from goat_core.errors import ConfigError
+
+    try:
+        saved = host.config.selected(scope)
+    except ConfigError:
+        return draft
+    if saved is None:
+        return draft
+    return {**saved.settings, **draft}
 
 
 _TONE_STYLE: dict[str, dict[str, Any]] = {

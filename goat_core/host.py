@@ -780,6 +780,43 @@ def _unavailable_reason(state: SessionState, health: Health) -> str:
     return f"{health.reason} ({health.cause or 'unreachable'}; retried on next use)"
 
 
+def _servers(binding: Binding) -> frozenset[tuple[str, str, int | None]]:
+    """The servers a binding's egress prefixes name: ``(scheme, host, port)``, lowercased."""
+    from urllib.parse import urlsplit
+
+    out = set()
+    for url in binding.egress:
+        parts = urlsplit(url)
+        try:
+            port = parts.port
+        except ValueError:
+            port = None
+        out.add((parts.scheme.lower(), (parts.hostname or "").lower(), port))
+    return frozenset(out)
+
+
+def _same_servers(old: Binding, new: Binding) -> bool:
+    """Whether a key stored for ``old`` may go to ``new``: same provider, same servers (a
+    bank or path change on one server is the same server; another host, port or scheme is
+    not). The rule of :meth:`MemoryHost.bind` and of draft checks."""
+    return old.provider == new.provider and _servers(old) == _servers(new)
+
+
+def _draft_credential(
+    saved: Binding | None, candidate: Binding, spec: ProviderSpec, api_key: str | None
+) -> Callable[[str], str | None] | None:
+    """What a draft check's provider reads as its secrets: the draft's own ``api_key``;
+    else the stored key (``None``: the store, as usual) when the draft keeps the saved
+    binding's provider and servers; else nothing, so a saved key never reaches a server
+    only a draft names."""
+    if api_key is not None:
+        name = spec.credentials[0].name if spec.credentials else "api_key"
+        return lambda wanted: api_key if wanted == name else None
+    if saved is not None and _same_servers(saved, candidate):
+        return None
+    return lambda wanted: None
+
+
 class MemoryHost:
     """The async host API (the CLI and the MCP server are thin layers over it).
 
@@ -1021,7 +1058,16 @@ class MemoryHost:
                 f"provider {binding.provider!r} of binding {binding.id!r} is not installed: {exc}"
             ) from exc
 
-    def _build(self, scope: Scope, binding: Binding, spec: ProviderSpec) -> Provider:
+    def _build(
+        self,
+        scope: Scope,
+        binding: Binding,
+        spec: ProviderSpec,
+        *,
+        credential: Callable[[str], str | None] | None = None,
+    ) -> Provider:
+        """A provider for ``binding``; its secrets come from the credential store under the
+        binding's id, or from ``credential`` when given (a draft's own key, or none)."""
         try:
             settings = spec.settings_model.model_validate(binding.settings)
         except ValidationError as exc:
@@ -1031,10 +1077,12 @@ class MemoryHost:
             ) from exc
         home, registry = self.home, self.registry
 
-        def get_credential(name: str) -> str | None:
+        def stored_credential(name: str) -> str | None:
             from goat_core.credentials import CredentialStore
 
             return CredentialStore(home).get(binding.id, name)
+
+        get_credential = credential if credential is not None else stored_credential
 
         http_client: Callable[..., Any] | None = None
         if spec.network:
@@ -1152,9 +1200,7 @@ class MemoryHost:
                     old = previous.selected(scope)
                 except ConfigError:
                     old = None  # a legacy entry: its key (if any) is not GOAT's to reuse
-                if old is not None and (
-                    old.provider != binding.provider or old.egress != binding.egress
-                ):
+                if old is not None and not _same_servers(old, binding):
                     # A key stored for another provider or server is never sent to the new one.
                     self._delete_credentials(old)
             else:
@@ -1250,13 +1296,19 @@ class MemoryHost:
             await self._state.providers.pop(key).close()
 
     async def _probe(
-        self, scope: Scope, binding: Binding, spec: ProviderSpec, *, record: bool
+        self,
+        scope: Scope,
+        binding: Binding,
+        spec: ProviderSpec,
+        *,
+        record: bool,
+        credential: Callable[[str], str | None] | None = None,
     ) -> Health:
         try:
             provider = (
                 self._provider(scope, binding, spec)
                 if record
-                else self._build(scope, binding, spec)
+                else self._build(scope, binding, spec, credential=credential)
             )
         except GoatError as exc:
             health = Health.broken(str(exc))
@@ -1275,7 +1327,12 @@ class MemoryHost:
         return health
 
     async def check(
-        self, scope: Scope, *, draft: dict[str, Any] | None = None, provider: str | None = None
+        self,
+        scope: Scope,
+        *,
+        draft: dict[str, Any] | None = None,
+        provider: str | None = None,
+        api_key: str | None = None,
     ) -> Health:
         """Probe ``scope``'s binding now and record the result for :meth:`status`.
 
@@ -1286,11 +1343,21 @@ class MemoryHost:
             is an explicit check of the saved connection, so its success refreshes the
             saved session (an auth block or backoff included); an edited draft is checked
             on a provider of its own that is closed afterwards, touching nothing saved.
-        :raises ConfigError: an invalid draft.
+            The saved key goes only to the saved provider and server (as :meth:`bind`
+            keeps it): a draft naming another provider or server is checked without it.
+        :param api_key: a key for the draft alone (requires ``draft``): used by this check,
+            never stored, never sent anywhere else.
+        :raises ConfigError: an invalid draft. :raises BadInput: ``api_key`` without a
+            draft, or for a provider that declares no credential.
 
         A remote binding's explicit check retries at once, whatever its backoff or an
         earlier auth failure; it joins a check already in flight for the same transport.
         """
+        if api_key is not None and draft is None:
+            raise BadInput(
+                "an API key can only be checked with draft settings; to change the saved "
+                "key, bind again with it"
+            )
         if draft is not None:
             binding, _ = self._selected(scope)
             if binding is None and provider is None and not scope.is_global:
@@ -1302,16 +1369,19 @@ class MemoryHost:
             name = provider or (binding.provider if binding else EMBEDDED_DEFAULT_PROVIDER)
             spec = self.registry.get_provider(name)
             candidate = self._binding(scope, spec, self._validate(spec, draft))
+            if api_key is not None and not spec.credentials:
+                raise BadInput(f"provider {spec.name} declares no credential; no API key taken")
+            credential = _draft_credential(binding, candidate, spec, api_key)
             if spec.network:
-                return await self._check_remote_draft(scope, binding, spec, candidate)
+                return await self._check_remote_draft(scope, binding, spec, candidate, credential)
             unchanged = (
                 binding is not None
                 and binding.provider == name
                 and (binding.settings == candidate.settings)
             )
-            if unchanged and binding is not None:
+            if unchanged and binding is not None and api_key is None:
                 return await self._probe(scope, binding, spec, record=True)
-            return await self._probe(scope, candidate, spec, record=False)
+            return await self._probe(scope, candidate, spec, record=False, credential=credential)
         binding, _ = self._selected(scope)
         if self._remote_spec(binding) is not None:
             await self._reconcile()
@@ -1325,15 +1395,26 @@ class MemoryHost:
         return await self._probe(scope, context.binding, context.spec, record=True)
 
     async def _check_remote_draft(
-        self, scope: Scope, saved: Binding | None, spec: ProviderSpec, candidate: Binding
+        self,
+        scope: Scope,
+        saved: Binding | None,
+        spec: ProviderSpec,
+        candidate: Binding,
+        credential: Callable[[str], str | None] | None,
     ) -> Health:
-        draft_provider = self._build(scope, candidate, spec)
+        draft_provider = self._build(scope, candidate, spec, credential=credential)
         try:
             fingerprint = draft_provider.transport_fingerprint()
-            if fingerprint is None:
+            if fingerprint is None and credential is None:
+                # the draft reads the stored key: the saved binding's identity rule applies
                 fingerprint = transport_fingerprint(self._target(scope, candidate, spec))
             same = False
-            if saved is not None and saved.provider == spec.name and saved.enabled:
+            if (
+                fingerprint is not None
+                and saved is not None
+                and saved.provider == spec.name
+                and saved.enabled
+            ):
                 await self._reconcile()
                 same = self.supervisor.fingerprint(scope.key) == fingerprint
         except BaseException:
@@ -1614,9 +1695,14 @@ class SyncMemoryHost:
         return self._run(self.host.set_enabled, scope, enabled)
 
     def check(
-        self, scope: Scope, *, draft: dict[str, Any] | None = None, provider: str | None = None
+        self,
+        scope: Scope,
+        *,
+        draft: dict[str, Any] | None = None,
+        provider: str | None = None,
+        api_key: str | None = None,
     ) -> Health:
-        return self._run(self.host.check, scope, draft=draft, provider=provider)
+        return self._run(self.host.check, scope, draft=draft, provider=provider, api_key=api_key)
 
     def status(self, *, request: ScopeRequest | None = None) -> list[BindingStatus]:
         return self._sync(lambda: self.host.status(request=request))

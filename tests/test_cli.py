@@ -1153,3 +1153,20 @@ def test_check_set_draft_semantics_for_a_remote_binding(remote_dist: Path, home:
         "check", "--pen", "team", "--set", "server=https://hs.example", "--set", "bank=locked"
     )
     assert locked.exit_code == 6 and "(auth)" in one_error_line(locked)
+
+
+def test_check_set_changes_only_the_named_settings(remote_dist: Path, home: Path) -> None:
+    """``--set bank=...`` tests another bank on the saved server (the other settings are
+    the saved ones); a key for a test needs --set, and is never stored."""
+    bind_remote("team", "down")
+    saved = (home / "memory.json").read_bytes()
+    result = run("check", "--pen", "team", "--set", "bank=main", "--json")
+    assert result.exit_code == 0, result.output
+    assert contacts(home) == ["main"]
+    assert (home / "memory.json").read_bytes() == saved
+    lone = run("check", "--pen", "team", "--api-key-stdin", input="k-test\n")
+    assert lone.exit_code == 2 and "only taken to test --set draft settings" in lone.stderr
+    keyed = run("check", "--pen", "team", "--set", "bank=main", "--api-key-stdin", input="k\n")
+    assert keyed.exit_code == 2  # this provider declares no credential: no key taken
+    assert "declares no credential" in one_error_line(keyed)
+    assert (home / "memory.json").read_bytes() == saved

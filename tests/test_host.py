@@ -32,6 +32,8 @@ from goat_core.host import (
     is_trivial_prompt,
 )
 from goat_core.models import (
+    Consistency,
+    Health,
     MemoryWrite,
     PageSummary,
     RecallItem,
@@ -759,6 +761,63 @@ async def test_rebinding_to_another_server_drops_the_old_key(home: GoatHome) -> 
         evil = {"server": "https://evil.example", "bank": "team"}
         await host.bind(Scope.global_(), "reference_bank", evil, connect=False)
         assert CredentialStore(home).get(binding_id) is None
+
+
+class _KeySeen(ref.BankProvider):
+    """A bank provider that records which key each check was given (by server)."""
+
+    seen: ClassVar[list[tuple[str, str | None]]] = []
+
+    async def check(self) -> Health:
+        settings: Any = self.context.settings
+        type(self).seen.append((settings.server, self.context.get_credential("api_key")))
+        return await super().check()
+
+
+async def test_a_draft_check_never_sends_the_saved_key_to_another_server(
+    home: GoatHome,
+) -> None:
+    """The saved key goes to the saved provider's server only (bind's rule): a draft on the
+    same server (another bank) uses it; a draft naming another server is checked without
+    it, or with a key given for that check alone, which is never stored."""
+    from goat_core.credentials import CredentialStore
+
+    _, plugin = ref._make(
+        "reference_keys",
+        _KeySeen,
+        capabilities=ref.BANK_SPEC.capabilities,
+        consistency=Consistency.EVENTUAL,
+        settings_model=ref.BankSettings,
+        network=True,
+        egress_urls=lambda s: [f"{s.server}/banks/{s.bank}/"],
+        credentials=ref.BANK_SPEC.credentials,
+    )
+    _KeySeen.seen.clear()
+    registry = make_registry(ref.markdown_plugin, plugin)
+    async with MemoryHost(home=home, registry=registry) as host:
+        team = Scope.pen("team")
+        out = await host.bind(team, "reference_keys", BANK, api_key="k-saved", connect=False)
+        other_bank = {"server": "https://bank.example", "bank": "other"}
+        evil = {"server": "https://evil.example", "bank": "team"}
+        port = {"server": "https://bank.example:8443", "bank": "team"}
+        assert (await host.check(team, draft=other_bank)).ok
+        assert (await host.check(team, draft=evil)).ok
+        assert (await host.check(team, draft=port)).ok
+        assert (await host.check(team, draft=evil, api_key="k-draft")).ok
+        assert _KeySeen.seen == [
+            ("https://bank.example", "k-saved"),
+            ("https://evil.example", None),
+            ("https://bank.example:8443", None),
+            ("https://evil.example", "k-draft"),
+        ]
+        assert CredentialStore(home).get(out.binding.id) == "k-saved"  # nothing stored
+        with pytest.raises(BadInput, match="only be checked with draft settings"):
+            await host.check(team, api_key="k-draft")
+        # bind keeps the key for another bank on the same server, drops it for another one
+        await host.bind(team, "reference_keys", other_bank, connect=False)
+        assert CredentialStore(home).get(out.binding.id) == "k-saved"
+        await host.bind(team, "reference_keys", evil, connect=False)
+        assert CredentialStore(home).get(out.binding.id) is None
 
 
 def _bind_many(home_dir: str, prefix: str, count: int) -> None:
