@@ -173,9 +173,66 @@ def register_secret(value: str) -> None:
 
 
 def get_logger(name: str | None = None, **bound: Any) -> Any:
-    """A structlog logger; configuration is the application's job (:func:`configure`)."""
-    logger = structlog.get_logger(name)
-    return logger.bind(**bound) if bound else logger
+    """A logger for library code (goat_core and plugins): ``log.warning("event", key=value)``.
+
+    Configuration is the application's job. Each call decides where it goes, so a module
+    may create its logger at import time:
+
+    - when the application configured structlog (the ``goat`` CLI through :func:`configure`,
+      or a host's own ``structlog.configure``), through that configuration;
+    - otherwise through the standard library logger ``name`` (default ``goat``), redacted
+      by :class:`RedactSecrets` and rendered as ``event key=value ...``: a host that
+      configured nothing gets warnings on stderr from Python's last-resort handler, one
+      that configured ``logging`` gets them in its handlers, and nothing is ever printed to
+      stdout (structlog's own default would print there, which breaks hosts that speak a
+      protocol on stdout, such as an MCP server over stdio).
+    """
+    return _LibraryLogger(name, bound)
+
+
+#: The chain of an unconfigured process: stdlib level check first (no work for a record
+#: nobody shows), then the same redaction as :func:`configure`, rendered to one string.
+_FALLBACK_CHAIN: list[Any] = [
+    structlog.stdlib.filter_by_level,
+    structlog.contextvars.merge_contextvars,
+    structlog.processors.format_exc_info,
+    _REDACTOR,
+    structlog.processors.KeyValueRenderer(key_order=["event"], drop_missing=True),
+]
+
+
+class _LibraryLogger:
+    """What :func:`get_logger` returns; see there. ``bind`` returns a new one."""
+
+    __slots__ = ("_bound", "_name")
+
+    def __init__(self, name: str | None, bound: dict[str, Any]) -> None:
+        self._name = name
+        self._bound = bound
+
+    def bind(self, **values: Any) -> _LibraryLogger:
+        return _LibraryLogger(self._name, {**self._bound, **values})
+
+    def _target(self) -> Any:
+        if structlog.is_configured():
+            logger = structlog.get_logger(self._name)
+        else:
+            logger = structlog.wrap_logger(
+                logging.getLogger(self._name or "goat"),
+                processors=_FALLBACK_CHAIN,
+                wrapper_class=structlog.stdlib.BoundLogger,
+            )
+        return logger.bind(**self._bound) if self._bound else logger
+
+    def __getattr__(self, method: str) -> Any:
+        """``debug``, ``info``, ``warning``, ``error``, ``exception`` and the rest of a
+        structlog bound logger, resolved at call time."""
+        if method.startswith("_"):
+            raise AttributeError(method)
+        return getattr(self._target(), method)
+
+    def __repr__(self) -> str:
+        return f"<goat logger {self._name or 'goat'}>"
 
 
 def _renderer(json: bool) -> Any:

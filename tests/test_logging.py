@@ -277,3 +277,42 @@ def test_register_secret_feeds_the_process_redactor() -> None:
     key = _sentinel()
     register_secret(key)
     assert key not in logs._REDACTOR.scrub_text(f"plain text {key} here")
+
+
+_UNCONFIGURED_HOST = """
+import logging, sys
+from goat_core.logs import get_logger, register_secret
+
+log = get_logger("goat_hindsight.client")  # created at import time, as modules do
+register_secret("sk-host-secret-7788")
+log.warning("hindsight.disconnected", reason="HTTP 401 for sk-host-secret-7788",
+            headers={"Authorization": "Bearer sk-host-secret-7788"})
+log.info("hidden.by.default")
+if sys.argv[1] == "configured":
+    logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="HOST %(name)s %(message)s")
+    log.bind(scope="pen:a").info("now.shown")
+print("HOST-OUTPUT")
+"""
+
+
+@pytest.mark.parametrize("mode", ["bare", "configured"])
+def test_an_unconfigured_host_never_gets_log_lines_on_stdout(mode: str) -> None:
+    """A host that configured no structlog (an MCP server on stdio, say) keeps stdout for
+    itself: GOAT's lines go to stdlib logging (stderr by default, the host's handlers when
+    it has some), redacted as under the CLI."""
+    import subprocess
+    import sys
+
+    proc = subprocess.run(
+        [sys.executable, "-c", _UNCONFIGURED_HOST, mode],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "HOST-OUTPUT\n"
+    assert "hindsight.disconnected" in proc.stderr and "HTTP 401" in proc.stderr
+    assert "sk-host-secret-7788" not in proc.stderr and REDACTED in proc.stderr
+    assert "hidden.by.default" not in proc.stderr  # below the default WARNING
+    if mode == "configured":
+        assert "HOST goat_hindsight.client event='now.shown' scope='pen:a'" in proc.stderr
