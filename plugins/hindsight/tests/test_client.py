@@ -18,6 +18,7 @@ from goat_hindsight.errors import (
     ForbiddenTool,
     HindsightAuthError,
     IncompatibleServer,
+    MemoryNotFound,
     ProtocolViolation,
     RequestTooLarge,
     ServerUnavailable,
@@ -262,6 +263,26 @@ async def test_tool_rejection_is_a_request_error_not_a_disconnect(clock: FakeClo
         assert isinstance(info.value, Rejected) and info.value.exit_code == 5
         assert (await client.call("get_bank"))["bank_id"] == "team"
         assert fake.initializes == 1 and clock.sleeps == []
+    finally:
+        await client.close()
+
+
+async def test_an_unknown_memory_is_a_request_error_not_a_disconnect(clock: FakeClock) -> None:
+    """``get_memory`` of an unknown id is NotFound for that request: the session stays up,
+    no backoff is counted, nothing is logged as a disconnect."""
+    from structlog.testing import capture_logs
+
+    fake = FakeHindsight("team")
+    fake.script["get_memory"] = lambda args: {"error": "Memory 'nope' not found"}
+    client = make_client(fake, clock)
+    try:
+        await client.call("get_bank")
+        with capture_logs() as logs, pytest.raises(MemoryNotFound) as info:
+            await client.call("get_memory", {"memory_id": "nope"})
+        assert info.value.exit_code == 3
+        assert not [e for e in logs if e["event"] == "hindsight.disconnected"]
+        assert (await client.call("get_bank"))["bank_id"] == "team"
+        assert fake.initializes == 1 and client.backoff.failures == 0 and clock.sleeps == []
     finally:
         await client.close()
 

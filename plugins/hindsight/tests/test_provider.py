@@ -199,8 +199,8 @@ async def test_get_page_and_not_found(make_provider: Make, fake: FakeHindsight) 
     assert page.frontmatter["context"] == "probe"
     summary = (await provider.list_pages()).items[0]
     assert summary.title == page.title
-    for ref in ["94597dce-431f-4867-80aa-ad1db097df16", "not-a-uuid"]:
-        with pytest.raises(NotFound):
+    for ref in ["94597dce-431f-4867-80aa-ad1db097df16", "not-a-uuid", "Bob works on Apollo."]:
+        with pytest.raises(NotFound, match="shown by its id, as `goat pages` lists them"):
             await provider.get_page(ref)
 
 

@@ -60,6 +60,7 @@ from goat_hindsight.errors import (
     ForbiddenTool,
     HindsightAuthError,
     IncompatibleServer,
+    MemoryNotFound,
     ProtocolViolation,
     RequestTooLarge,
     ServerUnavailable,
@@ -539,7 +540,7 @@ class HindsightClient:
                         else:
                             try:
                                 current.payload = self._parse(current.tool, result)
-                            except (ToolRejected, BankNotFound) as rejection:
+                            except (ToolRejected, BankNotFound, MemoryNotFound) as rejection:
                                 current.error = rejection  # a request error: session kept
                         current.done.set()
                         current = None

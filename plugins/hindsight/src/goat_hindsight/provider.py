@@ -51,7 +51,7 @@ from goat_core.models import (
 from goat_core.provider import Provider, ProviderContext
 
 from goat_hindsight.client import Backoff, Deadlines, HindsightClient, Limits
-from goat_hindsight.errors import ToolRejected, WriteOutcomeUnknown
+from goat_hindsight.errors import MemoryNotFound, ToolRejected, WriteOutcomeUnknown
 from goat_hindsight.settings import parse_settings
 
 __all__ = ["DEFAULT_MAX_TOKENS", "RECALL_EFFORT", "HindsightProvider"]
@@ -350,11 +350,19 @@ class HindsightProvider(Provider):
     async def get_page(self, ref: str) -> Page:
         """One memory fact by id (``get_memory``).
 
-        :raises NotFound: no such memory in this bank (or a malformed id).
+        :raises NotFound: no such memory in this bank (or a malformed id); Hindsight keeps
+            no titles or paths, so the message says a memory is shown by its id.
         """
         if not ref or len(ref) > 200:
             raise BadInput("a memory id is 1-200 characters")
-        item = await self.client.call("get_memory", {"memory_id": ref})
+        try:
+            item = await self.client.call("get_memory", {"memory_id": ref})
+        except MemoryNotFound as exc:
+            raise MemoryNotFound(
+                f"{exc.message} (a Hindsight memory is shown by its id, as `goat pages` "
+                "lists them; titles and paths are not looked up)",
+                bank_id=self.bank_id,
+            ) from None
         text = str(item["text"])
         frontmatter = {
             key: item[key]
