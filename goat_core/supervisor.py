@@ -418,15 +418,19 @@ class Supervisor:
         return shared.health
 
     async def ensure(self, key: str) -> SlotStatus | None:
-        """Before a turn: retry an ``unavailable`` slot whose backoff has passed (waiting at
-        most :attr:`RetryPolicy.turn_wait`; the check runs on if it takes longer), join a
-        check in flight the same way, leave everything else alone (an ``auth_failed`` slot
-        is never contacted). Returns the slot's status afterwards."""
+        """Before a turn: make the first check of an ``unchecked`` slot (the lazy connect
+        before its first operation, so status tells what the turn met), retry an
+        ``unavailable`` slot whose backoff has passed (waiting at most
+        :attr:`RetryPolicy.turn_wait`; the check runs on if it takes longer), join a check in
+        flight the same way, leave everything else alone (an ``auth_failed`` slot is never
+        contacted; a ``healthy`` one is not probed). Returns the slot's status afterwards."""
         slot = self._slots.get(key)
         if slot is None:
             return None
         inflight = any(s.subscribers.get(key) == slot.generation for s in self._shared.values())
-        due = slot.state is SessionState.UNAVAILABLE and self.clock.now() >= slot.retry_at
+        due = slot.state is SessionState.UNCHECKED or (
+            slot.state is SessionState.UNAVAILABLE and self.clock.now() >= slot.retry_at
+        )
         if due or inflight:
             await self._wait(key, limit=self.policy.turn_wait)
         return self.status(key)

@@ -725,6 +725,41 @@ async def test_an_existing_valid_config_counts_as_configured(world: World) -> No
         assert row(host).tone is Tone.ACCENT
 
 
+async def test_a_first_turn_checks_a_never_checked_binding_and_status_tells(
+    world: World,
+) -> None:
+    """Connect lazily before the first operation, through the supervisor: the first turn of
+    a never-checked binding makes its check, so a host's status shows what the turn met
+    (not "not checked yet"): unreachable while the server is down, then healthy once a
+    later turn (after the backoff) gets through. A healthy binding is not probed again."""
+    world.home.config_dir.mkdir(parents=True, exist_ok=True)
+    world.home.config_path.write_text(
+        json.dumps(
+            {
+                "schema_version": 1,
+                "bindings": {"pen-team": {"provider": "remote", "settings": BANK1, "egress": []}},
+                "selection": {"pen:team": "pen-team"},
+            }
+        ),
+        "utf-8",
+    )
+    ep = world.ep(BANK1)
+    ep.mode = "down"
+    async with world.host() as host:
+        assert row(host).reason == "configured; not checked yet"
+        turn = await host.prepare_turn(Chat("team"), "deploys", 500)
+        assert turn.outcome == "unavailable" and ep.checks >= 1
+        r = row(host)
+        assert (r.tone, r.cause) == (Tone.WARN, "unreachable") and r.last_checked is not None
+        ep.mode = "up"
+        await world.clock.advance(60)
+        assert (await host.prepare_turn(Chat("team"), "deploys", 500)).outcome == "empty"
+        assert row(host).tone is Tone.ACCENT and "not checked" not in row(host).reason
+        checks = ep.checks
+        await host.prepare_turn(Chat("team"), "deploys", 500)
+        assert ep.checks == checks
+
+
 # -- classification ----------------------------------------------------------------------------
 @pytest.mark.parametrize(
     ("error", "cause"),
