@@ -990,6 +990,29 @@ def test_recall_in_a_terminal_draws_the_first_indexing_once(home: Path, tmp_path
     assert code == 0 and "indexing" not in err  # nothing changed: nothing to draw
 
 
+@needs_markdown
+def test_the_readme_host_example_runs(home: Path, tmp_path: Path) -> None:
+    """The README's "Use it from a host" example, as written, on a bound Pen."""
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Use it from a host", 1)[1]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    vault = tmp_path / "docs"
+    vault.mkdir()
+    assert run("bind", "--pen", "docs", "markdown", "--set", f"root={vault}").exit_code == 0
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "GOAT_HOME": str(home)},
+    )
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith("ok Recalled from Pen `docs` memory")
+    assert "We ship on Thursdays" in proc.stdout and "'recall'" in proc.stdout
+    assert (vault / "Release rhythm.md").is_file()
+
+
 # -- remote bindings: live status tones and drafts (issue 6) ---------------------------------------
 REMOTE_PLUGIN = '''
 """A throwaway remote provider: its "server" is a log file; the bank name picks the answer."""
