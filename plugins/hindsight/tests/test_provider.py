@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SENTINEL_KEY, make_context
+from conftest import SENTINEL_KEY, SERVER, make_context
 from fake_hindsight import ALL_TOOLS, FakeHindsight
 from goat_core.errors import BadInput, NotFound, NotSupported, ProviderUnavailable, TooLarge
 from goat_core.home import GoatHome
@@ -248,9 +248,16 @@ async def test_check_reports_auth_failure_and_requests_after_it_are_blocked(
     make_provider: Make,
 ) -> None:
     fake = FakeHindsight("team", token="right")
-    provider = make_provider(fake, key="wrong")
+    provider = make_provider(fake, key="wrong-key-value", scope=Scope.pen("ops"))
     health = await provider.check()
     assert not health.ok and "HTTP 401" in health.reason
+    # the fix names the commands for this scope, never the key itself
+    env = provider.context.binding.credential_env_var
+    assert (
+        f"store the right one with `goat bind --pen ops hindsight --set base_url={SERVER} "
+        f"--set bank_id=team --api-key-stdin` (or set {env}), then `goat check --pen ops`"
+    ) in health.reason
+    assert "wrong-key-value" not in health.reason
     with pytest.raises(HindsightAuthError):
         await provider.recall("q")
 

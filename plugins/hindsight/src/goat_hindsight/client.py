@@ -229,8 +229,12 @@ class HindsightClient:
         limits: Limits | None = None,
         backoff: Backoff | None = None,
         sleep: Callable[[float], Awaitable[None]] = anyio.sleep,
+        key_hint: str = "store the right API key for this binding, then check again",
     ) -> None:
+        """:param key_hint: how to fix a refused or missing key, appended to the 401/403
+        error (the provider names the exact commands for its scope)."""
         self.settings = settings
+        self._key_hint = key_hint
         self.server = settings.base_url
         self.bank_id = settings.bank_id
         self.url = mcp_url(settings)
@@ -625,8 +629,7 @@ class HindsightClient:
         if self._post_status in (401, 403):
             how = "refused the API key" if self._had_key else "requires an API key"
             return HindsightAuthError(
-                f"`{self.server}` {how} (HTTP {self._post_status}); set the binding's api_key "
-                "credential, then check again"
+                f"`{self.server}` {how} (HTTP {self._post_status}); {self._key_hint}"
             )
         for leaf in leaves:
             if isinstance(leaf, MCPError):

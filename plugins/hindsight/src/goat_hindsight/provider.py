@@ -46,6 +46,7 @@ from goat_core.models import (
     Receipt,
     ReceiptStatus,
     Reflection,
+    credential_env_var,
     normalize_pen_id,
 )
 from goat_core.provider import Provider, ProviderContext
@@ -175,13 +176,25 @@ class HindsightProvider(Provider):
                 raise ProviderUnavailable(
                     f"{self.label()}: no egress-guarded HTTP client was provided by the host"
                 )
+            options = {"key_hint": self._key_hint(), **self._client_options}
             self._client = HindsightClient(
                 self.settings,
                 api_key=lambda: self.context.get_credential("api_key"),
                 http_client=factory,
-                **self._client_options,
+                **options,
             )
         return self._client
+
+    def _key_hint(self) -> str:
+        """The commands that store a key for this scope's binding (no key in them)."""
+        scope = self.context.scope
+        where = "--global" if scope.is_global else f"--pen {scope.pen_id}"
+        env = credential_env_var(self.context.binding.id)
+        return (
+            f"store the right one with `goat bind {where} hindsight --set "
+            f"base_url={self.server} --set bank_id={self.bank_id} --api-key-stdin` (or set "
+            f"{env}), then `goat check {where}`"
+        )
 
     # -- writes -------------------------------------------------------------------------------
     async def remember(self, write: MemoryWrite) -> Receipt:
