@@ -859,20 +859,34 @@ def status_cmd(as_json: bool, watch: bool, interval: float, times: int, home: Pa
 _RECEIPT_EXIT = {"stored": 0, "queued": 0, "rejected": 5, "failed": 5, "unknown": 6}
 
 
-def _report_receipt(receipt: Receipt, as_json: bool, verb: str) -> None:
+def _store_of(memory: Any) -> str | None:
+    """A shared bank's own label (``shared bank `b` on `s```), ``None`` for a scope's store."""
+    from goat_core.host import scope_label
+
+    label = getattr(memory, "label", None)
+    scope = getattr(memory, "scope", None)
+    if not isinstance(label, str) or scope is None or label == scope_label(scope):
+        return None
+    return label
+
+
+def _report_receipt(receipt: Receipt, as_json: bool, verb: str, store: str | None = None) -> None:
+    """Print a receipt (``store``: a shared bank's label, named instead of the scope alone,
+    which only selected it)."""
     status = receipt.status.value
     if as_json:
         _emit_json(receipt.to_json())
     else:
         where = receipt.path or receipt.id
+        in_ = f"{store}, selected by {receipt.scope}" if store else receipt.scope
         if status == "stored":
-            line = f"{verb} {where} ({receipt.scope})" if where else f"{verb} ({receipt.scope})"
+            line = f"{verb} {where} ({in_})" if where else f"{verb} ({in_})"
             click.echo(line)
             for removed in receipt.removed:
                 if removed != where:
                     click.echo(f"  also removed {removed}")
         elif status == "queued":
-            click.echo(f"queued as operation {receipt.operation_id} ({receipt.scope})")
+            click.echo(f"queued as operation {receipt.operation_id} ({in_})")
     code = _RECEIPT_EXIT.get(status, 1)
     if status in ("rejected", "failed", "unknown"):
         reason = _one_line(receipt.reason or "no reason given")
@@ -903,7 +917,8 @@ def remember_cmd(
     body = _read_text(text)
     with _memory(home, pen) as memory:
         receipt = memory.remember(body, title=title, source="cli")
-    _report_receipt(receipt, as_json, "remembered in")
+        store = _store_of(memory)
+    _report_receipt(receipt, as_json, "remembered in", store)
 
 
 @cli.command("feedback")
@@ -917,7 +932,8 @@ def feedback_cmd(
     body = _read_text(text)
     with _memory(home, pen) as memory:
         receipt = memory.feedback(body, on=on, source="cli")
-    _report_receipt(receipt, as_json, "feedback recorded in")
+        store = _store_of(memory)
+    _report_receipt(receipt, as_json, "feedback recorded in", store)
 
 
 @cli.command("forget")
@@ -927,7 +943,8 @@ def forget_cmd(page: str, pen: str | None, as_json: bool, home: Path | None) -> 
     """Remove PAGE (id, path, or unique title)."""
     with _memory(home, pen) as memory:
         receipt = memory.forget(page)
-    _report_receipt(receipt, as_json, "removed")
+        store = _store_of(memory)
+    _report_receipt(receipt, as_json, "removed", store)
 
 
 def _print_degraded(complete: bool, degraded: Sequence[str], more: str | None = None) -> None:

@@ -1020,7 +1020,9 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-from goat_core import Capability, Health, Provider, ProviderSpec, RecallResult, hookimpl
+from goat_core import (
+    Capability, Health, Provider, ProviderSpec, RecallResult, Receipt, ReceiptStatus, hookimpl,
+)
 from goat_core.errors import AuthError, ProviderUnavailable
 
 
@@ -1057,6 +1059,9 @@ class FakeRemote(Provider):
 
     async def recall(self, query, *, limit=10):
         return RecallResult(scope=self.scope.key)
+
+    async def remember(self, write):
+        return Receipt(status=ReceiptStatus.QUEUED, operation_id="op-bank-1", scope=self.scope.key)
 
 
 def spec():
@@ -1138,6 +1143,24 @@ def test_status_shows_truthful_tones_for_healthy_broken_disabled_and_legacy(
     assert "CAUSE" in lines["SCOPE"]
     assert "unreachable" in lines["pen:down"] and "auth" in lines["pen:locked"]
     assert "legacy" in lines["pen:old"] and "dim" in lines["pen:off"]
+
+
+def test_a_write_to_a_shared_bank_names_the_bank_not_just_the_scope(
+    remote_dist: Path, home: Path
+) -> None:
+    """Whatever scope selected it, a shared bank is named as itself (issue 3)."""
+    result = run(
+        "bind", "--global", "fakeremote", "--set", "server=https://hs.example",
+        "--set", "bank=main", "--no-connect",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    wrote = run("remember", "We ship on Thursdays")
+    assert wrote.exit_code == 0, wrote.output
+    assert wrote.stdout == (
+        "queued as operation op-bank-1 (shared bank `main` on `https://hs.example`, "
+        "selected by global)\n"
+    )
+    assert json.loads(run("remember", "again", "--json").stdout)["scope"] == "global"
 
 
 def test_status_watch_rechecks_every_render(remote_dist: Path, home: Path) -> None:
