@@ -132,11 +132,22 @@ TRIVIAL_PROMPTS = frozenset(
         "ok thanks",
         "thanks!",
         "done",
+        "got it",
+        "perfect",
+        "yep",
+        "yeah",
+        "nope",
+        "lgtm",
+        "hi",
+        "hello",
+        "hey",
+        "bye",
+        "goodbye",
     }
 )
-#: How many items automatic recall asks for before a turn.
 #: Characters per token assumed when a turn's character budget is passed as tokens.
 CHARS_PER_TOKEN = 4
+#: How many items automatic recall asks for before a turn.
 TURN_RECALL_LIMIT = 5
 
 Outcome = Literal["ok", "skipped", "empty", "failed", "off", "unavailable"]

@@ -373,6 +373,9 @@ async def test_nothing_hidden_keeps_listing_complete_and_clean(home: GoatHome) -
         "ty",
         "yes",
         "no",
+        "Hi!",
+        "hello",
+        "Got it.",
         "/help",
         "/remember x",
     ],
@@ -393,6 +396,7 @@ async def test_trivial_prompts_skip_recall(host: MemoryHost, prompt: str) -> Non
 def test_non_trivial_prompts() -> None:
     assert not is_trivial_prompt("ok so what about the deploy?")
     assert not is_trivial_prompt("no idea what the plan was")
+    assert not is_trivial_prompt("hi, what did we decide about deploys?")
 
 
 async def test_recalled_text_is_fenced_quoted_data(host: MemoryHost) -> None:
