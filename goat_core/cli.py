@@ -791,6 +791,14 @@ def _when(iso: str | None) -> str:
     return moment.strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
+def _short_reason(label: str | None, reason: str | None) -> str:
+    """A row's reason without the label it repeats (the LABEL column shows it)."""
+    text = _one_line(reason or "")
+    if label and text.startswith(f"{label}: "):
+        return text[len(label) + 2 :]
+    return text
+
+
 def _render_status(rows: list[dict[str, Any]]) -> str:
     table = _table(
         [
@@ -799,7 +807,7 @@ def _render_status(rows: list[dict[str, Any]]) -> str:
                 str(r["label"] or "-"),
                 str(r["provider"] or "-"),
                 str(r["tone"]),
-                _one_line(r["reason"] or ""),
+                _short_reason(r["label"], r["reason"]),
                 str(r.get("cause") or "-"),
                 _when(r["last_checked"]),
             ]

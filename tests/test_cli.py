@@ -1216,3 +1216,14 @@ def test_check_set_changes_only_the_named_settings(remote_dist: Path, home: Path
     assert keyed.exit_code == 2  # this provider declares no credential: no key taken
     assert "declares no credential" in one_error_line(keyed)
     assert (home / "memory.json").read_bytes() == saved
+
+
+def test_status_table_reason_does_not_repeat_the_label() -> None:
+    from goat_core.cli import _short_reason
+
+    label = "shared bank `team` on `https://hs.example`"
+    assert _short_reason(label, f"{label}: cannot reach `https://hs.example`") == (
+        "cannot reach `https://hs.example`"
+    )
+    assert _short_reason(label, "configured; not checked yet") == "configured; not checked yet"
+    assert _short_reason(None, None) == ""
