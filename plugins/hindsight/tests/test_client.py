@@ -79,7 +79,10 @@ async def test_unknown_bank_is_reported_and_never_created(clock: FakeClock) -> N
         ]:
             with pytest.raises(BankNotFound) as info:
                 await client.call(tool, args)
-            assert str(info.value) == "bank `ghost` not found on `https://hindsight.example`"
+            assert str(info.value) == (
+                "bank `ghost` not found on `https://hindsight.example` (GOAT never creates a "
+                "bank: create it on the Hindsight server first, then check again)"
+            )
             assert isinstance(info.value, NotFound) and info.value.exit_code == 3
         assert {name for name, _ in fake.calls} == {"get_bank"}
         assert fake.bank_exists is False

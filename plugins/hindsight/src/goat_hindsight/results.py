@@ -186,7 +186,11 @@ def check_payload(tool: str, payload: dict[str, Any], *, bank_id: str, server: s
     shown = _short(message if isinstance(message, str) else json.dumps(message))
     lowered = shown.lower()
     if "bank" in lowered and "not found" in lowered:
-        raise BankNotFound(f"bank `{bank_id}` not found on `{server}`", bank_id=bank_id)
+        raise BankNotFound(
+            f"bank `{bank_id}` not found on `{server}` (GOAT never creates a bank: create it "
+            "on the Hindsight server first, then check again)",
+            bank_id=bank_id,
+        )
     if tool == "get_memory" and ("not found" in lowered or "invalid memory_id" in lowered):
         raise MemoryNotFound(f"not found in bank `{bank_id}`: {shown}", bank_id=bank_id)
     raise ToolRejected(f"Hindsight rejected `{tool}`: {shown}", reason=shown, tool=tool)
