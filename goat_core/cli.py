@@ -613,6 +613,9 @@ def bind_cmd(
     else:
         for line in _bind_summary(outcome, scope, provider):
             click.echo(line)
+        if no_connect and getattr(outcome, "health", None) is None:
+            where = "--global" if scope.is_global else f"--pen {scope.pen_id}"
+            click.echo(f"not checked (--no-connect): `goat check {where}` connects and reports")
 
 
 def _bind_summary(outcome: Any, scope: Scope, provider: str) -> list[str]:

@@ -1154,6 +1154,9 @@ def test_a_write_to_a_shared_bank_names_the_bank_not_just_the_scope(
         "--set", "bank=main", "--no-connect",
     )  # fmt: skip
     assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines()[-1] == (
+        "not checked (--no-connect): `goat check --global` connects and reports"
+    )
     wrote = run("remember", "We ship on Thursdays")
     assert wrote.exit_code == 0, wrote.output
     assert wrote.stdout == (
