@@ -19,6 +19,7 @@ every value passed to :func:`register_secret` wherever it appears, and scrubs
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 import sys
@@ -229,7 +230,12 @@ class _LibraryLogger:
         structlog bound logger, resolved at call time."""
         if method.startswith("_"):
             raise AttributeError(method)
-        return getattr(self._target(), method)
+        target = self._target()
+        if method == "exception" and not structlog.is_configured():
+            # stdlib's Logger.exception would attach the live exception again and its
+            # handler would print a second, unredacted traceback: render it here instead
+            return functools.partial(target.error, exc_info=True)
+        return getattr(target, method)
 
     def __repr__(self) -> str:
         return f"<goat logger {self._name or 'goat'}>"

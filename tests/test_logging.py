@@ -288,6 +288,10 @@ register_secret("sk-host-secret-7788")
 log.warning("hindsight.disconnected", reason="HTTP 401 for sk-host-secret-7788",
             headers={"Authorization": "Bearer sk-host-secret-7788"})
 log.info("hidden.by.default")
+try:
+    raise RuntimeError("server said: bad key sk-host-secret-7788")
+except RuntimeError:
+    log.exception("request.failed")
 if sys.argv[1] == "configured":
     logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="HOST %(name)s %(message)s")
     log.bind(scope="pen:a").info("now.shown")
@@ -314,5 +318,7 @@ def test_an_unconfigured_host_never_gets_log_lines_on_stdout(mode: str) -> None:
     assert "hindsight.disconnected" in proc.stderr and "HTTP 401" in proc.stderr
     assert "sk-host-secret-7788" not in proc.stderr and REDACTED in proc.stderr
     assert "hidden.by.default" not in proc.stderr  # below the default WARNING
+    assert "request.failed" in proc.stderr and "RuntimeError: server said: bad key" in proc.stderr
+    assert proc.stderr.count("Traceback") == 1  # rendered once, redacted, not re-attached
     if mode == "configured":
         assert "HOST goat_hindsight.client event='now.shown' scope='pen:a'" in proc.stderr

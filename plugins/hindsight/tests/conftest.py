@@ -32,6 +32,18 @@ hypothesis.settings.register_profile(
 )
 hypothesis.settings.load_profile("goat")
 
+
+@pytest.fixture(autouse=True)
+def _fresh_structlog() -> Any:
+    """No global state between tests: ``structlog.testing.capture_logs`` leaves structlog
+    marked configured (with its default stdout logger), which would change where the next
+    test's logs go."""
+    import structlog
+
+    yield
+    structlog.reset_defaults()
+
+
 SENTINEL_KEY = "sk-SENTINEL-7f3a9c1e5b2d4680"
 SERVER = "https://hindsight.example"
 
