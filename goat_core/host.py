@@ -667,7 +667,9 @@ class MemoryContext:
         """
         if not isinstance(budget, int) or budget < 0:
             raise BadInput(f"budget must be a non-negative number of characters, got {budget!r}")
-        if self._lease is not None:  # retry an unavailable remote binding within its backoff
+        if self._lease is not None and budget > 0 and not is_trivial_prompt(prompt):
+            # first check, or a retry within the short backoff, of a remote binding: only for
+            # a turn that will read (a "hi" never waits on a server)
             await self._host._before_turn(self.scope)
         meta = {"scope": self.scope.key, "label": self.label}
         if self._provider is None:
@@ -791,41 +793,53 @@ def _unavailable_reason(state: SessionState, health: Health) -> str:
     return f"{health.reason} ({health.cause or 'unreachable'}; retried on next use)"
 
 
+_DEFAULT_PORTS = {"https": 443, "http": 80}
+
+
 def _servers(binding: Binding) -> frozenset[tuple[str, str, int | None]]:
-    """The servers a binding's egress prefixes name: ``(scheme, host, port)``, lowercased."""
+    """The servers a binding's egress prefixes name: ``(scheme, host, port)``, lowercased,
+    the scheme's default port filled in (``https://h`` and ``https://h:443`` are one)."""
     from urllib.parse import urlsplit
 
     out = set()
     for url in binding.egress:
         parts = urlsplit(url)
+        scheme = parts.scheme.lower()
         try:
             port = parts.port
         except ValueError:
             port = None
-        out.add((parts.scheme.lower(), (parts.hostname or "").lower(), port))
+        out.add((scheme, (parts.hostname or "").lower(), port or _DEFAULT_PORTS.get(scheme)))
     return frozenset(out)
 
 
 def _same_servers(old: Binding, new: Binding) -> bool:
-    """Whether a key stored for ``old`` may go to ``new``: same provider, same servers (a
-    bank or path change on one server is the same server; another host, port or scheme is
-    not). The rule of :meth:`MemoryHost.bind` and of draft checks."""
-    return old.provider == new.provider and _servers(old) == _servers(new)
+    """Whether a key stored for ``old`` may go to ``new``: same provider and the same
+    servers (a bank or path change on one server is the same server; another host, port or
+    scheme is not). A provider that names no egress URLs proves nothing about its server,
+    so there only identical settings count. The rule of :meth:`MemoryHost.bind` and of
+    draft checks."""
+    if old.provider != new.provider:
+        return False
+    servers = _servers(old)
+    if not servers or not _servers(new):
+        return old.settings == new.settings
+    return servers == _servers(new)
 
 
-def _draft_credential(
-    saved: Binding | None, candidate: Binding, spec: ProviderSpec, api_key: str | None
-) -> Callable[[str], str | None] | None:
-    """What a draft check's provider reads as its secrets: the draft's own ``api_key``;
-    else the stored key (``None``: the store, as usual) when the draft keeps the saved
-    binding's provider and servers; else nothing, so a saved key never reaches a server
-    only a draft names."""
-    if api_key is not None:
-        name = spec.credentials[0].name if spec.credentials else "api_key"
-        return lambda wanted: api_key if wanted == name else None
-    if saved is not None and _same_servers(saved, candidate):
-        return None
-    return lambda wanted: None
+def _draft_key(api_key: str) -> str:
+    """A key given for one draft check, validated as a stored key would be and registered
+    for redaction (it may come back in a server's error text).
+
+    :raises BadInput: empty, or holding a line break."""
+    from goat_core.logs import register_secret
+
+    if not api_key.strip():
+        raise BadInput("the API key for this check is empty")
+    if "\n" in api_key or "\r" in api_key:
+        raise BadInput("the API key for this check contains a line break")
+    register_secret(api_key)
+    return api_key
 
 
 class MemoryHost:
@@ -1382,7 +1396,7 @@ class MemoryHost:
             candidate = self._binding(scope, spec, self._validate(spec, draft))
             if api_key is not None and not spec.credentials:
                 raise BadInput(f"provider {spec.name} declares no credential; no API key taken")
-            credential = _draft_credential(binding, candidate, spec, api_key)
+            credential = self._draft_credential(binding, candidate, spec, api_key)
             if spec.network:
                 return await self._check_remote_draft(scope, binding, spec, candidate, credential)
             unchanged = (
@@ -1404,6 +1418,36 @@ class MemoryHost:
             health = Health(ok=False, tone=tone, reason=context.reason or "no memory")
             return health
         return await self._probe(scope, context.binding, context.spec, record=True)
+
+    def _draft_credential(
+        self,
+        saved: Binding | None,
+        candidate: Binding,
+        spec: ProviderSpec,
+        api_key: str | None,
+    ) -> Callable[[str], str | None] | None:
+        """What a draft check's provider reads as its secrets: the draft's own ``api_key``
+        (under the provider's first declared credential); else the saved binding's stored
+        key when the draft keeps its provider and servers (``None``: the usual lookup, when
+        the draft's binding id is the saved one; an explicit read of the saved id when the
+        scope selects a shared binding); else nothing, so a saved key never reaches a
+        server only a draft names."""
+        if api_key is not None:
+            key = _draft_key(api_key)
+            name = spec.credentials[0].name
+            return lambda wanted: key if wanted == name else None
+        if saved is None or not _same_servers(saved, candidate):
+            return lambda wanted: None
+        if saved.id == candidate.id:
+            return None
+        home, saved_id = self.home, saved.id
+
+        def saved_credential(wanted: str) -> str | None:
+            from goat_core.credentials import CredentialStore
+
+            return CredentialStore(home).get(saved_id, wanted)
+
+        return saved_credential
 
     async def _check_remote_draft(
         self,

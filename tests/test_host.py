@@ -824,6 +824,109 @@ async def test_a_draft_check_never_sends_the_saved_key_to_another_server(
         assert CredentialStore(home).get(out.binding.id) is None
 
 
+def test_same_servers_rule() -> None:
+    """Which rebinding or draft may use a stored key: same provider and servers, the
+    default port filled in; without egress URLs only identical settings count."""
+    from goat_core.host import _same_servers
+    from goat_core.models import Binding
+
+    def b(*egress: str, provider: str = "p", **settings: str) -> Binding:
+        return Binding(id="x", provider=provider, settings=settings, egress=egress)
+
+    assert _same_servers(b("https://h.example/mcp/a/"), b("https://h.example:443/mcp/b/"))
+    assert _same_servers(b("http://127.0.0.1/mcp/a/"), b("http://127.0.0.1:80/x/"))
+    assert not _same_servers(b("https://h.example/"), b("https://h.example:8443/"))
+    assert not _same_servers(b("https://h.example/"), b("http://h.example/"))
+    assert not _same_servers(b("https://h.example/"), b("https://H.example.evil/"))
+    assert not _same_servers(b("https://h.example/"), b("https://h.example/", provider="q"))
+    assert _same_servers(b(server="s"), b(server="s"))  # no egress: settings decide
+    assert not _same_servers(b(server="s"), b(server="t"))
+    assert not _same_servers(b("https://h.example/"), b(server="s"))
+
+
+class _TokenKey(ref.BankProvider):
+    """A bank provider whose one credential is called ``token``."""
+
+    seen: ClassVar[list[str | None]] = []
+
+    async def check(self) -> Health:
+        type(self).seen.append(self.context.get_credential("token"))
+        return await super().check()
+
+
+async def test_a_draft_key_is_validated_redacted_and_named_as_the_provider_declares(
+    home: GoatHome,
+) -> None:
+    from goat_core.logs import _REDACTOR
+    from goat_core.models import CredentialSpec
+
+    _, plugin = ref._make(
+        "reference_token",
+        _TokenKey,
+        capabilities=ref.BANK_SPEC.capabilities,
+        consistency=Consistency.EVENTUAL,
+        settings_model=ref.BankSettings,
+        network=True,
+        egress_urls=lambda s: [s.server],
+        credentials=(CredentialSpec(name="token", description="a token"),),
+    )
+    _TokenKey.seen.clear()
+    async with MemoryHost(home=home, registry=make_registry(ref.markdown_plugin, plugin)) as host:
+        team = Scope.pen("team")
+        await host.bind(team, "reference_token", BANK, connect=False)
+        other = {"server": "https://other.example", "bank": "team"}
+        assert (await host.check(team, draft=other, api_key="tok-draft-5521")).ok
+        assert _TokenKey.seen == ["tok-draft-5521"]
+        assert _REDACTOR.scrub_text("echo tok-draft-5521") == "echo [REDACTED]"
+        for bad in ("", "  ", "two\nlines"):
+            with pytest.raises(BadInput, match="API key for this check"):
+                await host.check(team, draft=other, api_key=bad)
+        assert _TokenKey.seen == ["tok-draft-5521"]  # refused before any contact
+
+
+async def test_a_draft_of_a_scope_selecting_a_shared_binding_reads_that_bindings_key(
+    home: GoatHome,
+) -> None:
+    """A scope may select a binding of another id (a shared one): a draft on its server
+    uses the key stored under that binding, never one stored under the scope's own id."""
+    from goat_core.credentials import CredentialStore
+
+    _, plugin = ref._make(
+        "reference_keys2",
+        _KeySeen,
+        capabilities=ref.BANK_SPEC.capabilities,
+        consistency=Consistency.EVENTUAL,
+        settings_model=ref.BankSettings,
+        network=True,
+        egress_urls=lambda s: [s.server],
+        credentials=ref.BANK_SPEC.credentials,
+    )
+    home.config_dir.mkdir(parents=True, exist_ok=True)
+    home.config_path.write_text(
+        json.dumps(
+            {
+                "schema_version": 1,
+                "bindings": {
+                    "team": {
+                        "provider": "reference_keys2",
+                        "settings": BANK,
+                        "egress": ["https://bank.example"],
+                    },
+                },
+                "selection": {"pen:a": "team"},
+            }
+        ),
+        "utf-8",
+    )
+    CredentialStore(home).set("team", "api_key", "k-team-key")
+    CredentialStore(home).set("pen-a", "api_key", "k-stale-other")
+    _KeySeen.seen.clear()
+    async with MemoryHost(home=home, registry=make_registry(ref.markdown_plugin, plugin)) as host:
+        draft = {"server": "https://bank.example", "bank": "other"}
+        assert (await host.check(Scope.pen("a"), draft=draft)).ok
+    assert _KeySeen.seen == [("https://bank.example", "k-team-key")]
+
+
 def _bind_many(home_dir: str, prefix: str, count: int) -> None:
     registry = make_registry(ref.markdown_plugin, ref.bank_plugin)
     with SyncMemoryHost(home=GoatHome.at(home_dir), registry=registry) as host:
