@@ -747,6 +747,10 @@ async def test_a_first_turn_checks_a_never_checked_binding_and_status_tells(
     ep.mode = "down"
     async with world.host() as host:
         assert row(host).reason == "configured; not checked yet"
+        for trivial in ("hi", "thanks"):  # a turn that will not read contacts nothing
+            assert (await host.prepare_turn(Chat("team"), trivial, 500)).outcome == "skipped"
+        assert (await host.prepare_turn(Chat("team"), "deploys", 0)).outcome == "skipped"
+        assert ep.checks == 0 and row(host).reason == "configured; not checked yet"
         turn = await host.prepare_turn(Chat("team"), "deploys", 500)
         assert turn.outcome == "unavailable" and ep.checks >= 1
         r = row(host)
