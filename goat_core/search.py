@@ -571,6 +571,21 @@ def _by_folder(files: Iterable[FileStatLike]) -> dict[str, list[FileStatLike]]:
     return groups
 
 
+def _checked_groups(
+    groups: Mapping[str, Sequence[FileStatLike]],
+) -> dict[str, Sequence[FileStatLike]]:
+    """``groups`` as a dict, after checking every path sits under its key (~20 ms at 100k
+    files): a wrong key would keep the folder's digest from ever holding.
+
+    :raises ValueError: a path grouped under another folder (a caller's bug)."""
+    out = dict(groups)
+    for folder, entries in out.items():
+        for path in map(_PATH, entries):
+            if path.rpartition("/")[0] != folder:
+                raise ValueError(f"sync: {path!r} is grouped under folder {folder!r}")
+    return out
+
+
 _STAT = operator.attrgetter("path", "mtime_ns", "size")
 _PATH = operator.attrgetter("path")
 _MTIME = operator.attrgetter("mtime_ns")
@@ -1182,7 +1197,8 @@ class SearchIndex:
         ``files`` may also come grouped by folder, as
         :attr:`goat_core.files.WalkResult.folders` has them: a mapping from a folder (the
         part of the path before the last ``/``, ``""`` at the root) to its files, each path
-        under exactly the key it belongs to. That saves one pass over every path.
+        under exactly the key it belongs to (checked; :class:`ValueError` otherwise). That
+        saves grouping every path again.
 
         A file whose ``(mtime_ns, size)`` equals the stored one is not loaded. Changed and new
         files are passed to ``load(path)``; ``None`` means unreadable: counted in ``skipped``,
@@ -1204,7 +1220,7 @@ class SearchIndex:
         """
         started = time.monotonic()
         groups: dict[str, Sequence[FileStatLike]] = (
-            dict(files) if isinstance(files, Mapping) else dict(_by_folder(files))
+            _checked_groups(files) if isinstance(files, Mapping) else dict(_by_folder(files))
         )
         digests = {folder: _digest(entries) for folder, entries in groups.items()}
         plan = self._run(functools.partial(self._plan, digests))

@@ -723,6 +723,14 @@ def test_sync_by_folder_equals_sync_by_file(tmp_path: Path, store: Path):
             ]
 
 
+def test_sync_refuses_a_folder_mapping_whose_keys_disagree_with_the_paths(tmp_path: Path):
+    with SearchIndex(tmp_path / "i.sqlite") as ix:
+        wrong = {"a": [FileStat("b/x.md", 1, 1)], "b": [FileStat("a/y.md", 1, 1)]}
+        with pytest.raises(ValueError, match=r"'b/x\.md' is grouped under folder 'a'"):
+            ix.sync(wrong, lambda path: IndexedDoc(path=path, title="T", body="zq"))
+        assert ix.stats().documents == 0  # refused before anything was written
+
+
 def test_an_overlong_query_is_cut_openly_not_silently(tmp_path: Path) -> None:
     """Only MAX_QUERY_TERMS distinct terms are searched; the result says so (never silent)."""
     from goat_core.search import MAX_QUERY_TERMS
