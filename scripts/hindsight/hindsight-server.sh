@@ -42,22 +42,27 @@ alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
 # A free loopback port BELOW the kernel's ephemeral range (Linux: 32768-60999): a port the
 # kernel hands out for port 0 may be given again as the source port of any outgoing connection
 # (the API's database pool, a client) while a server is down, and the live tests restart the
-# API on the same port. Falls back to a kernel-chosen port if the low range is all taken.
+# API on the same port. Ports given as arguments are not picked (ports this run took already).
+# Where no such range exists below (it starts under 10000), or every try is taken, the kernel
+# picks (port 0), as it always did.
 free_port() {
-  "$HS_VENV/bin/python" - <<'PY'
-import random, socket
+  "$HS_VENV/bin/python" - "$@" <<'PY'
+import random, socket, sys
+taken = {int(p) for p in sys.argv[1:] if p.isdigit()}
 try:
     with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
         low = int(f.read().split()[0])
 except (OSError, ValueError, IndexError):
     low = 32768
-hi = max(low, 2048)
-lo = max(1024, hi - 12000)
-for port in random.sample(range(lo, hi), min(200, hi - lo)) + [0]:
+lo = max(1024, low - 12000)
+candidates = random.sample(range(lo, low), min(200, low - lo)) if low >= 10000 else []
+for port in [p for p in candidates if p not in taken] + [0]:
     with socket.socket() as s:
         try:
             s.bind(("127.0.0.1", port))
         except OSError:
+            continue
+        if s.getsockname()[1] in taken:
             continue
         print(s.getsockname()[1])
         break
@@ -136,7 +141,7 @@ cmd_start() {
   [ -e "$run/pgdata" ] && die "$run is not fresh (it has a pgdata folder)"
   mkdir -p "$run/logs"; chmod 755 "$run" "$run/logs"
   local PGBIN; PGBIN=$(pgbin)
-  local pgport embedport; pgport=$(free_port); embedport=$(free_port)
+  local pgport embedport; pgport=$(free_port); embedport=$(free_port "$pgport")
   echo "$pgport" >"$run/pg.port"; echo "$embedport" >"$run/embed.port"
   mkdir -p "$run/pgdata"; chmod 700 "$run/pgdata"
   if [ "$(id -u)" = 0 ]; then
@@ -155,7 +160,7 @@ cmd_start() {
   nohup "$HS_VENV/bin/python" "$HERE/embed_stub.py" "$embedport" 384 >"$run/logs/embed.log" 2>&1 &
   echo $! >"$run/embed.pid"
   wait_http "http://127.0.0.1:$embedport/v1/models" "$run/embed.pid" 20 || die "embeddings stub did not start"
-  start_api "$run" main "$(free_port)"
+  start_api "$run" main "$(free_port "$pgport" "$embedport")"
   echo "HINDSIGHT_RUN_DIR=$run"
 }
 
@@ -171,7 +176,7 @@ stop_pid() {
 
 cmd_api() {
   [ $# -ge 2 ] || die "usage: $0 api RUN_DIR NAME [PORT]"
-  start_api "$1" "$2" "${3:-$(free_port)}"
+  start_api "$1" "$2" "${3:-$(free_port $(cat "$1"/*.port 2>/dev/null))}"
 }
 
 cmd_stop_api() { [ $# -eq 2 ] || die "usage: $0 stop-api RUN_DIR NAME"; stop_pid "$1/$2.pid"; }
