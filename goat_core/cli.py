@@ -608,12 +608,13 @@ def bind_cmd(
         api_key = prompt_secret()
     with _host(home) as host:
         outcome = host.bind(scope, provider, settings, api_key=api_key, connect=not no_connect)
+        remote = host.registry.get_provider(provider).network
     if as_json:
         _emit_json(_to_json(outcome))
     else:
         for line in _bind_summary(outcome, scope, provider):
             click.echo(line)
-        if no_connect and getattr(outcome, "health", None) is None:
+        if no_connect and remote and getattr(outcome, "health", None) is None:
             where = "--global" if scope.is_global else f"--pen {scope.pen_id}"
             click.echo(f"not checked (--no-connect): `goat check {where}` connects and reports")
 
