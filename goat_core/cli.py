@@ -948,6 +948,35 @@ def feedback_cmd(
     _report_receipt(receipt, as_json, "feedback recorded in", store)
 
 
+@cli.command("refresh")
+@click.argument("operation_id")
+@_memory_options
+def refresh_cmd(operation_id: str, pen: str | None, as_json: bool, home: Path | None) -> None:
+    """What became of a queued write: OPERATION_ID is the one its receipt printed.
+
+    Exit 0 while it is stored or still queued, 5 when the provider reports it failed."""
+    from goat_core.models import Receipt, ReceiptStatus
+
+    if not operation_id.strip() or len(operation_id) > 200:
+        raise click.BadParameter("an operation id is 1-200 characters", param_hint="OPERATION_ID")
+    with _memory(home, pen) as memory:
+        queued = Receipt(
+            status=ReceiptStatus.QUEUED, operation_id=operation_id, scope=memory.scope.key
+        )
+        receipt = memory.refresh(queued)
+        store = _store_of(memory)
+    if as_json:
+        _emit_json(receipt.to_json())
+    else:
+        in_ = f"{store}, selected by {receipt.scope}" if store else receipt.scope
+        click.echo(f"operation {operation_id}: {receipt.status.value} ({in_})")
+    if receipt.status is ReceiptStatus.FAILED:
+        _err(f"goat: error: the operation failed: {_one_line(receipt.reason or 'no reason')}")
+    code = _RECEIPT_EXIT.get(receipt.status.value, 1)
+    if code:
+        raise click.exceptions.Exit(code)
+
+
 @cli.command("forget")
 @click.argument("page")
 @_memory_options

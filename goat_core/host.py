@@ -543,7 +543,11 @@ class MemoryContext:
                 f"receipt of scope {receipt.scope} cannot be refreshed through the context of "
                 f"{self.scope.key}"
             )
-        return await self._require().refresh(receipt)
+        refreshed = await self._require().refresh(receipt)
+        if not isinstance(refreshed, Receipt):
+            raise TypeError(f"refresh returned {type(refreshed).__name__}, not a Receipt")
+        # validated again: a provider's model_copy(update=...) is not (a status as plain text)
+        return Receipt.model_validate(refreshed.model_dump(warnings=False))
 
     # -- reads --------------------------------------------------------------------------------
     async def recall(

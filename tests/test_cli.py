@@ -97,6 +97,13 @@ class FakeProvider(Provider):
         self._save(notes)
         return Receipt(status="stored", id=pid, path=pid, scope=self.scope.key)
 
+    async def refresh(self, receipt):
+        if receipt.operation_id == "op-1":
+            return receipt.model_copy(update={"status": "stored"})
+        if receipt.operation_id == "op-bad":
+            return receipt.model_copy(update={"status": "failed", "reason": "extraction failed"})
+        return receipt
+
     async def feedback(self, write):
         if write.on is not None:
             await self.get_page(write.on)
@@ -580,6 +587,18 @@ def test_queued_receipt_is_exit_0(bound: Path) -> None:
     data = ok_json("remember", "QUEUE-ME please")
     assert data["status"] == "queued" and data["operation_id"] == "op-1"
     assert "queued as operation op-1" in run("remember", "QUEUE-ME").stdout
+
+
+def test_refresh_tells_what_became_of_a_queued_write(bound: Path) -> None:
+    assert ok_json("remember", "QUEUE-ME please")["operation_id"] == "op-1"
+    done = run("refresh", "op-1")
+    assert (done.exit_code, done.stdout) == (0, "operation op-1: stored (global)\n"), done.stderr
+    still = ok_json("refresh", "op-2")
+    assert (still["status"], still["operation_id"], still["scope"]) == ("queued", "op-2", "global")
+    failed = run("refresh", "op-bad", "--json")
+    assert failed.exit_code == 5 and json.loads(failed.stdout)["reason"] == "extraction failed"
+    assert "the operation failed: extraction failed" in one_error_line(failed)
+    assert run("refresh", " ").exit_code == 2
 
 
 def test_unknown_receipt_is_exit_6_and_still_printed(bound: Path) -> None:

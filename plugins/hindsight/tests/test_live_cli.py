@@ -159,6 +159,16 @@ def test_goat_binds_checks_remembers_browses_recalls_reflects_a_real_bank(
     assert len(found) == 1, listing
     page_id = found[0]["id"]
 
+    # the receipt's operation: queued until Hindsight completes the batch, then stored
+    deadline = time.monotonic() + 60
+    while True:
+        refreshed = goat.json("refresh", receipt["operation_id"], "--pen", "team")
+        if refreshed["status"] != "queued" or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    assert refreshed["status"] == "stored", refreshed
+    assert refreshed["operation_id"] == receipt["operation_id"]
+
     shown = goat.json("show", page_id, "--pen", "team")
     assert shown["id"] == page_id and shown["body"] == TEXT
 
