@@ -246,8 +246,8 @@ class FakeHindsight:
             return {"error": f"Memory '{args['memory_id']}' not found"}
         if name == "get_operation":
             status = self.operations.get(args["operation_id"])
-            if status is None:
-                return {"error": "Operation not found"}
+            if status is None:  # what Hindsight 1.1.0 answers for an unknown operation
+                return {"operation_id": args["operation_id"], "status": "not_found"}
             return {
                 "operation_id": args["operation_id"],
                 "status": status,

@@ -168,6 +168,9 @@ def test_goat_binds_checks_remembers_browses_recalls_reflects_a_real_bank(
         time.sleep(0.5)
     assert refreshed["status"] == "stored", refreshed
     assert refreshed["operation_id"] == receipt["operation_id"]
+    mistyped = goat("refresh", "00000000-0000-4000-8000-000000000000", "--pen", "team")
+    assert mistyped.returncode == 3, (mistyped.stdout, mistyped.stderr)  # not "still queued"
+    assert "operation `00000000-0000-4000-8000-000000000000` not found" in mistyped.stderr
 
     shown = goat.json("show", page_id, "--pen", "team")
     assert shown["id"] == page_id and shown["body"] == TEXT

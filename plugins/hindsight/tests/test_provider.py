@@ -11,7 +11,7 @@ from conftest import SENTINEL_KEY, SERVER, make_context
 from fake_hindsight import ALL_TOOLS, FakeHindsight
 from goat_core.errors import BadInput, NotFound, NotSupported, ProviderUnavailable, TooLarge
 from goat_core.home import GoatHome
-from goat_core.models import MemoryWrite, ReceiptStatus, Scope, ScopeKind, Tone
+from goat_core.models import MemoryWrite, Receipt, ReceiptStatus, Scope, ScopeKind, Tone
 
 from goat_hindsight.errors import BankNotFound, HindsightAuthError
 from goat_hindsight.plugin import spec
@@ -100,6 +100,24 @@ async def test_refresh_uses_get_operation(
     assert refreshed.status is expected and refreshed.operation_id == receipt.operation_id
     if expected is ReceiptStatus.FAILED:
         assert refreshed.reason
+
+
+async def test_refresh_of_an_unknown_operation_is_not_found(
+    make_provider: Make, fake: FakeHindsight
+) -> None:
+    """A mistyped or foreign operation id is NotFound (exit 3), never "still queued"."""
+    provider = make_provider(fake)
+    await provider.remember(MemoryWrite(text="x"))
+    unknown = Receipt(
+        status=ReceiptStatus.QUEUED,
+        operation_id="00000000-0000-4000-8000-000000000000",
+        scope="global",
+    )
+    with pytest.raises(NotFound, match="operation `00000000-0000-4000-8000-000000000000` not"):
+        await provider.refresh(unknown)
+    fake.script["get_operation"] = lambda args: {"error": "Operation not found"}
+    with pytest.raises(NotFound):
+        await provider.refresh(unknown)
 
 
 async def test_refresh_without_get_operation_leaves_the_receipt(make_provider: Make) -> None:

@@ -33,7 +33,7 @@ from typing import Any
 
 import anyio
 import httpx2
-from goat_core.errors import BadInput, GoatError, ProviderUnavailable, TooLarge
+from goat_core.errors import BadInput, GoatError, NotFound, ProviderUnavailable, TooLarge
 from goat_core.models import (
     Health,
     MemoryWrite,
@@ -242,7 +242,11 @@ class HindsightProvider(Provider):
     async def refresh(self, receipt: Receipt) -> Receipt:
         """``get_operation`` of a queued receipt: ``completed`` -> ``stored``, ``failed`` ->
         ``failed`` (with Hindsight's error message); unchanged otherwise or when the server
-        does not offer ``get_operation``."""
+        does not offer ``get_operation``.
+
+        :raises NotFound: the bank knows no such operation (Hindsight 1.1.0 answers
+            ``"status": "not_found"``): a mistyped id is not a write still pending.
+        """
         if receipt.status is not ReceiptStatus.QUEUED or not receipt.operation_id:
             return receipt
         client = self.client
@@ -250,11 +254,19 @@ class HindsightProvider(Provider):
             await client.check()  # learn which tools the server offers
         if "get_operation" not in client.offered_tools:
             return receipt
+        missing = NotFound(
+            f"operation `{receipt.operation_id}` not found in bank `{self.bank_id}` on "
+            f"`{self.server}`"
+        )
         try:
             info = await client.call("get_operation", {"operation_id": receipt.operation_id})
-        except ToolRejected:
+        except ToolRejected as exc:
+            if "not found" in (exc.message or "").lower():
+                raise missing from None
             return receipt
         status = str(info.get("status", "")).lower()
+        if status == "not_found":
+            raise missing
         if status == "completed":
             return receipt.model_copy(update={"status": ReceiptStatus.STORED})
         if status == "failed":
