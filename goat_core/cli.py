@@ -572,6 +572,24 @@ def _outcome_lines(outcome: Any) -> list[str]:
     return [str(data)]
 
 
+def _api_key_option(from_stdin: bool, prompt: bool) -> str | None:
+    """The key ``--api-key-stdin`` or ``--api-key-prompt`` asked for, or ``None``.
+
+    :raises click.UsageError: both flags. :raises BadInput: no key given, or several lines.
+    """
+    if from_stdin and prompt:
+        raise click.UsageError("give either --api-key-stdin or --api-key-prompt, not both")
+    if from_stdin:
+        from goat_core.credentials import read_secret_from_stdin
+
+        return read_secret_from_stdin(sys.stdin)
+    if prompt:
+        from goat_core.credentials import prompt_secret
+
+        return prompt_secret()
+    return None
+
+
 @cli.command("bind")
 @_scope_choice
 @click.argument("provider")
@@ -595,17 +613,7 @@ def bind_cmd(
     """Bind PROVIDER to a scope, replacing its binding (validated, then saved)."""
     scope = _chosen_scope(global_, pen)
     settings = _parse_sets(sets)
-    if api_key_stdin and api_key_prompt:
-        raise click.UsageError("give either --api-key-stdin or --api-key-prompt, not both")
-    api_key = None
-    if api_key_stdin:
-        from goat_core.credentials import read_secret_from_stdin
-
-        api_key = read_secret_from_stdin(sys.stdin)
-    elif api_key_prompt:
-        from goat_core.credentials import prompt_secret
-
-        api_key = prompt_secret()
+    api_key = _api_key_option(api_key_stdin, api_key_prompt)
     with _host(home) as host:
         outcome = host.bind(scope, provider, settings, api_key=api_key, connect=not no_connect)
         remote = host.registry.get_provider(provider).network
@@ -691,17 +699,7 @@ def check_cmd(
             "an API key is only taken to test --set draft settings; to change the saved key, "
             "bind again with --api-key-stdin"
         )
-    if api_key_stdin and api_key_prompt:
-        raise click.UsageError("give either --api-key-stdin or --api-key-prompt, not both")
-    api_key = None
-    if api_key_stdin:
-        from goat_core.credentials import read_secret_from_stdin
-
-        api_key = read_secret_from_stdin(sys.stdin)
-    elif api_key_prompt:
-        from goat_core.credentials import prompt_secret
-
-        api_key = prompt_secret()
+    api_key = _api_key_option(api_key_stdin, api_key_prompt)
     with _host(home) as host:
         if draft is not None:
             draft = _over_saved(host, scope, draft)
@@ -882,24 +880,15 @@ def _store_of(memory: Any) -> str | None:
     return label
 
 
-def _report_receipt(receipt: Receipt, as_json: bool, verb: str, store: str | None = None) -> None:
-    """Print a receipt (``store``: a shared bank's label, named instead of the scope alone,
-    which only selected it)."""
+def _receipt_place(receipt: Receipt, store: str | None) -> str:
+    """Where a receipt's write went: the scope, or a shared bank's label (``store``) with the
+    scope that only selected it."""
+    return f"{store}, selected by {receipt.scope}" if store else receipt.scope
+
+
+def _exit_for_receipt(receipt: Receipt) -> None:
+    """The error line and exit code of a receipt that is not ``stored`` or ``queued``."""
     status = receipt.status.value
-    if as_json:
-        _emit_json(receipt.to_json())
-    else:
-        where = receipt.path or receipt.id
-        in_ = f"{store}, selected by {receipt.scope}" if store else receipt.scope
-        if status == "stored":
-            line = f"{verb} {where} ({in_})" if where else f"{verb} ({in_})"
-            click.echo(line)
-            for removed in receipt.removed:
-                if removed != where:
-                    click.echo(f"  also removed {removed}")
-        elif status == "queued":
-            click.echo(f"queued as operation {receipt.operation_id} ({in_})")
-    code = _RECEIPT_EXIT.get(status, 1)
     if status in ("rejected", "failed", "unknown"):
         reason = _one_line(receipt.reason or "no reason given")
         msg = {
@@ -908,8 +897,29 @@ def _report_receipt(receipt: Receipt, as_json: bool, verb: str, store: str | Non
             "unknown": f"the outcome is unknown (the write may or may not have happened): {reason}",
         }[status]
         _err(f"goat: error: {msg}")
+    code = _RECEIPT_EXIT.get(status, 1)
     if code:
         raise click.exceptions.Exit(code)
+
+
+def _report_receipt(receipt: Receipt, as_json: bool, verb: str, store: str | None = None) -> None:
+    """Print a receipt (``store``: a shared bank's label, named instead of the scope alone,
+    which only selected it)."""
+    status = receipt.status.value
+    if as_json:
+        _emit_json(receipt.to_json())
+    else:
+        where = receipt.path or receipt.id
+        in_ = _receipt_place(receipt, store)
+        if status == "stored":
+            line = f"{verb} {where} ({in_})" if where else f"{verb} ({in_})"
+            click.echo(line)
+            for removed in receipt.removed:
+                if removed != where:
+                    click.echo(f"  also removed {removed}")
+        elif status == "queued":
+            click.echo(f"queued as operation {receipt.operation_id} ({in_})")
+    _exit_for_receipt(receipt)
 
 
 def _read_text(text: str) -> str:
@@ -968,13 +978,9 @@ def refresh_cmd(operation_id: str, pen: str | None, as_json: bool, home: Path | 
     if as_json:
         _emit_json(receipt.to_json())
     else:
-        in_ = f"{store}, selected by {receipt.scope}" if store else receipt.scope
-        click.echo(f"operation {operation_id}: {receipt.status.value} ({in_})")
-    if receipt.status is ReceiptStatus.FAILED:
-        _err(f"goat: error: the operation failed: {_one_line(receipt.reason or 'no reason')}")
-    code = _RECEIPT_EXIT.get(receipt.status.value, 1)
-    if code:
-        raise click.exceptions.Exit(code)
+        place = _receipt_place(receipt, store)
+        click.echo(f"operation {operation_id}: {receipt.status.value} ({place})")
+    _exit_for_receipt(receipt)
 
 
 @cli.command("forget")

@@ -39,6 +39,7 @@ __all__ = [
     "KEYRING_SERVICE",
     "KEYRING_TIMEOUT",
     "CredentialStore",
+    "check_secret",
     "credential_env_var",
     "missing_credential_message",
     "prompt_secret",
@@ -66,6 +67,21 @@ def _check_ids(binding_id: str, name: str) -> None:
         raise BadInput(f"binding id {binding_id!r} must match [a-z0-9][a-z0-9._-]{{0,63}}")
     if not isinstance(name, str) or not _NAME.fullmatch(name):
         raise BadInput(f"credential name {name!r} must match [a-z][a-z0-9_]{{0,31}}")
+
+
+def check_secret(value: str, what: str, consequence: str = "") -> None:
+    """Accept a secret about to be used (stored, or sent for one check) and register it for
+    redaction (it may come back in a server's error text).
+
+    :param what: how messages name it (``"the api_key"``).
+    :param consequence: appended to a message (``"; nothing was stored"``).
+    :raises BadInput: empty or whitespace, or holding a line break (no header carries it).
+    """
+    if not isinstance(value, str) or not value.strip():
+        raise BadInput(f"{what} is empty{consequence}")
+    if "\n" in value or "\r" in value:
+        raise BadInput(f"{what} contains a line break{consequence}")
+    register_secret(value)
 
 
 class CredentialStore:
@@ -133,11 +149,7 @@ class CredentialStore:
         :raises CredentialError: the file store is unsafe or cannot be written.
         """
         _check_ids(binding_id, name)
-        if not isinstance(value, str) or not value.strip():
-            raise BadInput(f"the {name} is empty; nothing was stored")
-        if "\n" in value or "\r" in value:
-            raise BadInput(f"the {name} contains a line break; nothing was stored")
-        register_secret(value)
+        check_secret(value, f"the {name}", "; nothing was stored")
         backend = self._keyring()
         if backend is not None:
             try:

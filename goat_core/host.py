@@ -831,21 +831,6 @@ def _same_servers(old: Binding, new: Binding) -> bool:
     return servers == _servers(new)
 
 
-def _draft_key(api_key: str) -> str:
-    """A key given for one draft check, validated as a stored key would be and registered
-    for redaction (it may come back in a server's error text).
-
-    :raises BadInput: empty, or holding a line break."""
-    from goat_core.logs import register_secret
-
-    if not api_key.strip():
-        raise BadInput("the API key for this check is empty")
-    if "\n" in api_key or "\r" in api_key:
-        raise BadInput("the API key for this check contains a line break")
-    register_secret(api_key)
-    return api_key
-
-
 class MemoryHost:
     """The async host API (the CLI and the MCP server are thin layers over it).
 
@@ -1437,8 +1422,10 @@ class MemoryHost:
         scope selects a shared binding); else nothing, so a saved key never reaches a
         server only a draft names."""
         if api_key is not None:
-            key = _draft_key(api_key)
-            name = spec.credentials[0].name
+            from goat_core.credentials import check_secret
+
+            check_secret(api_key, "the API key for this check")
+            key, name = api_key, spec.credentials[0].name
             return lambda wanted: key if wanted == name else None
         if saved is None or not _same_servers(saved, candidate):
             return lambda wanted: None

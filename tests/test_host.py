@@ -767,6 +767,26 @@ async def test_rebinding_to_another_server_drops_the_old_key(home: GoatHome) -> 
         assert CredentialStore(home).get(binding_id) is None
 
 
+def _bank_like(
+    name: str,
+    cls: type[ref.BankProvider],
+    egress: Any = lambda s: [s.server],
+    credentials: tuple[Any, ...] = ref.BANK_SPEC.credentials,
+) -> Any:
+    """A plugin declaring a remote bank provider like ``reference_bank`` (class ``cls``)."""
+    _, plugin = ref._make(
+        name,
+        cls,
+        capabilities=ref.BANK_SPEC.capabilities,
+        consistency=Consistency.EVENTUAL,
+        settings_model=ref.BankSettings,
+        network=True,
+        egress_urls=egress,
+        credentials=credentials,
+    )
+    return plugin
+
+
 class _KeySeen(ref.BankProvider):
     """A bank provider that records which key each check was given (by server)."""
 
@@ -786,16 +806,7 @@ async def test_a_draft_check_never_sends_the_saved_key_to_another_server(
     it, or with a key given for that check alone, which is never stored."""
     from goat_core.credentials import CredentialStore
 
-    _, plugin = ref._make(
-        "reference_keys",
-        _KeySeen,
-        capabilities=ref.BANK_SPEC.capabilities,
-        consistency=Consistency.EVENTUAL,
-        settings_model=ref.BankSettings,
-        network=True,
-        egress_urls=lambda s: [f"{s.server}/banks/{s.bank}/"],
-        credentials=ref.BANK_SPEC.credentials,
-    )
+    plugin = _bank_like("reference_keys", _KeySeen, lambda s: [f"{s.server}/banks/{s.bank}/"])
     _KeySeen.seen.clear()
     registry = make_registry(ref.markdown_plugin, plugin)
     async with MemoryHost(home=home, registry=registry) as host:
@@ -860,14 +871,9 @@ async def test_a_draft_key_is_validated_redacted_and_named_as_the_provider_decla
     from goat_core.logs import _REDACTOR
     from goat_core.models import CredentialSpec
 
-    _, plugin = ref._make(
+    plugin = _bank_like(
         "reference_token",
         _TokenKey,
-        capabilities=ref.BANK_SPEC.capabilities,
-        consistency=Consistency.EVENTUAL,
-        settings_model=ref.BankSettings,
-        network=True,
-        egress_urls=lambda s: [s.server],
         credentials=(CredentialSpec(name="token", description="a token"),),
     )
     _TokenKey.seen.clear()
@@ -891,16 +897,7 @@ async def test_a_draft_of_a_scope_selecting_a_shared_binding_reads_that_bindings
     uses the key stored under that binding, never one stored under the scope's own id."""
     from goat_core.credentials import CredentialStore
 
-    _, plugin = ref._make(
-        "reference_keys2",
-        _KeySeen,
-        capabilities=ref.BANK_SPEC.capabilities,
-        consistency=Consistency.EVENTUAL,
-        settings_model=ref.BankSettings,
-        network=True,
-        egress_urls=lambda s: [s.server],
-        credentials=ref.BANK_SPEC.credentials,
-    )
+    plugin = _bank_like("reference_keys2", _KeySeen)
     home.config_dir.mkdir(parents=True, exist_ok=True)
     home.config_path.write_text(
         json.dumps(
