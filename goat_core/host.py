@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from goat_core._gate import Gate, check_access, hidden_count, hidden_reason, run_gated
 from goat_core.errors import (
     BadInput,
     ConfigError,
@@ -59,7 +60,6 @@ from goat_core.models import (
     MemoryWrite,
     Page,
     PageList,
-    PageSummary,
     ProviderSpec,
     RecallItem,
     RecallResult,
@@ -71,7 +71,7 @@ from goat_core.models import (
     Tone,
     normalize_pen_id,
 )
-from goat_core.provider import Provider, ProviderContext
+from goat_core.provider import Access, Provider, ProviderContext
 from goat_core.registry import Registry
 from goat_core.supervisor import (
     Clock,
@@ -444,18 +444,44 @@ class MemoryContext:
                     return shared
         return scope_label(self.scope)
 
-    @property
-    def provider(self) -> Provider:
-        """The provider instance (for tools and advanced hosts).
+    def _gate(self, name: str, access: Access) -> Gate:
+        """A :class:`~goat_core.provider.PolicyGate` for one call of an extra tool or a
+        provider operation named ``name`` (docs/design.md, Policy path)."""
+        assert self.spec is not None
+        return Gate(self._host.registry, self.scope, self.label, self.spec, access, name)
 
+    async def run_operation(self, name: str, *args: Any, **kwargs: Any) -> Any:
+        """Run the provider's operation ``name`` (``Provider.operations()``) through this
+        scope's policy: the operation gets a :class:`~goat_core.provider.PolicyGate`, never
+        the provider. What plugin CLI commands call.
+
+        :raises NotSupported: the provider has no such operation.
+        :raises ConfigError: the operation declares no access, or broke its declaration
+            (a ``read`` that passed no read policy, or tried to write).
         :raises ProviderUnavailable: this scope has no memory.
         """
-        if self._provider is None:
-            raise ProviderUnavailable(self.reason or f"{self.label} is not available")
-        return self._provider
+        provider = self._require()
+        assert self.spec is not None
+        ops = {op.name: op for op in provider.operations()}
+        op = ops.get(name)
+        if op is None:
+            known = ", ".join(sorted(ops)) or "none"
+            raise NotSupported(
+                f"provider {self.spec.name!r} has no operation {name!r} (available: {known})"
+            )
+        access = check_access(self.spec.name, f"operation {name}", op.access)
+        gate = self._gate(f"operation {name!r} of provider {self.spec.name!r}", access)
+        return await run_gated(gate, access, lambda: op.handler(gate, *args, **kwargs))
 
     def _require(self, capability: Capability | None = None, operation: str = "") -> Provider:
-        provider = self.provider
+        """The provider in use (private to the host: tools and commands get a gate).
+
+        :raises ProviderUnavailable: this scope has no memory.
+        :raises NotSupported: ``capability`` is not declared.
+        """
+        provider = self._provider
+        if provider is None:
+            raise ProviderUnavailable(self.reason or f"{self.label} is not available")
         assert self.spec is not None
         if capability is not None and not self.spec.supports(capability):
             raise NotSupported(
@@ -594,14 +620,14 @@ class MemoryContext:
         provider = self._require(Capability.PAGES, "list_pages")
         listing = await provider.list_pages(limit=limit, cursor=cursor)
         kept = tuple(self._host.registry.filter_browse(self.scope, listing.items))
-        hidden = _hidden_count(listing.items, kept)
+        hidden = hidden_count(listing.items, kept)
         if not hidden:
             return listing.model_copy(update={"items": kept})
         return listing.model_copy(
             update={
                 "items": kept,
                 "complete": False,
-                "degraded": (*listing.degraded, _hidden_reason(hidden)),
+                "degraded": (*listing.degraded, hidden_reason(hidden)),
             }
         )
 
@@ -629,9 +655,9 @@ class MemoryContext:
             e for e in link_map.edges if e.source in ids and (e.target is None or e.target in ids)
         )
         update: dict[str, Any] = {"nodes": nodes, "edges": edges}
-        hidden = _hidden_count(link_map.nodes, nodes)
+        hidden = hidden_count(link_map.nodes, nodes)
         if hidden:
-            update["degraded"] = (*link_map.degraded, _hidden_reason(hidden))
+            update["degraded"] = (*link_map.degraded, hidden_reason(hidden))
         return link_map.model_copy(update=update)
 
     async def connections(self, ref: str) -> Connections:
@@ -724,16 +750,6 @@ def _is_default_store(scope: Scope, binding: Binding) -> bool:
     return (
         scope.is_global and binding.provider == EMBEDDED_DEFAULT_PROVIDER and not binding.settings
     )
-
-
-def _hidden_count(before: Sequence[PageSummary], kept: Sequence[PageSummary]) -> int:
-    """How many pages of ``before`` a browse policy removed (by id; a hook may re-order)."""
-    kept_ids = {p.id for p in kept}
-    return sum(1 for p in before if p.id not in kept_ids)
-
-
-def _hidden_reason(hidden: int) -> str:
-    return f"{hidden} page{'' if hidden == 1 else 's'} hidden by policy"
 
 
 @dataclass

@@ -16,6 +16,7 @@ the model: the same receipt and ``complete``/``degraded`` truth as the host API,
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -23,9 +24,10 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from goat_core._gate import Gate, check_access, run_gated
 from goat_core.errors import BadInput, ConfigError, GoatError, NotFound, ScopeError
 from goat_core.models import Capability
-from goat_core.provider import ModelTool
+from goat_core.provider import Access, ModelTool
 
 if TYPE_CHECKING:
     from goat_core.host import MemoryContext
@@ -220,11 +222,18 @@ class ToolSet:
     reason: str | None = None
     _core: dict[str, CoreTool] = field(default_factory=dict)
     _extra: dict[str, ModelTool] = field(default_factory=dict)
+    _gate: Callable[[str, Access], Gate] | None = None
 
     @property
     def definitions(self) -> tuple[ToolDefinition, ...]:
         extra = tuple(
-            ToolDefinition(t.name, t.description, dict(t.input_schema), t.read_only, t.destructive)
+            ToolDefinition(
+                t.name,
+                t.description,
+                dict(t.input_schema),
+                t.access is Access.READ,
+                t.destructive,
+            )
             for t in self._extra.values()
         )
         return tuple(t.definition for t in self._core.values()) + extra
@@ -255,7 +264,10 @@ class ToolSet:
             if name in self._extra:
                 extra = self._extra[name]
                 _check_extra_arguments(extra.input_schema, arguments)
-                result = await extra.handler(dict(arguments))
+                assert self._gate is not None and extra.access is not None
+                gate = self._gate(name, extra.access)
+                given = dict(arguments)
+                result = await run_gated(gate, extra.access, lambda: extra.handler(given, gate))
                 if not isinstance(result, dict):
                     return _error("InternalError", f"tool {name} returned no JSON object")
                 return result
@@ -372,7 +384,8 @@ def memory_tools(context: MemoryContext) -> ToolSet:
             )
         )
     tools._core = {t.definition.name: t for t in core}
-    for extra in context.provider.model_tools():
+    tools._gate = context._gate
+    for extra in context._require().model_tools():
         if not _NAME.fullmatch(extra.name):
             raise ConfigError(
                 f"provider {spec.name!r} tool name {extra.name!r} must match [a-z][a-z0-9_]*"
@@ -386,6 +399,9 @@ def memory_tools(context: MemoryContext) -> ToolSet:
             raise ConfigError(
                 f"provider {spec.name!r} tool {extra.name!r}: input schema must be an object"
             )
+        access = check_access(spec.name, f"tool {extra.name}", extra.access, extra.read_only)
+        if access is not extra.access:
+            extra = dataclasses.replace(extra, access=access)
         for prop, where in _schema_properties(extra.input_schema):
             if prop.lower() in FORBIDDEN_ARGUMENTS:
                 raise ScopeError(

@@ -54,7 +54,7 @@ from goat_core.models import (
     Scope,
     normalize_pen_id,
 )
-from goat_core.provider import ModelTool, Provider, ProviderContext
+from goat_core.provider import Access, ModelTool, PolicyGate, Provider, ProviderContext
 from goat_core.registry import Registry
 
 WIKILINK = re.compile(r"\[\[([^\]|#]+)(?:#[^\]|]*)?(?:\|[^\]]*)?\]\]")
@@ -295,8 +295,8 @@ class ReferenceProvider(Provider):
         return {"indexed": len(notes)}
 
     def model_tools(self) -> list[ModelTool]:
-        async def count(arguments: dict[str, Any]) -> dict[str, Any]:
-            return {"count": len(self._visible())}
+        async def count(arguments: dict[str, Any], gate: PolicyGate) -> dict[str, Any]:
+            return {"count": len(gate.browse(self._summaries()))}
 
         return [
             ModelTool(
@@ -305,6 +305,7 @@ class ReferenceProvider(Provider):
                 input_schema={"type": "object", "properties": {}, "additionalProperties": False},
                 handler=count,
                 read_only=True,
+                access=Access.READ,
             )
         ]
 

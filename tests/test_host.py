@@ -183,13 +183,13 @@ async def test_no_api_takes_two_scopes(host: MemoryHost) -> None:
     await host.bind(Scope.pen("a"), "markdown", {})
     calls: list[str] = []
     ctx_a = host.context_for(Chat("a"))
-    original = ctx_a.provider.recall
+    original = ctx_a._provider.recall
 
     async def spy(query: str, *, limit: int = 10) -> RecallResult:
         calls.append(query)
         return await original(query, limit=limit)
 
-    ctx_a.provider.recall = spy  # type: ignore[method-assign]
+    ctx_a._provider.recall = spy  # type: ignore[method-assign]
     with pytest.raises(TypeError, match="exactly one scope"):
         host.context_for([Chat(), Chat("a")])  # type: ignore[arg-type]
     with pytest.raises(TypeError):
@@ -244,7 +244,7 @@ async def test_capability_checked_before_the_provider(host: MemoryHost) -> None:
         called.append(write)
         raise AssertionError("provider reached")
 
-    ctx.provider.feedback = spy  # type: ignore[method-assign]
+    ctx._provider.feedback = spy  # type: ignore[method-assign]
     with pytest.raises(NotSupported, match=r"'reference_bank'.*'feedback'"):
         await ctx.feedback("good answer")
     with pytest.raises(NotSupported, match="capability 'map'"):
@@ -260,7 +260,7 @@ async def test_oversized_text_is_too_large_before_the_provider(host: MemoryHost)
         called.append(write)
         raise AssertionError("provider reached")
 
-    ctx.provider.remember = spy  # type: ignore[method-assign]
+    ctx._provider.remember = spy  # type: ignore[method-assign]
     with pytest.raises(TooLarge, match="at most 20000"):
         await ctx.remember("x" * 20_001)
     assert called == []
@@ -388,7 +388,7 @@ async def test_trivial_prompts_skip_recall(host: MemoryHost, prompt: str) -> Non
         called.append(query)
         raise AssertionError("recall reached")
 
-    ctx.provider.recall = spy  # type: ignore[method-assign]
+    ctx._provider.recall = spy  # type: ignore[method-assign]
     turn = await ctx.prepare_turn(prompt, 1000)
     assert turn.outcome == "skipped" and turn.block == "" and called == []
 
@@ -453,7 +453,7 @@ async def test_failed_read_is_reported_and_health_unchanged(host: MemoryHost) ->
     async def broken(query: str, *, limit: int = 10) -> RecallResult:
         raise ProviderUnavailable("index is locked")
 
-    ctx.provider.recall = broken  # type: ignore[method-assign]
+    ctx._provider.recall = broken  # type: ignore[method-assign]
     turn = await ctx.prepare_turn("what was decided?", 1000)
     assert turn.outcome == "failed" and turn.block == ""
     assert turn.reason == "ProviderUnavailable: index is locked"
@@ -609,8 +609,8 @@ async def test_explicit_bindings_are_accent_only_the_default_store_is_quiet(
 
 
 async def test_providers_are_cached_and_closed(host: MemoryHost) -> None:
-    first = host.context_for(Chat()).provider
-    assert host.context_for(Chat()).provider is first
+    first = host.context_for(Chat())._provider
+    assert host.context_for(Chat())._provider is first
     closed: list[bool] = []
     original = first.close
 
@@ -690,7 +690,7 @@ def test_sync_host_owns_its_checks(home: GoatHome) -> None:
         assert outcome.health is not None and outcome.health.ok
         rows = {r.scope: r for r in host.refresh()}
         assert rows["pen:b"].tone is Tone.ACCENT
-        provider = host.context_for(Chat("b")).provider
+        provider = host.context_for(Chat("b"))._provider
     assert host.host.supervisor.keys() == []  # closing disconnected every remote session
     assert provider is not None
 

@@ -384,7 +384,7 @@ async def test_disconnect_during_validation_drops_the_result(
     host: MemoryHost, world: World
 ) -> None:
     await healthy(host)
-    session = host.context_for(Chat("team")).provider
+    session = host.context_for(Chat("team"))._provider
     ep = world.ep(BANK1)
     ep.hold()
     ep.mode = "down"
@@ -416,7 +416,7 @@ async def test_a_late_result_after_a_bank_change_is_dropped(host: MemoryHost, wo
         old.release()  # ... too late
     r = row(host)
     assert r.tone is Tone.ACCENT and "`two`" in r.reason and r.cause is None
-    provider: Any = host.context_for(Chat("team")).provider
+    provider: Any = host.context_for(Chat("team"))._provider
     assert provider.bank == "two" and not provider.closed
     stale = [p for p in world.network.built if p.bank == "one"]
     assert stale and all(p.closed for p in stale)
@@ -468,7 +468,7 @@ async def test_endpoint_recovery_before_a_turn_within_the_short_backoff(
 ) -> None:
     await healthy(host)
     ep = world.ep(BANK1)
-    first = host.context_for(Chat("team")).provider
+    first = host.context_for(Chat("team"))._provider
     ep.mode = "down"
     await host.refresh()  # the status view's live check: probe fails, a fresh one too
     assert ep.checks == 3
@@ -483,7 +483,7 @@ async def test_endpoint_recovery_before_a_turn_within_the_short_backoff(
     turn = await ctx.prepare_turn("anything about deploys", 1000)
     assert turn.outcome == "empty" and ep.checks == 4  # retried before the turn, recovered
     assert row(host).tone is Tone.ACCENT and ctx.available
-    assert ctx.provider is not first  # the transport was replaced after recovery
+    assert ctx._provider is not first  # the transport was replaced after recovery
 
 
 async def test_backoff_doubles_and_an_explicit_check_retries_at_once(
@@ -578,7 +578,7 @@ async def test_an_edited_draft_is_tested_in_isolation(host: MemoryHost, world: W
     await healthy(host)
     saved_file = host.home.config_path.read_bytes()
     before = row(host)
-    session = host.context_for(Chat("team")).provider
+    session = host.context_for(Chat("team"))._provider
     world.ep(BANK2).mode = "down"
     draft = await host.check(PEN, draft=dict(BANK2))
     assert not draft.ok and draft.cause == "unreachable"
@@ -586,7 +586,7 @@ async def test_an_edited_draft_is_tested_in_isolation(host: MemoryHost, world: W
     assert (await host.check(PEN, draft=dict(BANK2))).ok
     assert host.home.config_path.read_bytes() == saved_file
     assert row(host) == before  # nothing saved was published or touched
-    assert host.context_for(Chat("team")).provider is session and not session.closed  # type: ignore[attr-defined]
+    assert host.context_for(Chat("team"))._provider is session and not session.closed  # type: ignore[attr-defined]
     drafts = [p for p in world.network.built if p.bank == "two"]
     assert len(drafts) == 2 and all(p.closed for p in drafts)
     assert world.ep(BANK1).checks == 1
@@ -614,10 +614,10 @@ async def test_rebinding_unchanged_settings_keeps_the_healthy_client(
     host: MemoryHost, world: World
 ) -> None:
     await healthy(host)
-    session = host.context_for(Chat("team")).provider
+    session = host.context_for(Chat("team"))._provider
     built = len(world.network.built)
     await healthy(host)  # the same binding again: validated, not replaced
-    assert host.context_for(Chat("team")).provider is session
+    assert host.context_for(Chat("team"))._provider is session
     assert not session.closed  # type: ignore[attr-defined]
     assert len(world.network.built) == built and world.ep(BANK1).checks == 2
 

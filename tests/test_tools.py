@@ -12,7 +12,7 @@ from goat_core.errors import ConfigError, ScopeError
 from goat_core.home import GoatHome
 from goat_core.host import Chat, MemoryHost
 from goat_core.models import Scope
-from goat_core.provider import ModelTool
+from goat_core.provider import Access, ModelTool, PolicyGate
 from goat_core.tools import FORBIDDEN_ARGUMENTS, memory_tools
 
 HERE = Path(__file__).parent
@@ -142,7 +142,7 @@ def _provider_with_tool(tool: ModelTool) -> Any:
     return plugin
 
 
-async def _noop(arguments: dict[str, Any]) -> dict[str, Any]:
+async def _noop(arguments: dict[str, Any], gate: PolicyGate) -> dict[str, Any]:
     return {}
 
 
@@ -170,7 +170,9 @@ async def _noop(arguments: dict[str, Any]) -> dict[str, Any]:
 async def test_provider_tool_with_scope_argument_is_refused(
     tmp_path: Path, schema: dict[str, Any]
 ) -> None:
-    plugin = _provider_with_tool(ModelTool("sneaky", "reach elsewhere", schema, _noop))
+    plugin = _provider_with_tool(
+        ModelTool("sneaky", "reach elsewhere", schema, _noop, access=Access.READ)
+    )
     host = MemoryHost(home=GoatHome.at(tmp_path), registry=registry(plugin))
     with pytest.raises(ScopeError, match="tool 'sneaky' takes argument"):
         memory_tools(host.context_for(Chat()))
@@ -179,7 +181,9 @@ async def test_provider_tool_with_scope_argument_is_refused(
 
 @pytest.mark.parametrize("name", ["recall", "Bad-Name"])
 async def test_provider_tool_names_are_checked(tmp_path: Path, name: str) -> None:
-    plugin = _provider_with_tool(ModelTool(name, "d", {"type": "object"}, _noop))
+    plugin = _provider_with_tool(
+        ModelTool(name, "d", {"type": "object"}, _noop, access=Access.READ)
+    )
     host = MemoryHost(home=GoatHome.at(tmp_path), registry=registry(plugin))
     with pytest.raises(ConfigError):
         memory_tools(host.context_for(Chat()))
@@ -187,11 +191,11 @@ async def test_provider_tool_names_are_checked(tmp_path: Path, name: str) -> Non
 
 
 async def test_provider_tool_failure_is_an_error_result(tmp_path: Path) -> None:
-    async def boom(arguments: dict[str, Any]) -> dict[str, Any]:
+    async def boom(arguments: dict[str, Any], gate: PolicyGate) -> dict[str, Any]:
         raise RuntimeError("secret internals")
 
     schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
-    plugin = _provider_with_tool(ModelTool("boom", "fails", schema, boom))
+    plugin = _provider_with_tool(ModelTool("boom", "fails", schema, boom, access=Access.READ))
     host = MemoryHost(home=GoatHome.at(tmp_path), registry=registry(plugin))
     tools = memory_tools(host.context_for(Chat()))
     assert await tools.call("boom", {"n": 1}) == {

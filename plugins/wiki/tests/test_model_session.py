@@ -63,9 +63,8 @@ async def test_ingest_then_write_then_query(tmp_path: Path) -> None:
                 "rnn/readme.md": "Recurrent networks read tokens one at a time.",
             },
         )
-        wiki = context.provider
-        assert isinstance(wiki, WikiProvider)
-        ingested = await wiki.ingest(docs)
+        assert isinstance(context._provider, WikiProvider)
+        ingested = await context.run_operation("ingest", docs)
         assert len(ingested["added"]) == 2
 
         tools = context.tools()
@@ -159,9 +158,9 @@ async def test_ingest_then_write_then_query(tmp_path: Path) -> None:
         ]
         after = await model.ok("wiki_ingest_status")
         assert after["uncited"] == []
-        final = await wiki.lint()
+        final = await context._provider.lint()
         assert [f.code for f in final.findings if f.severity != "info"] == []
-        root = wiki.root
+        root = context._provider.root
         log = (root / "log.md").read_text()
         assert log.count("## [") == 5  # ingest, three writes, one update
         assert not list(root.glob("escape*")) and not (root / "raw" / "tampered.md").exists()

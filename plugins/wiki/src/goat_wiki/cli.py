@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
@@ -19,7 +19,6 @@ import click
 
 __all__ = ["wiki"]
 
-T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -39,7 +38,8 @@ def _options(f: F) -> F:
 
 @contextmanager
 def _wiki(home: Path | None, pen: str | None) -> Iterator[Callable[..., Any]]:
-    """Yield ``run(method, *args)`` calling a method of the scope's wiki provider.
+    """Yield ``run(operation, *args)``: one of the wiki's operations on the scope's memory
+    context, through the scope's policy hooks (the command never gets the provider).
 
     :raises ScopeError: an invalid Pen id (before any I/O). :raises NotSupported: the scope
         is not bound to a wiki. :raises ProviderUnavailable: the scope has no memory.
@@ -51,28 +51,20 @@ def _wiki(home: Path | None, pen: str | None) -> Iterator[Callable[..., Any]]:
     from goat_core.models import Scope
     from goat_core.registry import Registry
 
-    from goat_wiki.provider import WikiProvider
-
     scope = Scope.pen(pen) if pen is not None else Scope.global_()
     host = SyncMemoryHost(
         home=GoatHome.from_env(home), registry=Registry.load(PluginSettings.from_env())
     )
     try:
         memory = host.context_for(Chat(project_id=scope.pen_id))
-        provider = memory.context.provider
-        if not isinstance(provider, WikiProvider):
-            name = memory.context.spec.name if memory.context.spec else "none"
+        context = memory.context
+        if context.available and (context.spec is None or context.spec.name != "wiki"):
+            name = context.spec.name if context.spec else "none"
             raise NotSupported(
-                f"{memory.context.label} uses provider {name!r}, not a wiki; bind one with "
+                f"{context.label} uses provider {name!r}, not a wiki; bind one with "
                 f"'goat bind{' --pen ' + scope.pen_id if scope.pen_id else ''} wiki'"
             )
-
-        def run(method: Callable[..., Awaitable[T]], *args: Any, **kwargs: Any) -> T:
-            import anyio
-
-            return anyio.run(lambda: method(*args, **kwargs))
-
-        yield lambda name, *a, **kw: run(getattr(provider, name), *a, **kw)
+        yield lambda name, *a, **kw: memory.run_operation(name, *a, **kw)
     finally:
         host.close()
 
@@ -113,6 +105,7 @@ def ingest_cmd(path: Path, pen: str | None, home: Path | None, as_json: bool) ->
                 bar.__exit__(None, None, None)
     if as_json:
         _emit(result)
+        _exit_if_refused(result)
         return
     click.echo(
         f"{len(result['added'])} source(s) added, {len(result['present'])} already present, "
@@ -124,6 +117,15 @@ def ingest_cmd(path: Path, pen: str | None, home: Path | None, as_json: bool) ->
         click.echo(f"present {source_id}")
     for item in result["skipped"]:
         click.echo(f"skipped {item['path']}: {item['reason']}", err=True)
+    _exit_if_refused(result)
+
+
+def _exit_if_refused(result: dict[str, Any]) -> None:
+    """Exit 5 (rejected) when a policy hook refused any file: the ingest did not all land."""
+    refused = [i for i in result["skipped"] if i["reason"].startswith("rejected by policy")]
+    if refused:
+        click.echo(f"goat: error: rejected: {len(refused)} file(s) refused by policy", err=True)
+        raise click.exceptions.Exit(5)
 
 
 @wiki.command("lint")
@@ -132,7 +134,7 @@ def ingest_cmd(path: Path, pen: str | None, home: Path | None, as_json: bool) ->
 def lint_cmd(fix: bool, pen: str | None, home: Path | None, as_json: bool) -> None:
     """Check the wiki. Exit status 1 when a finding of severity warning or error remains."""
     with _wiki(home, pen) as call:
-        report = call("lint", fix=fix)
+        report = call("lint_fix" if fix else "lint")
     if as_json:
         _emit(report.to_json())
     else:
@@ -194,6 +196,11 @@ def write_cmd(
         result = call("write_page", write)
     if as_json:
         _emit(result)
+    if result.get("status") == "rejected":  # a policy hook refused: nothing was written
+        reason = " ".join(str(result.get("reason") or "no reason given").split())
+        click.echo(f"goat: error: rejected: {reason}", err=True)
+        raise click.exceptions.Exit(5)
+    if as_json:
         return
     click.echo(f"{result['op']} {result['page']} (etag {result['etag']})")
     for f in result["findings"]:

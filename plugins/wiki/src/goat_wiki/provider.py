@@ -36,6 +36,7 @@ from goat_core.errors import (
     Conflict,
     NotFound,
     PathError,
+    Rejected,
     ScopeError,
     TooLarge,
 )
@@ -68,7 +69,13 @@ from goat_core.models import (
     ReceiptStatus,
     normalize_pen_id,
 )
-from goat_core.provider import ModelTool, Provider, ProviderContext, StoreWorker
+from goat_core.provider import (
+    ModelTool,
+    Provider,
+    ProviderContext,
+    ProviderOperation,
+    StoreWorker,
+)
 
 from goat_wiki import text as wt
 from goat_wiki.sources import MANIFEST_NAME, Manifest, Source
@@ -141,15 +148,21 @@ class Finding:
 class LintReport:
     """Findings (after fixes, when fixing) and what was fixed."""
 
-    findings: tuple[Finding, ...]
-    fixed: tuple[Finding, ...] = ()
+    findings: tuple[Finding, ...] | list[Finding]
+    fixed: tuple[Finding, ...] | list[Finding] = ()
+    #: why findings are missing (e.g. ``"2 findings hidden by policy"``); empty when whole.
+    degraded: tuple[str, ...] | list[str] = ()
 
     def to_json(self) -> dict[str, Any]:
-        """``{"findings": [...], "fixed": [...]}``."""
-        return {
+        """``{"findings": [...], "fixed": [...]}``, plus ``"degraded"`` when findings about
+        pages a browse policy hides were left out."""
+        out: dict[str, Any] = {
             "findings": [f.to_json() for f in self.findings],
             "fixed": [f.to_json() for f in self.fixed],
         }
+        if self.degraded:
+            out["degraded"] = list(self.degraded)
+        return out
 
     def count(self, code: str) -> int:
         return sum(1 for f in self.findings if f.code == code)
@@ -980,7 +993,12 @@ class WikiProvider(Provider):
         )
 
     # == ingest ==================================================================================
-    def _ingest(self, source: Path, progress: Callable[[int, int], None] | None) -> dict[str, Any]:
+    def _ingest(
+        self,
+        source: Path,
+        progress: Callable[[int, int], None] | None,
+        inspect: Callable[[MemoryWrite], MemoryWrite] | None = None,
+    ) -> dict[str, Any]:
         origin = Path(os.path.abspath(Path(source).expanduser()))
         if not origin.exists():
             raise NotFound(f"nothing to ingest at {origin}")
@@ -1030,6 +1048,12 @@ class WikiProvider(Provider):
                 except OSError as exc:
                     skipped.append({"path": original, "reason": f"not readable: {exc.strerror}"})
                     continue
+                if inspect is not None:
+                    policed = _policed_source(inspect, original, data)
+                    if isinstance(policed, str):
+                        skipped.append({"path": original, "reason": policed})
+                        continue
+                    data = policed
                 digest = etag(data)
                 same = manifest.find_same(original, str(path), digest)
                 if same is not None:
@@ -1218,7 +1242,9 @@ class WikiProvider(Provider):
         return self._link_index(scan).connections(rel)
 
     # == lint ====================================================================================
-    def _lint(self, fix: bool) -> LintReport:
+    def _lint(
+        self, fix: bool, inspect: Callable[[MemoryWrite], MemoryWrite] | None = None
+    ) -> LintReport:
         self._recover()
         findings = self._findings()
         if not fix or not any(f.fixable for f in findings):
@@ -1226,7 +1252,7 @@ class WikiProvider(Provider):
         fixed: list[Finding] = []
         with self._lock:
             self._sync()
-            fixed += self._fix_links([f for f in findings if f.fixable])
+            fixed += self._fix_links([f for f in findings if f.fixable], inspect)
             drift = [f for f in self._findings() if f.code == "index-drift"]
             if drift:
                 layout = self._ensure_files()  # may create the index: still logged below
@@ -1241,7 +1267,11 @@ class WikiProvider(Provider):
                 fixed += drift
         return LintReport(tuple(self._findings()), tuple(fixed))
 
-    def _fix_links(self, fixable: list[Finding]) -> list[Finding]:
+    def _fix_links(
+        self,
+        fixable: list[Finding],
+        inspect: Callable[[MemoryWrite], MemoryWrite] | None = None,
+    ) -> list[Finding]:
         """Rewrite bare links to their unique folder-qualified target and unescape alias pipes
         outside tables; one atomic, etag-checked write and one log entry per page."""
         from goat_core.links import parse_links
@@ -1295,7 +1325,15 @@ class WikiProvider(Provider):
                             applied.add((link.line, code))
             if not changed:
                 continue
-            new = "\n".join(lines).encode("utf-8")
+            text = "\n".join(lines)
+            if inspect is not None:
+                try:
+                    text = inspect(
+                        MemoryWrite(kind="remember", text=text, title=note.title, source="lint")
+                    ).text
+                except Rejected:
+                    continue  # refused by policy: left as it is, still reported
+            new = text.encode("utf-8")
 
             def change(rel: str = rel, new: bytes = new, old: str = note.etag) -> dict[str, str]:
                 return {rel: atomic_write(self.root / rel, new, expected_etag=old)}
@@ -1786,15 +1824,23 @@ class WikiProvider(Provider):
         return await self._worker.run(self._write_page, write)
 
     async def ingest(
-        self, source: Path, progress: Callable[[int, int], None] | None = None
+        self,
+        source: Path,
+        progress: Callable[[int, int], None] | None = None,
+        *,
+        inspect: Callable[[MemoryWrite], MemoryWrite] | None = None,
     ) -> dict[str, Any]:
         """Copy a file or folder into the raw folder (no model is called).
 
+        :param inspect: the policy gate's ``inspect`` (``goat wiki ingest`` passes it): each
+            file's text passes ``goat_inspect_remember`` first; a refused file is skipped
+            with the policy's reason, a changed text is stored as changed (a file that is not
+            UTF-8 and that a policy changes is skipped: its bytes cannot carry the change).
         :returns: ``{"added": [ids], "present": [ids], "skipped": [{"path", "reason"}],
             "sources": total}``. :raises NotFound: no such path. :raises BadInput: a path
             inside (or containing) the wiki.
         """
-        return await self._worker.run(self._ingest, source, progress)
+        return await self._worker.run(self._ingest, source, progress, inspect)
 
     async def sources(self) -> dict[str, Any]:
         """The manifest with the pages citing each source, and the uncited ones."""
@@ -1804,10 +1850,24 @@ class WikiProvider(Provider):
         """A page (``Page.to_json()``), a provider file by name (read-only), or a source."""
         return await self._worker.run(self._read_any, ref)
 
-    async def lint(self, *, fix: bool = False) -> LintReport:
+    async def lint(
+        self, *, fix: bool = False, inspect: Callable[[MemoryWrite], MemoryWrite] | None = None
+    ) -> LintReport:
         """Check the wiki; with ``fix`` apply the deterministic fixes (rebuild the index,
-        qualify bare links, unescape alias pipes outside tables) and report the rest."""
-        return await self._worker.run(self._lint, fix)
+        qualify bare links, unescape alias pipes outside tables) and report the rest.
+
+        :param inspect: the policy gate's ``inspect``: a page a fix rewrites passes
+            ``goat_inspect_remember`` with its new text first (refused: left unfixed and
+            reported). The index and log are the provider's record of pages already stored
+            and are kept true without it."""
+        return await self._worker.run(self._lint, fix, inspect)
+
+    def operations(self) -> Sequence[ProviderOperation]:
+        """``ingest``, ``lint``, ``lint_fix``, ``write_page`` for ``goat wiki ...`` (see
+        :func:`goat_wiki.tools.wiki_operations`)."""
+        from goat_wiki.tools import wiki_operations
+
+        return wiki_operations(self)
 
     def model_tools(self) -> Sequence[ModelTool]:
         """``wiki_read_page``, ``wiki_write_page``, ``wiki_search``, ``wiki_list_pages``,
@@ -1824,6 +1884,25 @@ class WikiProvider(Provider):
             await self._worker.run(self._close)
         finally:
             self._worker.close()
+
+
+def _policed_source(
+    inspect: Callable[[MemoryWrite], MemoryWrite], original: str, data: bytes
+) -> bytes | str:
+    """A source's bytes after ``goat_inspect_remember``, or why it is skipped."""
+    try:
+        text, exact = data.decode("utf-8"), True
+    except UnicodeDecodeError:
+        text, exact = data.decode("utf-8", "replace"), False
+    try:
+        out = inspect(MemoryWrite(kind="remember", text=text, title=original, source="ingest"))
+    except Rejected as exc:
+        return f"rejected by policy: {exc.reason}"
+    if out.text == text:
+        return data
+    if not exact:
+        return "changed by policy, but not UTF-8 text: not stored"
+    return out.text.encode("utf-8")
 
 
 def _str_or_items(value: Any) -> list[Any]:

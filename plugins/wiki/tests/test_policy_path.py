@@ -1,0 +1,255 @@
+"""One policy path: every wiki tool and every ``goat wiki`` command goes through the scope's
+policy hooks (docs/design.md, Policy path), in both directions.
+
+Two policy plugins: ``refuse_writes`` refuses every write (``goat_inspect_remember`` raises
+Rejected); ``hide_reads`` empties every recall and hides every page (``goat_filter_recall``
+and ``goat_filter_browse``). Each tool and operation the wiki declares is driven under both;
+a tool or operation added without a case here fails :func:`test_every_tool_is_covered`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import ClassVar
+
+import pytest
+from click.testing import CliRunner, Result
+from goat_core import hookimpl
+from goat_core.cli import cli
+from goat_core.errors import Rejected
+from goat_core.home import GoatHome
+from goat_core.host import Chat, MemoryHost
+from goat_core.manager import PluginSettings, make_plugin_manager, register_plugin
+from goat_core.models import MemoryWrite, PageSummary, RecallResult, Scope
+from goat_core.registry import Registry
+from wiki_helpers import write_tree
+
+import goat_wiki.plugin
+
+pytestmark = pytest.mark.anyio
+
+TOOLS = {
+    "wiki_read_page",
+    "wiki_write_page",
+    "wiki_search",
+    "wiki_list_pages",
+    "wiki_lint",
+    "wiki_ingest_status",
+}
+OPERATIONS = {"ingest", "lint", "lint_fix", "write_page"}
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+class RefuseWrites:
+    """A policy that refuses every write."""
+
+    seen: ClassVar[list[str]] = []
+
+    @hookimpl
+    def goat_inspect_remember(self, scope: Scope, write: MemoryWrite) -> MemoryWrite | None:
+        RefuseWrites.seen.append(write.text)
+        raise Rejected("writes are off")
+
+
+class HideReads:
+    """A policy that empties every recall and hides every page."""
+
+    @hookimpl
+    def goat_filter_recall(
+        self, scope: Scope, query: str, result: RecallResult
+    ) -> RecallResult | None:
+        return result.model_copy(update={"items": ()})
+
+    @hookimpl
+    def goat_filter_browse(
+        self, scope: Scope, items: Sequence[PageSummary]
+    ) -> Sequence[PageSummary] | None:
+        return []
+
+
+def registry(*policies: object) -> Registry:
+    pm = make_plugin_manager(PluginSettings(autoload=False))
+    assert register_plugin(pm, goat_wiki.plugin, "wiki")
+    for i, policy in enumerate(policies):
+        assert register_plugin(pm, policy, f"policy{i}")
+    return Registry(pm)
+
+
+def raw_files(root: Path) -> list[str]:
+    raw = root / "raw"
+    if not raw.exists():
+        return []
+    return sorted(p.relative_to(raw).as_posix() for p in raw.rglob("*") if p.is_file())
+
+
+async def seeded_wiki(tmp_path: Path) -> tuple[GoatHome, Path]:
+    """A wiki Pen ``w`` with a source, two pages (one linking the other bare) and an index."""
+    home = GoatHome.at(tmp_path / "home")
+    root = tmp_path / "wiki"
+    root.mkdir()
+    host = MemoryHost(home=home, registry=registry())
+    try:
+        await host.bind(Scope.pen("w"), "wiki", {"root": str(root)})
+        ctx = host.context_for(Chat("w"))
+        docs = write_tree(tmp_path / "docs", {"paper.md": "Quokkas sleep in the day."})
+        await ctx.run_operation("ingest", docs)
+        tools = ctx.tools()
+        for title, body in (
+            ("concepts/Quokka", "A quokka is a marsupial. Quokkas sleep in the day."),
+            ("concepts/Island", "The island has many [[Quokka]] sightings."),
+        ):
+            out = await tools.call(
+                "wiki_write_page", {"title": title, "body": body, "sources": ["docs/paper.md"]}
+            )
+            assert out.get("status") == "stored", out
+    finally:
+        await host.aclose()
+    return home, root
+
+
+def test_every_tool_is_covered(tmp_path: Path) -> None:
+    """The cases below cover exactly the tools and operations the wiki declares."""
+    import anyio
+
+    async def names() -> tuple[set[str], set[str]]:
+        host = MemoryHost(home=GoatHome.at(tmp_path / "home"), registry=registry())
+        try:
+            await host.bind(Scope.pen("w"), "wiki", {})
+            ctx = host.context_for(Chat("w"))
+            assert ctx._provider is not None
+            extra = set(ctx.tools().names) - {"recall", "remember", "feedback", "reflect"}
+            return extra, {op.name for op in ctx._provider.operations()}
+        finally:
+            await host.aclose()
+
+    tools, ops = anyio.run(names)
+    assert tools == TOOLS
+    assert ops == OPERATIONS
+
+
+# -- model tools ----------------------------------------------------------------------------
+async def test_tools_refuse_writes(tmp_path: Path) -> None:
+    home, root = await seeded_wiki(tmp_path)
+    before = sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
+    host = MemoryHost(home=home, registry=registry(RefuseWrites()))
+    try:
+        tools = host.context_for(Chat("w")).tools()
+        RefuseWrites.seen.clear()
+        out = await tools.call("wiki_write_page", {"title": "New", "body": "Secret plan."})
+        assert out["status"] == "rejected" and "writes are off" in out["reason"]
+        assert RefuseWrites.seen == ["Secret plan."]  # the exact text it would store
+        core = await tools.call("remember", {"text": "also refused"})
+        assert core["status"] == "rejected"
+        # reads still work under a write-only policy
+        found = await tools.call("wiki_search", {"query": "quokka"})
+        assert found["items"]
+    finally:
+        await host.aclose()
+    after = sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
+    assert after == before
+
+
+async def test_tools_filter_reads(tmp_path: Path) -> None:
+    home, _root = await seeded_wiki(tmp_path)
+    host = MemoryHost(home=home, registry=registry(HideReads()))
+    try:
+        tools = host.context_for(Chat("w")).tools()
+        assert (await tools.call("recall", {"query": "quokka"}))["items"] == []
+        assert (await tools.call("wiki_search", {"query": "quokka"}))["items"] == []
+        listing = await tools.call("wiki_list_pages", {})
+        assert listing["items"] == [] and listing["complete"] is False
+        assert any("hidden by policy" in d for d in listing["degraded"])
+        page = await tools.call("wiki_read_page", {"page": "concepts/Quokka"})
+        assert page["error"]["type"] == "NotFound"
+        source = await tools.call("wiki_read_page", {"page": "raw/docs/paper.md"})
+        assert source["error"]["type"] == "NotFound"
+        index = await tools.call("wiki_read_page", {"page": "index"})
+        assert "Quokka" not in index["text"] and "Island" not in index["text"]
+        assert any("hidden by policy" in d for d in index["degraded"])
+        lint = await tools.call("wiki_lint", {})
+        assert all(f["path"] is None for f in lint["findings"])
+        assert lint["complete"] is False and lint["degraded"]
+        status = await tools.call("wiki_ingest_status", {})
+        assert status["sources"] == [] and status["degraded"]
+    finally:
+        await host.aclose()
+
+
+# -- plugin CLI commands ----------------------------------------------------------------------
+@pytest.fixture
+def policy_cli(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[object]]:
+    """Every ``Registry.load`` (what ``goat`` and ``goat wiki`` use) also registers the
+    policies the test puts in the yielded list."""
+    policies: list[object] = []
+    original = Registry.load.__func__  # type: ignore[attr-defined]
+
+    def load(cls: type[Registry], settings: PluginSettings | None = None) -> Registry:
+        reg = original(cls, settings)
+        for i, policy in enumerate(policies):
+            assert register_plugin(reg.pm, policy, f"policy{i}")
+        return reg
+
+    monkeypatch.setattr(Registry, "load", classmethod(load))
+    monkeypatch.delenv("GOAT_LOAD_PLUGINS", raising=False)
+    monkeypatch.delenv("GOAT_DISABLE_PLUGINS", raising=False)
+    yield policies
+
+
+def goat(*args: str) -> Result:
+    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
+
+
+async def test_commands_refuse_writes(
+    tmp_path: Path, policy_cli: list[object], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home, root = await seeded_wiki(tmp_path)
+    monkeypatch.setenv("GOAT_HOME", str(home.config_dir))
+    (root / "concepts" / "Island.md").write_text("Bare [[Quokka]] link.\n")
+    before = {p: p.read_bytes() for p in root.rglob("*") if p.is_file()}
+    policy_cli.append(RefuseWrites())
+
+    more = write_tree(tmp_path / "more", {"new.md": "Another source."})
+    ingest = goat("wiki", "ingest", str(more), "--pen", "w", "--json")
+    assert ingest.exit_code == 5, ingest.output
+    assert json.loads(ingest.stdout)["skipped"][0]["reason"].startswith("rejected by policy")
+    assert not [f for f in raw_files(root) if f.endswith("new.md")]
+
+    page = tmp_path / "page.md"
+    page.write_text("Refused text.\n")
+    written = goat("wiki", "write", "Refused", "--file", str(page), "--pen", "w")
+    assert written.exit_code == 5 and "rejected" in written.stderr
+
+    fix = goat("wiki", "lint", "--fix", "--pen", "w", "--json")
+    assert fix.exit_code in (0, 1), fix.output
+    report = json.loads(fix.stdout)
+    assert not [f for f in report["fixed"] if f["code"] == "bare-link"]
+    assert (root / "concepts" / "Island.md").read_text() == "Bare [[Quokka]] link.\n"
+
+    remember = goat("remember", "core refused too", "--pen", "w")
+    assert remember.exit_code == 5
+    after = {p: p.read_bytes() for p in root.rglob("*") if p.is_file()}
+    changed = {p.relative_to(root).as_posix() for p in after if before.get(p) != after[p]}
+    # only the provider's own record may change (a lint --fix rebuilds a drifted index)
+    assert changed <= {"index.md", "log.md"}, changed
+
+
+async def test_commands_filter_reads(
+    tmp_path: Path, policy_cli: list[object], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home, _root = await seeded_wiki(tmp_path)
+    monkeypatch.setenv("GOAT_HOME", str(home.config_dir))
+    policy_cli.append(HideReads())
+    lint = goat("wiki", "lint", "--pen", "w", "--json")
+    report = json.loads(lint.stdout)
+    assert all(f["path"] is None for f in report["findings"])
+    assert report.get("degraded"), report
+    recall = goat("recall", "quokka", "--pen", "w", "--json")
+    assert json.loads(recall.stdout)["items"] == []
+    pages = goat("pages", "--pen", "w", "--json")
+    assert json.loads(pages.stdout)["items"] == []

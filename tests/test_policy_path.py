@@ -1,0 +1,193 @@
+"""The one policy path for a provider's extras (docs/design.md, Policy path): extra model
+tools and provider operations get a PolicyGate, declare read or write, and are held to it."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+
+from goat_core import hookimpl
+from goat_core.errors import ConfigError, NotSupported, Rejected
+from goat_core.home import GoatHome
+from goat_core.host import Chat, MemoryHost
+from goat_core.manager import register_plugin
+from goat_core.models import MemoryWrite, PageSummary, Receipt, Scope
+from goat_core.provider import Access, ModelTool, PolicyGate, ProviderOperation
+from goat_core.tools import memory_tools
+
+HERE = Path(__file__).parent
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))
+
+import reference_provider as ref  # noqa: E402
+
+pytestmark = pytest.mark.anyio
+OBJ = {"type": "object", "properties": {}, "additionalProperties": False}
+
+
+class RefuseWrites:
+    seen: ClassVar[list[str]] = []
+
+    @hookimpl
+    def goat_inspect_remember(self, scope: Scope, write: MemoryWrite) -> MemoryWrite | None:
+        RefuseWrites.seen.append(write.text)
+        raise Rejected("writes are off")
+
+
+class Shout:
+    @hookimpl
+    def goat_inspect_remember(self, scope: Scope, write: MemoryWrite) -> MemoryWrite | None:
+        return write.model_copy(update={"text": write.text.upper()})
+
+
+class HideAll:
+    @hookimpl
+    def goat_filter_browse(
+        self, scope: Scope, items: Sequence[PageSummary]
+    ) -> Sequence[PageSummary] | None:
+        return []
+
+
+def _plugin(tools: Sequence[ModelTool] = (), ops: Sequence[ProviderOperation] = ()) -> Any:
+    cls = type(
+        "ExtrasProvider",
+        (ref.ReferenceProvider,),
+        {"model_tools": lambda self: list(tools), "operations": lambda self: list(ops)},
+    )
+    _spec, plugin = ref._make("markdown", cls)
+    return plugin
+
+
+async def _host(tmp_path: Path, plugin: Any, *policies: object) -> MemoryHost:
+    registry = ref.make_registry(plugin)
+    for i, policy in enumerate(policies):
+        assert register_plugin(registry.pm, policy, f"policy{i}")
+    return MemoryHost(home=GoatHome.at(tmp_path), registry=registry)
+
+
+async def _noop(arguments: dict[str, Any], gate: PolicyGate) -> dict[str, Any]:
+    return {"ok": True}
+
+
+async def test_an_extra_without_access_is_refused_at_registration(tmp_path: Path) -> None:
+    host = await _host(tmp_path, _plugin([ModelTool("plain", "d", OBJ, _noop)]))
+    with pytest.raises(ConfigError, match="declares no access"):
+        memory_tools(host.context_for(Chat()))
+    await host.aclose()
+
+
+async def test_read_only_and_write_disagreeing_is_refused(tmp_path: Path) -> None:
+    tool = ModelTool("mixed", "d", OBJ, _noop, read_only=True, access=Access.WRITE)
+    host = await _host(tmp_path, _plugin([tool]))
+    with pytest.raises(ConfigError, match="read_only but declares access 'write'"):
+        memory_tools(host.context_for(Chat()))
+    await host.aclose()
+
+
+async def test_annotations_follow_the_declared_access(tmp_path: Path) -> None:
+    tools = [
+        ModelTool("peek", "d", OBJ, _noop, access=Access.READ),
+        ModelTool("put", "d", OBJ, _noop, access=Access.WRITE, destructive=True),
+    ]
+    host = await _host(tmp_path, _plugin(tools))
+    defs = {d.name: d for d in memory_tools(host.context_for(Chat())).definitions}
+    assert defs["peek"].annotations == {"readOnlyHint": True, "destructiveHint": False}
+    assert defs["put"].annotations == {"readOnlyHint": False, "destructiveHint": True}
+    await host.aclose()
+
+
+async def test_a_read_that_passes_no_read_policy_is_not_shown(tmp_path: Path) -> None:
+    async def leak(arguments: dict[str, Any], gate: PolicyGate) -> dict[str, Any]:
+        return {"secret": "shown without any filter"}
+
+    host = await _host(tmp_path, _plugin([ModelTool("leak", "d", OBJ, leak, access=Access.READ)]))
+    out = await memory_tools(host.context_for(Chat())).call("leak", {})
+    assert out["error"]["type"] == "ConfigError"
+    assert "passed no read policy" in out["error"]["message"]
+    assert "secret" not in str(out)
+    await host.aclose()
+
+
+async def test_a_read_that_tries_to_write_is_refused(tmp_path: Path) -> None:
+    async def sneaky(arguments: dict[str, Any], gate: PolicyGate) -> dict[str, Any]:
+        gate.inspect(MemoryWrite(text="x"))
+        return {}
+
+    tool = ModelTool("sneaky", "d", OBJ, sneaky, access=Access.READ)
+    host = await _host(tmp_path, _plugin([tool]))
+    out = await memory_tools(host.context_for(Chat())).call("sneaky", {})
+    assert out["error"]["type"] == "ConfigError" and "tried to write" in out["error"]["message"]
+    await host.aclose()
+
+
+async def test_a_write_passes_inspect_with_its_exact_text(tmp_path: Path) -> None:
+    stored: list[str] = []
+
+    async def put(arguments: dict[str, Any], gate: PolicyGate) -> dict[str, Any]:
+        async def store(write: MemoryWrite) -> dict[str, Any]:
+            stored.append(write.text)
+            return {"status": "stored"}
+
+        result = await gate.write(MemoryWrite(text=arguments["text"]), store)
+        return result.to_json() if isinstance(result, Receipt) else result
+
+    schema = {
+        "type": "object",
+        "properties": {"text": {"type": "string"}},
+        "required": ["text"],
+        "additionalProperties": False,
+    }
+    tool = ModelTool("put", "d", schema, put, access=Access.WRITE)
+    host = await _host(tmp_path, _plugin([tool]), RefuseWrites())
+    RefuseWrites.seen.clear()
+    out = await memory_tools(host.context_for(Chat())).call("put", {"text": "the words"})
+    assert out["status"] == "rejected" and out["reason"] == "writes are off"
+    assert RefuseWrites.seen == ["the words"] and stored == []
+    await host.aclose()
+
+    host = await _host(tmp_path, _plugin([tool]), Shout())
+    out = await memory_tools(host.context_for(Chat())).call("put", {"text": "the words"})
+    assert out == {"status": "stored"} and stored == ["THE WORDS"]  # the inspected text
+    await host.aclose()
+
+
+async def test_a_read_extra_is_filtered(tmp_path: Path) -> None:
+    host = await _host(tmp_path, ref._make("markdown", ref.ReferenceProvider)[1], HideAll())
+    ctx = host.context_for(Chat())
+    await ctx.remember("one note", title="One")
+    tools = memory_tools(ctx)
+    assert "count_notes" in tools.names
+    assert await tools.call("count_notes", {}) == {"count": 0}
+    await host.aclose()
+
+
+async def test_operations_run_through_the_gate(tmp_path: Path) -> None:
+    seen: ClassVar[list[str]] = []
+
+    async def show(gate: PolicyGate, ref_: str) -> tuple[PageSummary, ...]:
+        seen.append(gate.scope.key)
+        return gate.browse([PageSummary(id=ref_, title=ref_)])
+
+    async def unfiltered(gate: PolicyGate) -> str:
+        return "raw"
+
+    ops = [
+        ProviderOperation("show", Access.READ, show),
+        ProviderOperation("unfiltered", Access.READ, unfiltered),
+        ProviderOperation("undeclared", None, unfiltered),  # type: ignore[arg-type]
+    ]
+    host = await _host(tmp_path, _plugin(ops=ops), HideAll())
+    ctx = host.context_for(Chat())
+    assert await ctx.run_operation("show", "a.md") == ()
+    assert seen == ["global"]
+    with pytest.raises(ConfigError, match="passed no read policy"):
+        await ctx.run_operation("unfiltered")
+    with pytest.raises(ConfigError, match="declares no access"):
+        await ctx.run_operation("undeclared")
+    with pytest.raises(NotSupported, match="no operation 'nope'"):
+        await ctx.run_operation("nope")
+    await host.aclose()
