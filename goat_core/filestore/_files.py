@@ -191,7 +191,7 @@ class WalkResult:
     :param folders: the notes per folder, keyed by the folder's path relative to the root
         without a trailing ``/`` (``""`` for the root itself), each list sorted by path;
         only folders holding at least one note are keys. This is the shape
-        :meth:`goat_core.search.SearchIndex.sync` compares, so a change scan never needs
+        :meth:`goat_core.filestore.search.SearchIndex.sync` compares, so a change scan never needs
         the whole store sorted.
     :param attachments: relative paths of other files (any other extension), in page order.
     :param skipped: ``(relative path, reason)`` for symlinks leaving the store, broken

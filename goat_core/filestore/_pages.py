@@ -14,7 +14,7 @@ written once:
 - **Listing**: :func:`page_window` cuts one page of a listing ordered by :func:`page_order`,
   continued by an opaque cursor (:func:`encode_cursor`, :func:`decode_cursor`).
 - **Indexing**: :func:`open_search_index`, :func:`indexed_doc` and :func:`degraded_reasons`
-  for a store's :class:`~goat_core.search.SearchIndex`.
+  for a store's :class:`~goat_core.filestore.search.SearchIndex`.
 - **Naming**: :func:`generated_title` titles untitled text by its first words.
 
 Nothing here knows a provider: messages name the store as the caller says (``store``,
@@ -40,8 +40,10 @@ from goat_core.filestore._files import contain, etag
 from goat_core.filestore._frontmatter import jsonable, parse_note
 from goat_core.models import Health, Page, PageSummary, RecallItem
 
+# Pages use the search index (never the reverse), imported where first needed: it loads
+# sqlite3, which a caller that only reads or names notes never needs.
 if TYPE_CHECKING:
-    from goat_core.search import IndexedDoc, SearchHit, SearchIndex
+    from goat_core.filestore.search import IndexedDoc, SearchHit, SearchIndex
 
 #: A generated title keeps at most this many words of the text ...
 TITLE_WORDS = 8
@@ -373,7 +375,7 @@ def page_summaries(
 def open_search_index(path: Path) -> SearchIndex:
     """The store's search index at ``path`` (``GoatHome.index_path``), its folder created
     private (0700) when missing."""
-    from goat_core.search import SearchIndex
+    from goat_core.filestore.search import SearchIndex
 
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     return SearchIndex(path)
@@ -387,7 +389,7 @@ def indexed_doc(
     first of ``description_keys`` with a value (a string, else empty); ``extra``: the other
     scalar frontmatter values as text (never ``title``, ``aliases``, ``tags``, ``id``,
     ``created``, ``updated`` or ``description_keys[0]``)."""
-    from goat_core.search import IndexedDoc
+    from goat_core.filestore.search import IndexedDoc
 
     data = note.data
     skip = _NOT_EXTRA | set(description_keys[:1])
@@ -419,7 +421,7 @@ def index_loader(
     cache: dict[str, N],
     to_doc: Callable[[N], IndexedDoc],
 ) -> Callable[[str], IndexedDoc | None]:
-    """The loader :meth:`~goat_core.search.SearchIndex.sync` calls for each new or changed
+    """The loader :meth:`~goat_core.filestore.search.SearchIndex.sync` calls for each new or changed
     file: reads it with ``load`` (``None``: unreadable), refreshes its entry in ``cache`` if
     it has one (so a link-map cache needs no second parse), and returns ``to_doc(note)``."""
 
@@ -437,7 +439,7 @@ def index_loader(
 def index_note(index: SearchIndex, note: StoredNote, doc: IndexedDoc) -> None:
     """Put one note just written into the index as ``doc``, at the ``(mtime_ns, size)`` it
     was read at (the next change scan then skips it)."""
-    from goat_core.search import FileStat
+    from goat_core.filestore.search import FileStat
 
     index.update_one(doc, FileStat(note.path, note.mtime_ns, note.size))
 
