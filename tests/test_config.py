@@ -124,7 +124,7 @@ def test_file_is_0600_and_created_dir_0700_even_with_umask_0(home: GoatHome) -> 
 def test_save_uses_the_shared_atomic_write_and_fsyncs_the_folder(
     home: GoatHome, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from goat_core import files
+    from goat_core.filestore import _files as files
 
     synced: list[Path] = []
     real_fsync_dir = files.fsync_dir

@@ -1,4 +1,4 @@
-"""goat_core.files: containment, store roots, walking, atomic writes, locking, file names."""
+"""goat_core.filestore: containment, store roots, walking, atomic writes, locking, file names."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from goat_core.errors import Conflict, PathError
-from goat_core.files import (
+from goat_core.filestore import (
     MISSING_ETAG,
     NoteFile,
     StoreLock,

@@ -1,4 +1,4 @@
-"""goat_core.frontmatter: splitting, tolerant parsing and byte-preserving edits."""
+"""goat_core.filestore frontmatter: splitting, tolerant parsing and byte-preserving edits."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from goat_core.frontmatter import (
+from goat_core.filestore import (
     FrontmatterError,
     append_entry,
     format_scalar,
@@ -227,7 +227,7 @@ def test_append_entry_is_a_pure_suffix(text: str, entry: str) -> None:
 def test_yaml_line_break_characters_round_trip(value: str) -> None:
     """YAML reads NEL, LS and PS as line breaks (YAML 1.1 section 5.4): a value holding one is
     written double-quoted and escaped, so it reads back exactly (found by hypothesis)."""
-    from goat_core.frontmatter import parse_note, set_keys
+    from goat_core.filestore import parse_note, set_keys
 
     text = set_keys("---\ntitle: T\n---\nbody\n", {"updated": value})
     assert parse_note(text).data["updated"] == value

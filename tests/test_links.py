@@ -1,4 +1,4 @@
-"""Obsidian link parsing and resolution (goat_core.links).
+"""Obsidian link parsing and resolution (goat_core.filestore).
 
 Expected values follow Obsidian's help vault (``Internal links.md``, ``Embed files.md``,
 ``Aliases.md``) and CommonMark for code spans and fences.
@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from goat_core.errors import NotFound, PathError
-from goat_core.links import (
+from goat_core.filestore import (
     LinkIndex,
     LinkResolver,
     ParsedLink,

@@ -1,4 +1,4 @@
-"""goat_core.pages: note reading, page resolution, listing cursors, titles, index helpers."""
+"""goat_core.filestore: note reading, page resolution, listing cursors, titles, index helpers."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from goat_core import pages
+from goat_core import filestore
 from goat_core.errors import Ambiguous, BadInput, NotFound, PathError, TooLarge
 from goat_core.models import Tone
 
@@ -34,43 +34,43 @@ from goat_core.models import Tone
 )
 def test_decode_cursor_refuses_foreign_cursors(cursor: str) -> None:
     with pytest.raises(BadInput, match=r"invalid page cursor .*: not one this store issued"):
-        pages.decode_cursor(cursor)
+        filestore.decode_cursor(cursor)
 
 
 def test_decode_cursor_names_the_issuer() -> None:
     with pytest.raises(BadInput, match="not one this wiki issued"):
-        pages.decode_cursor("@@@", issuer="wiki")
+        filestore.decode_cursor("@@@", issuer="wiki")
 
 
 @pytest.mark.parametrize("path", ["a.md", "Folder/Note.md", "日本/メモ.md", "ä/ü ß.md"])
 def test_cursor_round_trip(path: str) -> None:
-    cursor = pages.encode_cursor(path)
+    cursor = filestore.encode_cursor(path)
     assert "=" not in cursor
-    assert pages.decode_cursor(cursor) == path
+    assert filestore.decode_cursor(cursor) == path
 
 
 @given(st.text(min_size=1))
 def test_cursor_round_trip_property(path: str) -> None:
-    assert pages.decode_cursor(pages.encode_cursor(path)) == path
+    assert filestore.decode_cursor(filestore.encode_cursor(path)) == path
 
 
 @given(st.text(alphabet="ABCQRYabz019-_+/=@! ", max_size=12))
 def test_an_accepted_cursor_is_the_one_issued(cursor: str) -> None:
     """Strict decoding: whatever is accepted re-encodes to exactly itself."""
     try:
-        path = pages.decode_cursor(cursor)
+        path = filestore.decode_cursor(cursor)
     except BadInput:
         return
-    assert pages.encode_cursor(path) == cursor
+    assert filestore.encode_cursor(path) == cursor
 
 
 def test_page_window_walks_a_listing_once() -> None:
-    ordered = sorted([f"n{i:02}.md" for i in range(7)], key=pages.page_order)
+    ordered = sorted([f"n{i:02}.md" for i in range(7)], key=filestore.page_order)
     seen: list[str] = []
     cursor: str | None = None
     rounds = 0
     while True:
-        chunk, more, cursor = pages.page_window(ordered, 3, cursor)
+        chunk, more, cursor = filestore.page_window(ordered, 3, cursor)
         seen += chunk
         rounds += 1
         if not more:
@@ -82,24 +82,24 @@ def test_page_window_walks_a_listing_once() -> None:
 
 
 def test_page_window_continues_after_a_removed_path() -> None:
-    cursor = pages.encode_cursor("b.md")  # issued before b.md was removed
-    chunk, more, nxt = pages.page_window(["a.md", "C.md", "d.md"], 10, cursor)
+    cursor = filestore.encode_cursor("b.md")  # issued before b.md was removed
+    chunk, more, nxt = filestore.page_window(["a.md", "C.md", "d.md"], 10, cursor)
     assert chunk == ["C.md", "d.md"]  # case-insensitive order: C after b
     assert (more, nxt) == (False, None)
 
 
 def test_page_window_refuses_a_bad_cursor_instead_of_restarting() -> None:
     with pytest.raises(BadInput, match="not one this wiki issued"):
-        pages.page_window(["a.md", "b.md"], 1, "!!!", issuer="wiki")
+        filestore.page_window(["a.md", "b.md"], 1, "!!!", issuer="wiki")
 
 
 def test_page_order_is_case_insensitive_with_exact_ties() -> None:
-    assert sorted(["b.md", "B.md", "a.md"], key=pages.page_order) == ["a.md", "B.md", "b.md"]
+    assert sorted(["b.md", "B.md", "a.md"], key=filestore.page_order) == ["a.md", "B.md", "b.md"]
 
 
 # -- resolution -----------------------------------------------------------------------------
 
-REFS: list[pages.PageRef] = [
+REFS: list[filestore.PageRef] = [
     ("Alpha.md", "Alpha", None),
     ("people/Bob.md", "Robert", "bob-1"),
     ("a/Same.md", "Same", None),
@@ -110,7 +110,7 @@ REFS: list[pages.PageRef] = [
 
 
 def resolve(ref: str, root: Path, **kw: bool) -> str:
-    return pages.resolve_page_ref(ref, REFS, root=root, where="Global memory", **kw)
+    return filestore.resolve_page_ref(ref, REFS, root=root, where="Global memory", **kw)
 
 
 @pytest.mark.parametrize(
@@ -132,7 +132,7 @@ def test_resolve_page_ref_order(tmp_path: Path, ref: str, expected: str) -> None
 
 def test_resolve_page_ref_compares_nfc(tmp_path: Path) -> None:
     refs = [("Cafe\u0301.md", "Cafe\u0301", None)]
-    got = pages.resolve_page_ref("café", refs, root=tmp_path, where="here")
+    got = filestore.resolve_page_ref("café", refs, root=tmp_path, where="here")
     assert got == "Cafe\u0301.md"
 
 
@@ -174,7 +174,7 @@ def test_resolve_page_ref_unsafe_path_names_its_rule(tmp_path: Path) -> None:
 def test_read_note_title_frontmatter_and_etag(tmp_path: Path) -> None:
     (tmp_path / "f").mkdir()
     (tmp_path / "f/n.md").write_text("---\ntitle: Hello\nid: 7\n---\nbody\n", "utf-8")
-    note = pages.read_note(tmp_path, "f/n.md")
+    note = filestore.read_note(tmp_path, "f/n.md")
     assert note is not None
     assert (note.title, note.body, note.fm_id, note.error) == ("Hello", "body\n", "7", None)
     assert note.text.startswith("---\ntitle: Hello")
@@ -185,58 +185,58 @@ def test_read_note_title_frontmatter_and_etag(tmp_path: Path) -> None:
 @pytest.mark.parametrize("front", ["", "---\ntitle: '  '\n---\n", "---\ntitle: [a]\n---\n"])
 def test_read_note_title_falls_back_to_the_file_name(tmp_path: Path, front: str) -> None:
     (tmp_path / "Cafe\u0301.md").write_text(front + "x\n", "utf-8")
-    note = pages.read_note(tmp_path, "Cafe\u0301.md")
+    note = filestore.read_note(tmp_path, "Cafe\u0301.md")
     assert note is not None and note.title == "Café"
 
 
 def test_read_note_invalid_utf8_names_the_noun(tmp_path: Path) -> None:
     (tmp_path / "bad.md").write_bytes(b"caf\xe9\n")
-    note = pages.read_note(tmp_path, "bad.md", noun="page")
+    note = filestore.read_note(tmp_path, "bad.md", noun="page")
     assert note is not None and note.error == "page is not valid UTF-8"
     (tmp_path / "ok.md").write_text("a literal \ufffd\n", "utf-8")
-    ok = pages.read_note(tmp_path, "ok.md")
+    ok = filestore.read_note(tmp_path, "ok.md")
     assert ok is not None and ok.error is None
 
 
 def test_read_note_missing_is_none(tmp_path: Path) -> None:
-    assert pages.read_note(tmp_path, "gone.md") is None
+    assert filestore.read_note(tmp_path, "gone.md") is None
 
 
 def test_summary_reads_naive_updated_as_utc(tmp_path: Path) -> None:
     (tmp_path / "n.md").write_text("---\nupdated: 2026-01-02 03:04:05\n---\nx\n", "utf-8")
-    note = pages.read_note(tmp_path, "n.md")
+    note = filestore.read_note(tmp_path, "n.md")
     assert note is not None
     assert note.summary().updated == datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 
 
 def test_refresh_notes_rereads_only_changed_files(tmp_path: Path) -> None:
-    from goat_core.files import walk_notes
+    from goat_core.filestore import walk_notes
 
     for name in ("a.md", "b.md"):
         (tmp_path / name).write_text(f"# {name}\n", "utf-8")
-    cache: dict[str, pages.StoredNote] = {}
+    cache: dict[str, filestore.StoredNote] = {}
     reads: list[str] = []
 
-    def load(rel: str, mtime_ns: int, size: int) -> pages.StoredNote | None:
+    def load(rel: str, mtime_ns: int, size: int) -> filestore.StoredNote | None:
         reads.append(rel)
-        return pages.read_note(tmp_path, rel, mtime_ns, size)
+        return filestore.read_note(tmp_path, rel, mtime_ns, size)
 
-    first = pages.refresh_notes(walk_notes(tmp_path).files, cache, load)
+    first = filestore.refresh_notes(walk_notes(tmp_path).files, cache, load)
     assert [n.path for n in first] == ["a.md", "b.md"] and reads == ["a.md", "b.md"]
     (tmp_path / "b.md").write_text("# b, longer now\n", "utf-8")
     (tmp_path / "a.md").unlink()
     reads.clear()
-    second = pages.refresh_notes(walk_notes(tmp_path).files, cache, load)
+    second = filestore.refresh_notes(walk_notes(tmp_path).files, cache, load)
     assert reads == ["b.md"] and [n.path for n in second] == ["b.md"]
     assert set(cache) == {"b.md"}
 
 
 def test_to_page_keeps_named_provenance_and_the_error(tmp_path: Path) -> None:
     (tmp_path / "n.md").write_text("---\nsource: cli\nkind: remember\nx: 1\n---\nb\n", "utf-8")
-    note = pages.read_note(tmp_path, "n.md")
+    note = filestore.read_note(tmp_path, "n.md")
     assert note is not None
     note.error = "frontmatter does not parse"
-    page = pages.to_page(note, ("source", "created", "kind"))
+    page = filestore.to_page(note, ("source", "created", "kind"))
     assert page.provenance == {
         "source": "cli",
         "kind": "remember",
@@ -247,8 +247,8 @@ def test_to_page_keeps_named_provenance_and_the_error(tmp_path: Path) -> None:
 
 def test_page_summaries_reports_unreadable(tmp_path: Path) -> None:
     (tmp_path / "a.md").write_text("a\n", "utf-8")
-    items, unread = pages.page_summaries(
-        ["a.md", "gone.md"], lambda rel: pages.read_note(tmp_path, rel)
+    items, unread = filestore.page_summaries(
+        ["a.md", "gone.md"], lambda rel: filestore.read_note(tmp_path, rel)
     )
     assert [i.path for i in items] == ["a.md"]
     assert unread == ["gone.md: skipped, not readable"]
@@ -260,12 +260,12 @@ def test_page_summaries_reports_unreadable(tmp_path: Path) -> None:
 def test_indexed_doc_description_and_extra(tmp_path: Path) -> None:
     text = "---\ntitle: T\nsummary: S\ndescription: D\nowner: ann\nflag: true\ntag: x\n---\nb\n"
     (tmp_path / "n.md").write_text(text, "utf-8")
-    note = pages.read_note(tmp_path, "n.md")
+    note = filestore.read_note(tmp_path, "n.md")
     assert note is not None
-    plain = pages.indexed_doc(note)
+    plain = filestore.indexed_doc(note)
     assert plain.description == "D"
     assert plain.extra == "S ann x"  # summary is extra here; booleans never are
-    wiki = pages.indexed_doc(note, description_keys=("summary", "description"))
+    wiki = filestore.indexed_doc(note, description_keys=("summary", "description"))
     assert wiki.description == "S"
     assert wiki.extra == "D ann x"
     assert wiki.tags == ("x",) and wiki.ident is None
@@ -273,31 +273,31 @@ def test_indexed_doc_description_and_extra(tmp_path: Path) -> None:
 
 def test_index_loader_and_index_note(tmp_path: Path) -> None:
     (tmp_path / "n.md").write_text("---\ntitle: Old\n---\nhello world\n", "utf-8")
-    old = pages.read_note(tmp_path, "n.md")
+    old = filestore.read_note(tmp_path, "n.md")
     assert old is not None
     cache = {"n.md": old}
     (tmp_path / "n.md").write_text("---\ntitle: New\n---\nhello there\n", "utf-8")
-    loader = pages.index_loader(
-        lambda rel: pages.read_note(tmp_path, rel), cache, pages.indexed_doc
+    loader = filestore.index_loader(
+        lambda rel: filestore.read_note(tmp_path, rel), cache, filestore.indexed_doc
     )
     doc = loader("n.md")
     assert doc is not None and doc.title == "New" and cache["n.md"].title == "New"
     assert loader("gone.md") is None and "gone.md" not in cache
-    index = pages.open_search_index(tmp_path / "idx" / "sub" / "index.sqlite")
+    index = filestore.open_search_index(tmp_path / "idx" / "sub" / "index.sqlite")
     try:
         assert (tmp_path / "idx" / "sub").is_dir()
-        pages.index_note(index, cache["n.md"], doc)
+        filestore.index_note(index, cache["n.md"], doc)
         hit = index.search("there", limit=5).hits[0]
         assert (hit.path, hit.title) == ("n.md", "New")
-        item = pages.recall_item(hit, cache["n.md"], source="cli")
+        item = filestore.recall_item(hit, cache["n.md"], source="cli")
         assert (item.id, item.text, item.source) == ("n.md", "hello there", "cli")
-        assert pages.recall_item(hit, None, source=None).text is None
+        assert filestore.recall_item(hit, None, source=None).text is None
     finally:
         index.close()
 
 
 def test_degraded_reasons_order() -> None:
-    got = pages.degraded_reasons([("a.md", "bad yaml")], [("l.md", "symlink leaves the store")])
+    got = filestore.degraded_reasons([("a.md", "bad yaml")], [("l.md", "symlink leaves the store")])
     assert got == ["a.md: bad yaml; read as body", "l.md: skipped, symlink leaves the store"]
 
 
@@ -305,11 +305,11 @@ def test_degraded_reasons_order() -> None:
 
 
 def test_checked_text() -> None:
-    assert pages.checked_text("a\r\nb", 10) == "a\nb"
+    assert filestore.checked_text("a\r\nb", 10) == "a\nb"
     with pytest.raises(TooLarge, match="this wiki accepts at most 3; nothing was stored"):
-        pages.checked_text("abcd", 3, noun="wiki")
+        filestore.checked_text("abcd", 3, noun="wiki")
     with pytest.raises(BadInput, match="the text is empty"):
-        pages.checked_text(" \n\t", 10)
+        filestore.checked_text(" \n\t", 10)
 
 
 @pytest.mark.parametrize(
@@ -323,30 +323,30 @@ def test_checked_text() -> None:
 )
 def test_check_recall_args(query: str, limit: int, message: str) -> None:
     with pytest.raises(BadInput) as info:
-        pages.check_recall_args(query, limit)
+        filestore.check_recall_args(query, limit)
     assert str(info.value) == message
 
 
 @pytest.mark.parametrize("limit", [0, -1, 1001])
 def test_check_list_limit(limit: int) -> None:
     with pytest.raises(BadInput, match=f"limit must be between 1 and 1000, got {limit}"):
-        pages.check_list_limit(limit)
+        filestore.check_list_limit(limit)
 
 
 @pytest.mark.parametrize(
     ("text", "markup", "title"),
     [
-        ("# Hello *world*", pages.MARKUP_CHARS, "Hello world"),
-        ("one two three four five six seven eight nine", pages.MARKUP_CHARS, None),
-        ("a|b", pages.MARKUP_CHARS, "a|b"),
-        ("a|b", pages.MARKUP_CHARS + "|", "a b"),
-        ("## ** `", pages.MARKUP_CHARS, ""),
-        ("x" * 70, pages.MARKUP_CHARS, "x" * 60),
-        ("Cafe\u0301 [[link]]", pages.MARKUP_CHARS, "Café link"),
+        ("# Hello *world*", filestore.MARKUP_CHARS, "Hello world"),
+        ("one two three four five six seven eight nine", filestore.MARKUP_CHARS, None),
+        ("a|b", filestore.MARKUP_CHARS, "a|b"),
+        ("a|b", filestore.MARKUP_CHARS + "|", "a b"),
+        ("## ** `", filestore.MARKUP_CHARS, ""),
+        ("x" * 70, filestore.MARKUP_CHARS, "x" * 60),
+        ("Cafe\u0301 [[link]]", filestore.MARKUP_CHARS, "Café link"),
     ],
 )
 def test_generated_title(text: str, markup: str, title: str | None) -> None:
-    got = pages.generated_title(text, markup=markup)
+    got = filestore.generated_title(text, markup=markup)
     if title is None:  # the eight-word cap
         assert got == "one two three four five six seven eight"
     else:
@@ -354,15 +354,15 @@ def test_generated_title(text: str, markup: str, title: str | None) -> None:
 
 
 def test_generated_title_stops_at_whole_words_within_the_cap() -> None:
-    got = pages.generated_title(" ".join(["word" * 3] * 8))
-    assert len(got) <= pages.TITLE_CHARS and got.endswith("wordwordword")
+    got = filestore.generated_title(" ".join(["word" * 3] * 8))
+    assert len(got) <= filestore.TITLE_CHARS and got.endswith("wordwordword")
     assert got.count(" ") == 3  # four 12-letter words fit in 60 characters, five do not
 
 
 def test_folder_health(tmp_path: Path) -> None:
-    good = pages.folder_health(tmp_path, noun="wiki", healthy="fine")
+    good = filestore.folder_health(tmp_path, noun="wiki", healthy="fine")
     assert (good.ok, good.tone, good.reason) == (True, Tone.QUIET, "fine")
-    missing = pages.folder_health(tmp_path / "no", noun="wiki", healthy="fine")
+    missing = filestore.folder_health(tmp_path / "no", noun="wiki", healthy="fine")
     assert (missing.ok, missing.tone) == (False, Tone.WARN)
     assert missing.reason == f"wiki folder {tmp_path / 'no'} is missing"
 
@@ -371,10 +371,10 @@ def test_exact_paths_never_fall_through_to_a_same_named_page(tmp_path: Path) -> 
     """Repeating ``forget Plan.md`` must not remove ``b/Plan.md`` (a destructive reference
     written as a path matches only that path)."""
     refs = [("b/Plan.md", "Plan", None)]
-    assert pages.resolve_page_ref("Plan.md", refs, root=tmp_path, where="w") == "b/Plan.md"
+    assert filestore.resolve_page_ref("Plan.md", refs, root=tmp_path, where="w") == "b/Plan.md"
     for ref in ("Plan.md", "a/Plan", "a/Plan.md"):
         with pytest.raises(NotFound):
-            pages.resolve_page_ref(ref, refs, root=tmp_path, where="w", exact_paths=True)
-    assert pages.resolve_page_ref("Plan", refs, root=tmp_path, where="w", exact_paths=True) == (
+            filestore.resolve_page_ref(ref, refs, root=tmp_path, where="w", exact_paths=True)
+    assert filestore.resolve_page_ref("Plan", refs, root=tmp_path, where="w", exact_paths=True) == (
         "b/Plan.md"
     )

@@ -1,4 +1,4 @@
-"""The full-text search index (goat_core.search) on real files in temporary folders."""
+"""The full-text search index (goat_core.filestore.search) on real files in temporary folders."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from goat_core.errors import BadInput, ProviderUnavailable
-from goat_core.search import (
+from goat_core.filestore.search import (
     SCHEMA_VERSION,
     SNIPPET_CLOSE,
     SNIPPET_OPEN,
@@ -670,7 +670,7 @@ def test_two_processes_sync_and_search_one_index(tmp_path: Path):
 
 
 def test_sync_takes_walk_entries_as_they_are(tmp_path: Path, store: Path):
-    from goat_core.files import walk_notes
+    from goat_core.filestore import walk_notes
 
     write(store, "a.md", "zqwalked here")
     write(store, "sub/b.md", "zqwalked there")
@@ -684,7 +684,7 @@ def test_sync_takes_walk_entries_as_they_are(tmp_path: Path, store: Path):
 def test_sync_by_folder_equals_sync_by_file(tmp_path: Path, store: Path):
     """A walk's ``folders`` given as they are index exactly what its flat ``files`` do,
     through adds, an edit, a move to another folder and a deletion."""
-    from goat_core.files import walk_notes
+    from goat_core.filestore import walk_notes
 
     for rel in ["a.md", "sub/b.md", "sub/c.md", "sub/deep/d.md", "other/e.md"]:
         write(store, rel, f"zqgroup {rel}")
@@ -733,7 +733,7 @@ def test_sync_refuses_a_folder_mapping_whose_keys_disagree_with_the_paths(tmp_pa
 
 def test_an_overlong_query_is_cut_openly_not_silently(tmp_path: Path) -> None:
     """Only MAX_QUERY_TERMS distinct terms are searched; the result says so (never silent)."""
-    from goat_core.search import MAX_QUERY_TERMS
+    from goat_core.filestore.search import MAX_QUERY_TERMS
 
     index = SearchIndex(tmp_path / "i.sqlite")
     words = [f"zw{i:03d}x" for i in range(MAX_QUERY_TERMS + 6)]

@@ -18,7 +18,7 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 
-from goat_core.links import LinkIndex, parse_links
+from goat_core.filestore import LinkIndex, parse_links
 from goat_core.maphtml import render_map_html
 from goat_core.models import LinkResolution, PageSummary
 

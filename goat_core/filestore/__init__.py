@@ -1,0 +1,150 @@
+"""The optional toolkit for providers that keep a folder of Markdown files (markdown, wiki).
+
+Nothing here is part of the provider contract: a provider built on another backend never
+imports it. Each piece is written once for every file-based provider:
+
+- files (``_files``): store roots, containment of user paths, walking a store, atomic writes,
+  the cross-process store lock, file names for titles;
+- frontmatter (``_frontmatter``): parsing and byte-preserving edits of YAML frontmatter;
+- links (``_links``): Obsidian link parsing and resolution, link maps and connections;
+- pages (``_pages``): reading notes, resolving page references, listing cursors, titles, and
+  the glue between notes and the search index;
+- :mod:`goat_core.filestore.search`: the full-text index (SQLite FTS5). It is a package of
+  its own and not re-exported here, so importing this package never loads ``sqlite3``.
+"""
+
+from goat_core.filestore._files import (
+    MISSING_ETAG,
+    RESERVED_NAMES,
+    NoteFile,
+    StoreLock,
+    WalkResult,
+    atomic_write,
+    contain,
+    current_etag,
+    etag,
+    fsync_dir,
+    is_reserved_name,
+    safe_title_filename,
+    validate_store_root,
+    walk_notes,
+)
+from goat_core.filestore._frontmatter import (
+    FrontmatterError,
+    ParsedNote,
+    append_entry,
+    format_scalar,
+    jsonable,
+    parse_note,
+    render_note,
+    set_keys,
+)
+from goat_core.filestore._links import (
+    LinkIndex,
+    LinkResolver,
+    ParsedLink,
+    build_link_map,
+    connections,
+    parse_links,
+)
+from goat_core.filestore._pages import (
+    MARKUP_CHARS,
+    RECALL_TEXT_CHARS,
+    TITLE_CHARS,
+    TITLE_WORDS,
+    PageRef,
+    StoredNote,
+    ambiguous_pages,
+    check_list_limit,
+    check_recall_args,
+    checked_text,
+    decode_cursor,
+    degraded_reasons,
+    encode_cursor,
+    file_stem,
+    fold,
+    folder_health,
+    generated_title,
+    index_loader,
+    index_note,
+    indexed_doc,
+    nfc,
+    now_utc,
+    open_search_index,
+    page_order,
+    page_summaries,
+    page_window,
+    read_note,
+    recall_item,
+    refresh_notes,
+    resolve_page_ref,
+    str_list,
+    to_page,
+)
+
+__all__ = [
+    # files: roots, containment, walking, atomic writes, locking
+    "MISSING_ETAG",
+    "RESERVED_NAMES",
+    "NoteFile",
+    "StoreLock",
+    "WalkResult",
+    "atomic_write",
+    "contain",
+    "current_etag",
+    "etag",
+    "fsync_dir",
+    "is_reserved_name",
+    "safe_title_filename",
+    "validate_store_root",
+    "walk_notes",
+    # frontmatter
+    "FrontmatterError",
+    "ParsedNote",
+    "append_entry",
+    "format_scalar",
+    "jsonable",
+    "parse_note",
+    "render_note",
+    "set_keys",
+    # links
+    "LinkIndex",
+    "LinkResolver",
+    "ParsedLink",
+    "build_link_map",
+    "connections",
+    "parse_links",
+    # pages: reading, resolving, listing, indexing notes
+    "MARKUP_CHARS",
+    "TITLE_CHARS",
+    "TITLE_WORDS",
+    "RECALL_TEXT_CHARS",
+    "PageRef",
+    "StoredNote",
+    "ambiguous_pages",
+    "check_list_limit",
+    "check_recall_args",
+    "checked_text",
+    "decode_cursor",
+    "degraded_reasons",
+    "encode_cursor",
+    "file_stem",
+    "fold",
+    "folder_health",
+    "generated_title",
+    "index_loader",
+    "index_note",
+    "indexed_doc",
+    "nfc",
+    "now_utc",
+    "open_search_index",
+    "page_order",
+    "page_summaries",
+    "page_window",
+    "read_note",
+    "recall_item",
+    "refresh_notes",
+    "resolve_page_ref",
+    "str_list",
+    "to_page",
+]

@@ -1,0 +1,522 @@
+"""Pages of a folder of Markdown files: reading, naming, resolving and listing them.
+
+What every file-based provider (markdown, wiki) does with the notes under its store root,
+written once:
+
+- **Reading**: :func:`read_note` reads and parses one file into a :class:`StoredNote`
+  (content hash, title from frontmatter ``title`` else the file name, unparsable frontmatter
+  or invalid UTF-8 kept as ``error``); :func:`refresh_notes` re-reads only the files whose
+  ``(mtime_ns, size)`` changed; :func:`to_page` turns a note into a :class:`~goat_core.models.
+  Page`.
+- **Resolving**: :func:`resolve_page_ref` finds the one page a user's reference names (path,
+  frontmatter ``id``, path without ``.md``, then a unique title or file name ignoring case),
+  :func:`ambiguous_pages` builds the error listing several candidates.
+- **Listing**: :func:`page_window` cuts one page of a listing ordered by :func:`page_order`,
+  continued by an opaque cursor (:func:`encode_cursor`, :func:`decode_cursor`).
+- **Indexing**: :func:`open_search_index`, :func:`indexed_doc` and :func:`degraded_reasons`
+  for a store's :class:`~goat_core.filestore.search.SearchIndex`.
+- **Naming**: :func:`generated_title` titles untitled text by its first words.
+
+Nothing here knows a provider: messages name the store as the caller says (``store``,
+``wiki``; :meth:`~goat_core.provider.Provider.label`).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import bisect
+import os
+import re
+import unicodedata
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from goat_core.errors import Ambiguous, BadInput, NotFound, TooLarge
+from goat_core.filestore._files import contain, etag
+from goat_core.filestore._frontmatter import jsonable, parse_note
+from goat_core.models import Health, Page, PageSummary, RecallItem
+
+# Pages use the search index (never the reverse), imported where first needed: it loads
+# sqlite3, which a caller that only reads or names notes never needs.
+if TYPE_CHECKING:
+    from goat_core.filestore.search import IndexedDoc, SearchHit, SearchIndex
+
+#: A generated title keeps at most this many words of the text ...
+TITLE_WORDS = 8
+#: ... and at most this many characters.
+TITLE_CHARS = 60
+#: A recall item's ``text`` holds at most this many characters of the note's body.
+RECALL_TEXT_CHARS = 2000
+#: Markdown markup dropped from text before it is titled (headings, quotes, emphasis, code,
+#: link brackets).
+MARKUP_CHARS = "#>*_`[]"
+
+#: What page resolution needs of a note: ``(path, title, frontmatter id or None)``.
+PageRef = tuple[str, str, str | None]
+
+#: A :class:`StoredNote` or a provider's subclass of it.
+N = TypeVar("N", bound="StoredNote")
+
+#: Frontmatter keys never copied into an indexed document's ``extra`` text.
+_NOT_EXTRA = frozenset({"title", "aliases", "tags", "id", "created", "updated"})
+
+
+def nfc(text: str) -> str:
+    """Unicode NFC: how titles and references are compared (macOS writes NFD names)."""
+    return unicodedata.normalize("NFC", text)
+
+
+def fold(text: str) -> str:
+    """NFC plus case folding: the case-insensitive key of titles and paths."""
+    return nfc(text).casefold()
+
+
+def now_utc() -> datetime:
+    """The current UTC time to the second (frontmatter ``created``/``updated``)."""
+    return datetime.now(UTC).replace(microsecond=0)
+
+
+def file_stem(rel: str) -> str:
+    """The file name of a store-relative path without ``.md`` (any case): ``a/B.md`` -> ``B``."""
+    name = rel.rsplit("/", 1)[-1]
+    return name[:-3] if name.lower().endswith(".md") else name
+
+
+def str_list(value: Any) -> list[str]:
+    """A frontmatter value (``tags``, ``aliases``) as strings: ``None`` -> ``[]``, a string
+    -> ``[it]``, a list -> its non-null items as text, anything else -> ``[str(it)]``."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list | tuple):
+        return [str(v) for v in value if v is not None]
+    return [str(value)]
+
+
+def page_order(path: str) -> tuple[str, str]:
+    """Page order: by path case-insensitively, ties by exact path (as ``walk_notes``)."""
+    return (path.casefold(), path)
+
+
+# -- reading --------------------------------------------------------------------------------
+
+
+@dataclass
+class StoredNote:
+    """One note file as read: store-relative ``path``, the ``(mtime_ns, size)`` it was read
+    at, ``etag`` (content hash of the bytes), ``title`` (NFC), parsed frontmatter ``data``,
+    ``body`` (after the frontmatter), ``text`` (the whole file decoded, invalid UTF-8
+    replaced) and ``error`` (why the frontmatter or encoding was not understood; the note is
+    then read as body and must never be rewritten)."""
+
+    path: str
+    mtime_ns: int
+    size: int
+    etag: str
+    title: str
+    data: dict[str, Any]
+    body: str
+    text: str
+    error: str | None
+
+    @property
+    def fm_id(self) -> str | None:
+        """Frontmatter ``id`` as text, if any."""
+        value = self.data.get("id")
+        return str(value) if value is not None else None
+
+    def summary(self) -> PageSummary:
+        """The listing entry: ``updated`` from frontmatter (naive read as UTC), else mtime."""
+        updated = self.data.get("updated")
+        if not isinstance(updated, datetime):
+            updated = datetime.fromtimestamp(self.mtime_ns / 1e9, UTC)
+        elif updated.tzinfo is None:
+            updated = updated.replace(tzinfo=UTC)
+        return PageSummary(
+            id=self.path, title=self.title, path=self.path, etag=self.etag, updated=updated
+        )
+
+
+def read_note(
+    root: Path, rel: str, mtime_ns: int = 0, size: int = 0, *, noun: str = "note"
+) -> StoredNote | None:
+    """Read and parse ``root / rel``; ``None`` if it vanished or is unreadable.
+
+    ``mtime_ns``/``size``: from the walk that found it (``0``: stat it here). The title is
+    frontmatter ``title`` (a string or number, not blank) else the file stem, as Obsidian
+    shows it. Bytes that are not UTF-8 set ``error`` to ``"<noun> is not valid UTF-8"``
+    (unless the frontmatter error came first); a literal U+FFFD in the file does not.
+    """
+    path = root / rel
+    try:
+        raw = path.read_bytes()
+        if not mtime_ns:
+            st = os.stat(path)
+            mtime_ns, size = st.st_mtime_ns, st.st_size
+    except OSError:
+        return None
+    text = raw.decode("utf-8", "replace")
+    parsed = parse_note(text)
+    error = parsed.error
+    if error is None and "\ufffd" in text and b"\xef\xbf\xbd" not in raw:
+        error = f"{noun} is not valid UTF-8"
+    value = parsed.data.get("title")
+    title = (
+        nfc(str(value))
+        if isinstance(value, str | int | float) and str(value).strip()
+        else nfc(file_stem(rel))
+    )
+    return StoredNote(
+        path=rel,
+        mtime_ns=mtime_ns,
+        size=size,
+        etag=etag(raw),
+        title=title,
+        data=parsed.data,
+        body=parsed.body,
+        text=text,
+        error=error,
+    )
+
+
+def refresh_notes(
+    files: Iterable[Any],
+    cache: dict[str, N],
+    load: Callable[[str, int, int], N | None],
+) -> list[N]:
+    """Every file of a walk as a note, re-reading (``load(path, mtime_ns, size)``) only those
+    whose ``(mtime_ns, size)`` differ from ``cache``; ``cache`` is updated in place and loses
+    the files no longer walked. ``files``: items with ``path``, ``mtime_ns`` and ``size``.
+    Unreadable files are left out."""
+    notes: list[N] = []
+    seen = set()
+    for f in files:
+        seen.add(f.path)
+        cached = cache.get(f.path)
+        if cached is not None and (cached.mtime_ns, cached.size) == (f.mtime_ns, f.size):
+            notes.append(cached)
+            continue
+        note = load(f.path, f.mtime_ns, f.size)
+        if note is not None:
+            cache[f.path] = note
+            notes.append(note)
+    for gone in set(cache) - seen:
+        del cache[gone]
+    return notes
+
+
+def to_page(note: StoredNote, provenance_keys: Sequence[str]) -> Page:
+    """The :class:`~goat_core.models.Page` of a note; ``provenance`` holds the frontmatter
+    values of ``provenance_keys`` that are present, plus ``error`` for an unparsable note."""
+    data = note.data
+    provenance: dict[str, Any] = {k: jsonable(data[k]) for k in provenance_keys if k in data}
+    if note.error:
+        provenance["error"] = note.error
+    return Page(
+        id=note.path,
+        title=note.title,
+        path=note.path,
+        frontmatter=jsonable(data),
+        body=note.body,
+        etag=note.etag,
+        provenance=provenance,
+    )
+
+
+# -- resolving ------------------------------------------------------------------------------
+
+
+def ambiguous_pages(ref: str, paths: Iterable[str]) -> Ambiguous:
+    """The error for a reference several pages match: candidates in page order."""
+    ordered = sorted(paths, key=page_order)
+    return Ambiguous(
+        f"{len(ordered)} pages match {ref!r}: {', '.join(ordered)}; use a path",
+        candidates=ordered,
+    )
+
+
+def resolve_page_ref(
+    ref: str,
+    refs: Iterable[PageRef],
+    *,
+    root: Path,
+    where: str,
+    shared_ids_ambiguous: bool = True,
+    exact_paths: bool = False,
+) -> str:
+    """The path of the one page ``ref`` names, tried in order: its exact path (NFC), a unique
+    frontmatter ``id``, the path plus ``.md``, the path ignoring case (when ``ref`` has a
+    ``/`` or ends in ``.md``), then a unique title or file name ignoring case (NFC; a trailing
+    ``.md`` is dropped), as Obsidian's quick switcher matches names.
+
+    :param refs: ``(path, title, frontmatter id)`` of every page.
+    :param root: the store root (a path-like reference must stay inside it).
+    :param where: how the store is named in :class:`NotFound` (``Provider.label()``).
+    :param shared_ids_ambiguous: when several pages carry ``ref`` as their ``id``, raise
+        :class:`Ambiguous` listing them (``False``: fall through to titles and names).
+    :param exact_paths: for destructive operations (``forget``): a reference written as a
+        path (a ``/`` or a trailing ``.md``) that names no page is :class:`NotFound`, never
+        matched by title or file name elsewhere, so repeating a forget cannot remove a
+        same-named page in another folder.
+    :raises BadInput: an empty reference. :raises PathError: an unsafe path (traversal,
+        absolute...). :raises Ambiguous: several pages match. :raises NotFound: none does.
+    """
+    if not isinstance(ref, str) or not ref.strip():
+        raise BadInput("page reference is empty")
+    ref = nfc(ref.strip())
+    items = list(refs)
+    paths = {nfc(p): p for p, _t, _i in items}
+    if ref in paths:
+        return paths[ref]
+    with_id = [p for p, _t, i in items if i == ref]
+    if len(with_id) == 1:
+        return with_id[0]
+    if f"{ref}.md" in paths:
+        return paths[f"{ref}.md"]
+    if "/" in ref or ref.lower().endswith(".md"):
+        contain(root, ref)  # an unsafe reference is refused with its rule, not "missing"
+        folded = fold(ref if ref.lower().endswith(".md") else f"{ref}.md")
+        hits = [p for n, p in paths.items() if fold(n) == folded]
+        if len(hits) == 1:
+            return hits[0]
+        if hits:
+            raise ambiguous_pages(ref, hits)
+        if exact_paths:
+            raise NotFound(f"no page at path {ref!r} in {where}")
+    key = fold(ref[:-3] if ref.lower().endswith(".md") else ref)
+    matches = [p for p, t, _i in items if fold(t) == key or fold(file_stem(p)) == key]
+    if shared_ids_ambiguous and len(with_id) > 1:
+        matches = with_id
+    if len(matches) == 1:
+        return matches[0]
+    if matches:
+        raise ambiguous_pages(ref, matches)
+    raise NotFound(f"no page matches {ref!r} in {where}")
+
+
+# -- listing --------------------------------------------------------------------------------
+
+
+def encode_cursor(path: str) -> str:
+    """The cursor continuing a listing after ``path``: unpadded URL-safe base64 of its UTF-8."""
+    return base64.urlsafe_b64encode(path.encode("utf-8")).decode("ascii").rstrip("=")
+
+
+def decode_cursor(cursor: str, *, issuer: str = "store") -> str:
+    """The path a cursor of :func:`encode_cursor` continues after.
+
+    Strict: only the URL-safe alphabet, no padding, canonical (re-encoding gives the same
+    text) and not empty, so a mistyped or foreign cursor is refused rather than silently
+    restarting the listing (lenient base64 decoding drops non-alphabet characters).
+
+    :raises BadInput: ``invalid page cursor '<cursor>': not one this <issuer> issued``.
+    """
+    try:
+        if not cursor:
+            raise ValueError("empty cursor")
+        padded = cursor + "=" * (-len(cursor) % 4)
+        raw = base64.b64decode(padded.encode("ascii"), altchars=b"-_", validate=True)
+        path = raw.decode("utf-8")
+        if encode_cursor(path) != cursor:
+            raise ValueError("cursor is not canonical")
+    except (binascii.Error, UnicodeError, ValueError) as exc:
+        raise BadInput(f"invalid page cursor {cursor!r}: not one this {issuer} issued") from exc
+    return path
+
+
+def page_window(
+    ordered: Sequence[str], limit: int, cursor: str | None, *, issuer: str = "store"
+) -> tuple[list[str], bool, str | None]:
+    """One page of a listing of ``ordered`` (paths in :func:`page_order`): at most ``limit``
+    paths after the cursor's path (a path since removed still places the cursor), whether
+    more follow, and the cursor for the next page (``None`` at the end).
+
+    :raises BadInput: a cursor :func:`decode_cursor` refuses.
+    """
+    start = 0
+    if cursor is not None:
+        after = page_order(decode_cursor(cursor, issuer=issuer))
+        start = bisect.bisect_right(ordered, after, key=page_order)
+    chunk = list(ordered[start : start + limit])
+    more = start + limit < len(ordered)
+    return chunk, more, encode_cursor(chunk[-1]) if more and chunk else None
+
+
+def check_list_limit(limit: int) -> None:
+    """:raises BadInput: a listing ``limit`` outside 1..1000."""
+    if not 1 <= limit <= 1000:
+        raise BadInput(f"limit must be between 1 and 1000, got {limit}")
+
+
+def page_summaries(
+    paths: Iterable[str], load: Callable[[str], StoredNote | None]
+) -> tuple[list[PageSummary], list[str]]:
+    """The listing entries of ``paths`` (each read with ``load``, in order) and a
+    ``<path>: skipped, not readable`` line for each that ``load`` could not read."""
+    items: list[PageSummary] = []
+    unreadable: list[str] = []
+    for rel in paths:
+        note = load(rel)
+        if note is None:
+            unreadable.append(f"{rel}: skipped, not readable")
+        else:
+            items.append(note.summary())
+    return items, unreadable
+
+
+# -- indexing -------------------------------------------------------------------------------
+
+
+def open_search_index(path: Path) -> SearchIndex:
+    """The store's search index at ``path`` (``GoatHome.index_path``), its folder created
+    private (0700) when missing."""
+    from goat_core.filestore.search import SearchIndex
+
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return SearchIndex(path)
+
+
+def indexed_doc(
+    note: StoredNote, *, description_keys: Sequence[str] = ("description",)
+) -> IndexedDoc:
+    """What the search index holds for a note: title, body, ``aliases``/``alias``,
+    ``tags``/``tag``, frontmatter ``id`` and the parse problem; ``description`` from the
+    first of ``description_keys`` with a value (a string, else empty); ``extra``: the other
+    scalar frontmatter values as text (never ``title``, ``aliases``, ``tags``, ``id``,
+    ``created``, ``updated`` or ``description_keys[0]``)."""
+    from goat_core.filestore.search import IndexedDoc
+
+    data = note.data
+    skip = _NOT_EXTRA | set(description_keys[:1])
+    extra = [
+        str(v)
+        for k, v in data.items()
+        if k not in skip and isinstance(v, str | int | float) and not isinstance(v, bool)
+    ]
+    description: Any = None
+    for key in description_keys:
+        description = data.get(key)
+        if description:
+            break
+    return IndexedDoc(
+        path=note.path,
+        title=note.title,
+        body=note.body,
+        description=str(description) if isinstance(description, str) else "",
+        aliases=tuple(str_list(data.get("aliases") or data.get("alias"))),
+        tags=tuple(str_list(data.get("tags") or data.get("tag"))),
+        extra=" ".join(extra),
+        ident=note.fm_id,
+        problem=note.error,
+    )
+
+
+def index_loader(
+    load: Callable[[str], N | None],
+    cache: dict[str, N],
+    to_doc: Callable[[N], IndexedDoc],
+) -> Callable[[str], IndexedDoc | None]:
+    """The loader :meth:`~goat_core.filestore.search.SearchIndex.sync` calls for each new or changed
+    file: reads it with ``load`` (``None``: unreadable), refreshes its entry in ``cache`` if
+    it has one (so a link-map cache needs no second parse), and returns ``to_doc(note)``."""
+
+    def loader(rel: str) -> IndexedDoc | None:
+        note = load(rel)
+        if note is None:
+            return None
+        if rel in cache:
+            cache[rel] = note
+        return to_doc(note)
+
+    return loader
+
+
+def index_note(index: SearchIndex, note: StoredNote, doc: IndexedDoc) -> None:
+    """Put one note just written into the index as ``doc``, at the ``(mtime_ns, size)`` it
+    was read at (the next change scan then skips it)."""
+    from goat_core.filestore.search import FileStat
+
+    index.update_one(doc, FileStat(note.path, note.mtime_ns, note.size))
+
+
+def check_recall_args(query: str, limit: int) -> None:
+    """:raises BadInput: ``limit`` outside 1..100 or a blank query."""
+    if not 1 <= limit <= 100:
+        raise BadInput(f"limit must be between 1 and 100, got {limit}")
+    if not query.strip():
+        raise BadInput("query is empty")
+
+
+def recall_item(hit: SearchHit, note: StoredNote | None, *, source: str | None) -> RecallItem:
+    """A recall result for an index hit: path as id, the hit's title, score and snippet,
+    ``text`` the first :data:`RECALL_TEXT_CHARS` characters of the note's stripped body
+    (``None`` when the note could not be read)."""
+    return RecallItem(
+        id=hit.path,
+        title=hit.title,
+        path=hit.path,
+        score=float(hit.score),
+        snippet=hit.snippet,
+        text=note.body.strip()[:RECALL_TEXT_CHARS] if note is not None else None,
+        source=source,
+    )
+
+
+def degraded_reasons(
+    problems: Iterable[tuple[str, str]], skipped: Iterable[tuple[str, str]]
+) -> list[str]:
+    """``degraded`` lines: unparsable notes (``<path>: <problem>; read as body``) first, then
+    files the walk skipped (``<path>: skipped, <reason>``)."""
+    reasons = [f"{path}: {problem}; read as body" for path, problem in problems]
+    reasons += [f"{path}: skipped, {reason}" for path, reason in skipped]
+    return reasons
+
+
+# -- writing and health ---------------------------------------------------------------------
+
+
+def checked_text(text: str, max_chars: int, *, noun: str = "store") -> str:
+    """Text to remember, with CRLF line ends made LF.
+
+    :raises TooLarge: over ``max_chars`` characters (``ProviderSpec.max_input_chars``).
+    :raises BadInput: empty or whitespace only.
+    """
+    if len(text) > max_chars:
+        raise TooLarge(
+            f"text is {len(text)} characters; this {noun} accepts at most "
+            f"{max_chars}; nothing was stored"
+        )
+    if not text.strip():
+        raise BadInput("nothing to remember: the text is empty")
+    return text.replace("\r\n", "\n")
+
+
+def generated_title(text: str, *, markup: str = MARKUP_CHARS) -> str:
+    """A title for untitled text: its first :data:`TITLE_WORDS` words after dropping the
+    ``markup`` characters, cut to whole words within :data:`TITLE_CHARS` (a single longer
+    first word is cut to that length), NFC; ``""`` for text of markup only."""
+    words = re.sub(f"[{re.escape(markup)}]+", " ", text).split() if markup else text.split()
+    title = ""
+    for word in words[:TITLE_WORDS]:
+        candidate = f"{title} {word}".strip()
+        if len(candidate) > TITLE_CHARS:
+            break
+        title = candidate
+    if not title and words:
+        title = words[0][:TITLE_CHARS]
+    return nfc(title)
+
+
+def folder_health(root: Path, *, noun: str, healthy: str) -> Health:
+    """Broken when the store folder ``root`` is missing or not readable (``<noun> folder
+    <root> is missing``), else healthy with the message ``healthy``."""
+    if not root.is_dir():
+        return Health.broken(f"{noun} folder {root} is missing")
+    if not os.access(root, os.R_OK | os.X_OK):
+        return Health.broken(f"{noun} folder {root} is not readable")
+    return Health.healthy(healthy)

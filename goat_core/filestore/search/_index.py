@@ -1,0 +1,806 @@
+"""The index itself: one SQLite file, its tables, transactions, sync and reads
+(:class:`SearchIndex`)."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import functools
+import os
+import sqlite3
+import time
+import zlib
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+from goat_core.errors import BadInput, ProviderUnavailable
+from goat_core.filestore.search._query import (
+    _TOKENIZER,
+    MAX_QUERY_TERMS,
+    _is_spaceless,
+    _prepare,
+    _QueryTerm,
+    _term_expr,
+    _Tokenizer,
+    _valid_utf8,
+    search_terms,
+)
+from goat_core.filestore.search._ranking import _rank
+from goat_core.filestore.search._records import (
+    DocInfo,
+    FileStat,
+    FileStatLike,
+    IndexedDoc,
+    IndexStats,
+    SearchResults,
+    SyncStats,
+)
+from goat_core.filestore.search._scan import (
+    _STAT,
+    _by_folder,
+    _checked_groups,
+    _digest,
+    _encodable,
+    _folder_of,
+    _Pending,
+    _Plan,
+)
+
+SCHEMA_VERSION = 4
+"""Bump when the tables, the tokenizer or the text preprocessing change: old indexes rebuild.
+3: Porter stemming, aliases in a column of their own. 4: per-folder digests of the files."""
+
+_BATCH_DOCS = 256
+_BATCH_BYTES = 8 * 1024 * 1024
+
+T = TypeVar("T")
+
+
+def _meta_text(doc: IndexedDoc) -> str:
+    return "\n".join([doc.description, " ".join(doc.tags)])
+
+
+_SCHEMA = [
+    "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    "CREATE TABLE docs(id INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE,"
+    " mtime_ns INTEGER NOT NULL, size INTEGER NOT NULL, title TEXT NOT NULL,"
+    " aliases TEXT NOT NULL, meta TEXT NOT NULL, extra TEXT NOT NULL, body BLOB NOT NULL,"
+    " ident TEXT, problem TEXT, folder TEXT NOT NULL)",
+    # covering index: the listing reads (path, mtime_ns, size, title, ident, problem) without
+    # touching bodies
+    "CREATE INDEX docs_stat ON docs(path, mtime_ns, size, title, ident, problem)",
+    # covering index: the change scan reads one folder's stats
+    "CREATE INDEX docs_folder ON docs(folder, path, mtime_ns, size)",
+    # one row per folder holding indexed files: the digest of a listing of the folder's files
+    # found equal to its rows (NULL once its rows change: the next sync compares the folder),
+    # and how many rows that was
+    "CREATE TABLE folders(folder TEXT PRIMARY KEY, digest BLOB, count INTEGER NOT NULL)",
+    f"CREATE VIRTUAL TABLE fts USING fts5(title, aliases, meta, extra, body, content='',"
+    f' tokenize="{_TOKENIZER}")',
+]
+
+
+def _is_corrupt(exc: BaseException) -> bool:
+    """Only SQLite's own corruption verdicts count; busy, locked or I/O errors never do."""
+    if not isinstance(exc, sqlite3.DatabaseError):
+        return False
+    msg = str(exc).lower()
+    return "malformed" in msg or "not a database" in msg
+
+
+def _is_busy(exc: BaseException) -> bool:
+    if not isinstance(exc, sqlite3.OperationalError):
+        return False
+    msg = str(exc).lower()
+    return "locked" in msg or "busy" in msg
+
+
+class SearchIndex:
+    """A full-text index in one SQLite file (created with its folder if missing).
+
+    :param db_path: the index file, e.g. ``GoatHome.index_path(root)``.
+    :param busy_timeout_s: how long any operation waits for another process's lock before
+        raising :class:`~goat_core.errors.ProviderUnavailable` (seconds).
+    :raises ProviderUnavailable: the file cannot be opened or stays locked past the timeout.
+    """
+
+    def __init__(self, db_path: Path, *, busy_timeout_s: float = 5.0) -> None:
+        if busy_timeout_s <= 0:
+            raise BadInput("busy_timeout_s must be positive (seconds to wait for a lock)")
+        self.db_path = Path(db_path)
+        self.busy_timeout_s = float(busy_timeout_s)
+        self.rebuilt = False
+        """``True`` once this object rebuilt the index (corrupt or older schema): sync again."""
+        self._conn: sqlite3.Connection | None = None
+        self._vocab_conn: sqlite3.Connection | None = None
+        self._tokens = _Tokenizer()
+        try:
+            self._guarded(self._open)
+        except sqlite3.DatabaseError as exc:
+            if not _is_corrupt(exc):
+                raise
+            self._rebuild_file()
+
+    # ---------------------------------------------------------------- connection handling
+
+    def _open(self) -> None:
+        try:
+            self.db_path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ProviderUnavailable(
+                f"search index {self.db_path}: cannot create its folder ({exc.strerror})"
+            ) from exc
+        conn = sqlite3.connect(
+            str(self.db_path),
+            timeout=self.busy_timeout_s,
+            isolation_level=None,
+            check_same_thread=False,
+        )
+        self._conn = conn
+        try:
+            if conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] == 0:
+                # only takes effect on a new, empty file: free pages can be given back
+                conn.execute("PRAGMA auto_vacuum=INCREMENTAL")
+            conn.execute("PRAGMA journal_mode=WAL").fetchone()
+            conn.execute("PRAGMA synchronous=NORMAL")
+            self._ensure_schema()
+        except BaseException:
+            self._conn = None
+            conn.close()
+            raise
+
+    @property
+    def _db(self) -> sqlite3.Connection:
+        if self._conn is None:
+            raise ProviderUnavailable(f"search index {self.db_path} is closed")
+        return self._conn
+
+    def _ensure_schema(self) -> None:
+        db = self._db
+        row = db.execute(
+            "SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'"
+        ).fetchone()
+        if row is not None:
+            got = db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+            if got is not None and got[0] == str(SCHEMA_VERSION):
+                return
+        with self._write() as db:
+            have = db.execute(
+                "SELECT name FROM sqlite_master WHERE type='table' AND name='meta'"
+            ).fetchone()
+            version = None
+            if have:
+                row = db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+                version = row[0] if row else None
+            if version == str(SCHEMA_VERSION):
+                return
+            if have is not None or version is not None:
+                self.rebuilt = True
+            self._drop_all(db)
+            for stmt in _SCHEMA:
+                db.execute(stmt)
+            db.execute(
+                "INSERT INTO meta(key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
+            )
+
+    @staticmethod
+    def _drop_all(db: sqlite3.Connection) -> None:
+        names = db.execute(
+            "SELECT type, name FROM sqlite_master WHERE type IN ('table', 'view')"
+            " AND name NOT LIKE 'sqlite_%' AND name NOT LIKE 'fts_%'"
+        ).fetchall()
+        for kind, name in names:
+            db.execute(f'DROP {kind.upper()} IF EXISTS "{name}"')
+
+    @contextlib.contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction (``BEGIN IMMEDIATE``: takes the lock up front, waits the busy
+        timeout for it)."""
+        db = self._db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            yield db
+        except BaseException:
+            if db.in_transaction:
+                db.rollback()
+            raise
+        db.execute("COMMIT")
+
+    @contextlib.contextmanager
+    def _read(self) -> Iterator[sqlite3.Connection]:
+        """One read transaction: a consistent snapshot (WAL readers never wait for writers)."""
+        db = self._db
+        db.execute("BEGIN")
+        try:
+            yield db
+        finally:
+            if db.in_transaction:
+                db.rollback()
+
+    def _guarded(self, fn: Callable[[], T]) -> T:
+        """Run ``fn``; retry while the database is busy, up to the timeout; map errors."""
+        deadline = time.monotonic() + self.busy_timeout_s
+        while True:
+            try:
+                return fn()
+            except sqlite3.Error as exc:
+                if _is_busy(exc):
+                    if time.monotonic() < deadline:
+                        time.sleep(0.02)
+                        continue
+                    raise ProviderUnavailable(
+                        f"search index {self.db_path} is busy: another process held its lock"
+                        f" longer than the busy timeout ({self.busy_timeout_s:g} s)"
+                    ) from exc
+                if _is_corrupt(exc):
+                    raise
+                raise ProviderUnavailable(f"search index {self.db_path}: {exc}") from exc
+
+    def _run(self, fn: Callable[[], T]) -> T:
+        """Like :meth:`_guarded`, but a corrupt index is rebuilt and ``fn`` tried once more."""
+        try:
+            return self._guarded(fn)
+        except sqlite3.DatabaseError as exc:
+            if not _is_corrupt(exc):
+                raise
+            self._rebuild_file()
+            try:
+                return self._guarded(fn)
+            except sqlite3.DatabaseError as exc2:
+                raise ProviderUnavailable(
+                    f"search index {self.db_path} is still corrupt after a rebuild: {exc2}"
+                ) from exc2
+
+    def _rebuild_file(self) -> None:
+        """Delete the index files and start empty (the index holds nothing the files don't)."""
+        if self._conn is not None:
+            with contextlib.suppress(sqlite3.Error):
+                self._conn.close()
+            self._conn = None
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(f"{self.db_path}{suffix}")
+        self.rebuilt = True
+        self._guarded(self._open)
+
+    # ---------------------------------------------------------------- writing
+
+    def _delete_row(self, db: sqlite3.Connection, row: tuple[Any, ...]) -> None:
+        """Remove one ``docs`` row ``(id, title, aliases, meta, extra, body, folder)`` and its
+        FTS5 entries (a contentless table needs the indexed values back, rebuilt from the
+        stored originals); its folder's digest no longer holds."""
+        rid, title, aliases, meta, extra, blob, folder = row
+        body = zlib.decompress(blob).decode("utf-8", "surrogatepass")
+        db.execute(
+            "INSERT INTO fts(fts, rowid, title, aliases, meta, extra, body)"
+            " VALUES ('delete', ?, ?, ?, ?, ?, ?)",
+            (
+                rid,
+                _prepare(title),
+                _prepare(aliases),
+                _prepare(meta),
+                _prepare(extra),
+                _prepare(body),
+            ),
+        )
+        db.execute("DELETE FROM docs WHERE id = ?", (rid,))
+        db.execute("UPDATE folders SET digest = NULL WHERE folder = ?", (folder,))
+
+    def _insert(self, db: sqlite3.Connection, doc: IndexedDoc, stat: FileStatLike) -> None:
+        title = _valid_utf8(doc.title)
+        aliases = _valid_utf8("\n".join(doc.aliases))
+        meta = _valid_utf8(_meta_text(doc))
+        extra = _valid_utf8(doc.extra)
+        blob = zlib.compress(doc.body.encode("utf-8", "surrogatepass"), 6)
+        ident = None if doc.ident is None else _valid_utf8(doc.ident)
+        problem = None if doc.problem is None else _valid_utf8(doc.problem)
+        folder = _folder_of(stat.path)
+        cur = db.execute(
+            "INSERT INTO docs(path, mtime_ns, size, title, aliases, meta, extra, body, ident,"
+            " problem, folder) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                stat.path,
+                stat.mtime_ns,
+                stat.size,
+                title,
+                aliases,
+                meta,
+                extra,
+                blob,
+                ident,
+                problem,
+                folder,
+            ),
+        )
+        # the folder's digest no longer holds (sync compares the folder and sets it again)
+        db.execute(
+            "INSERT INTO folders(folder, digest, count) VALUES (?, NULL, 0)"
+            " ON CONFLICT(folder) DO UPDATE SET digest = NULL",
+            (folder,),
+        )
+        db.execute(
+            "INSERT INTO fts(rowid, title, aliases, meta, extra, body) VALUES (?, ?, ?, ?, ?, ?)",
+            (
+                cur.lastrowid,
+                _prepare(title),
+                _prepare(aliases),
+                _prepare(meta),
+                _prepare(extra),
+                _prepare(doc.body),
+            ),
+        )
+
+    _ROW = "SELECT id, title, aliases, meta, extra, body, folder FROM docs WHERE path = ?"
+
+    def _apply(self, batch: list[_Pending], removals: list[str]) -> tuple[int, int, int, int]:
+        """Apply one batch in one transaction; returns (added, updated, removed, unchanged).
+        Rows are re-read under the lock, so another process's concurrent sync is respected."""
+        added = updated = removed = unchanged = 0
+        with self._write() as db:
+            for path in removals:
+                row = db.execute(self._ROW, (path,)).fetchone()
+                if row is not None:
+                    self._delete_row(db, row)
+                    removed += 1
+            for item in batch:
+                if item.doc is None:
+                    continue
+                st = item.stat
+                cur = db.execute(
+                    "SELECT mtime_ns, size FROM docs WHERE path = ?", (st.path,)
+                ).fetchone()
+                if cur is not None and (cur[0], cur[1]) == (st.mtime_ns, st.size):
+                    unchanged += 1  # another process indexed this version meanwhile
+                    continue
+                if cur is not None:
+                    row = db.execute(self._ROW, (st.path,)).fetchone()
+                    self._delete_row(db, row)
+                    updated += 1
+                else:
+                    added += 1
+                self._insert(db, item.doc, st)
+        return added, updated, removed, unchanged
+
+    def sync(
+        self,
+        files: Iterable[FileStatLike] | Mapping[str, Sequence[FileStatLike]],
+        load: Callable[[str], IndexedDoc | None],
+        *,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> SyncStats:
+        """Bring the index in line with ``files`` (every file of the store, once; any
+        :class:`FileStatLike`, e.g. a walk's entries as they are).
+
+        ``files`` may also come grouped by folder, as
+        :attr:`goat_core.filestore.WalkResult.folders` has them: a mapping from a folder (the
+        part of the path before the last ``/``, ``""`` at the root) to its files, each path
+        under exactly the key it belongs to (checked; :class:`ValueError` otherwise). That
+        saves grouping every path again.
+
+        A file whose ``(mtime_ns, size)`` equals the stored one is not loaded. Changed and new
+        files are passed to ``load(path)``; ``None`` means unreadable: counted in ``skipped``,
+        any older row kept. Rows of paths not in ``files`` are removed. Work is committed in
+        batches (one transaction each, at most 256 files); the lock is only held while a
+        batch is written, not while files are read.
+
+        Change scan, proportional to what changed: the files are grouped by folder (the part
+        of the path before the last ``/``) and each folder's listing is hashed in one pass
+        (see :func:`_digest`). The index keeps, per folder, the digest of the last listing
+        found equal to the folder's rows (checked under the lock; any later change to those
+        rows clears it). A folder whose digest is unchanged is unchanged without reading its
+        rows; only the rows of folders whose digest differs, is new or is gone are read and
+        compared file by file. A folder holding a file that was skipped keeps no digest, so it
+        is compared (and the file retried) at every sync.
+
+        :param progress: called as ``progress(done, total)`` with counts of changed files.
+        :raises ProviderUnavailable: the index stayed locked past the busy timeout.
+        """
+        started = time.monotonic()
+        groups: dict[str, Sequence[FileStatLike]] = (
+            _checked_groups(files) if isinstance(files, Mapping) else dict(_by_folder(files))
+        )
+        digests = {folder: _digest(entries) for folder, entries in groups.items()}
+        plan = self._run(functools.partial(self._plan, digests))
+        stored = plan.rows
+        scanned = sum(map(len, groups.values()))
+        unchanged = scanned - sum(len(groups[f]) for f in plan.changed)
+        skipped = 0
+        unsealed: set[str] = set()  # folders left without a digest (a file was skipped)
+        changed: list[FileStatLike] = []
+        pop = stored.pop
+        for folder in plan.changed:
+            for st in groups[folder]:
+                # a path listed twice is popped once; its second entry is re-checked under
+                # the lock
+                if pop(st.path, None) == (st.mtime_ns, st.size):
+                    unchanged += 1
+                elif not _encodable(st.path):
+                    skipped += 1
+                    unsealed.add(folder)
+                else:
+                    changed.append(st)
+        gone = list(stored)  # stored paths no longer among the files
+        del stored
+        total = len(changed) + len(gone)
+        done = 0
+        added = updated = removed = 0
+        if progress is not None:
+            progress(0, total)
+        if gone:
+            for i in range(0, len(gone), _BATCH_DOCS * 4):
+                part = gone[i : i + _BATCH_DOCS * 4]
+                r = self._run(functools.partial(self._apply, [], part))[2]
+                removed += r
+                done += len(part)
+                if progress is not None:
+                    progress(done, total)
+        batch: list[_Pending] = []
+        batch_bytes = 0
+
+        def flush() -> None:
+            nonlocal added, updated, unchanged, done, batch, batch_bytes
+            if not batch:
+                return
+            todo = batch
+            a, u, _r, n = self._run(lambda: self._apply(todo, []))
+            added += a
+            updated += u
+            unchanged += n
+            done += len(todo)
+            batch, batch_bytes = [], 0
+            if progress is not None:
+                progress(done, total)
+
+        for st in changed:
+            doc = load(st.path)
+            if doc is None:
+                skipped += 1
+                unsealed.add(_folder_of(st.path))
+                done += 1
+                continue
+            batch.append(_Pending(st, doc))
+            batch_bytes += len(doc.body)
+            if len(batch) >= _BATCH_DOCS or batch_bytes >= _BATCH_BYTES:
+                flush()
+        flush()
+        self._seal([f for f in plan.changed if f not in unsealed], groups, digests, plan.gone)
+        if added or updated or removed:
+            self._run(self._release_free_pages)
+        return SyncStats(
+            scanned=scanned,
+            added=added,
+            updated=updated,
+            removed=removed,
+            unchanged=unchanged,
+            seconds=time.monotonic() - started,
+            skipped=skipped,
+        )
+
+    def _release_free_pages(self) -> None:
+        """Give free pages back to the file system when they are over a tenth of the file
+        (FTS5 segment merges leave them behind after large syncs)."""
+        db = self._db
+        pages = db.execute("PRAGMA page_count").fetchone()[0]
+        free = db.execute("PRAGMA freelist_count").fetchone()[0]
+        if pages and free * 10 > pages:
+            # executescript steps the pragma to completion (execute() frees only one page)
+            db.executescript("PRAGMA incremental_vacuum;")
+
+    _FOLDER_ROWS = "SELECT path, mtime_ns, size FROM docs INDEXED BY docs_folder WHERE folder = ?"
+
+    def _plan(self, digests: dict[str, bytes]) -> _Plan:
+        """In one snapshot: the listed folders whose digest differs from the stored one (or
+        is new or cleared), the stored folders no longer listed, and the stored
+        ``path -> (mtime_ns, size)`` of both. The row count checks that every other row sits
+        in a folder found unchanged; if not, every row is compared."""
+        with self._read() as db:
+            stored = {
+                f: (d, c) for f, d, c in db.execute("SELECT folder, digest, count FROM folders")
+            }
+            changed: list[str] = []
+            kept = 0  # rows of the folders found unchanged
+            for folder, digest in digests.items():
+                have = stored.get(folder)
+                if have is not None and have[0] == digest:
+                    kept += have[1]
+                else:
+                    changed.append(folder)
+            gone = [f for f in stored if f not in digests]
+            want = [f for f in (*changed, *gone) if _encodable(f)]
+            rows: dict[str, tuple[int, int]] = {}
+            if len(want) > max(64, len(stored) // 4):  # one scan beats many lookups
+                wanted = set(want)
+                rows = {
+                    p: (m, s)
+                    for f, p, m, s in db.execute(
+                        "SELECT folder, path, mtime_ns, size FROM docs INDEXED BY docs_folder"
+                    )
+                    if f in wanted
+                }
+            else:
+                for folder in want:
+                    rows.update({p: (m, s) for p, m, s in db.execute(self._FOLDER_ROWS, (folder,))})
+            total = db.execute("SELECT count(*) FROM docs").fetchone()[0]
+            if total != kept + len(rows):
+                rows = {
+                    p: (m, s)
+                    for p, m, s in db.execute(
+                        "SELECT path, mtime_ns, size FROM docs INDEXED BY docs_stat"
+                    )
+                }
+                changed = list(digests)
+                gone = sorted({*stored, *map(_folder_of, rows)} - digests.keys())
+        return _Plan(changed=changed, rows=rows, gone=gone)
+
+    def _seal(
+        self,
+        folders: list[str],
+        groups: dict[str, Sequence[FileStatLike]],
+        digests: dict[str, bytes],
+        gone: list[str],
+    ) -> None:
+        """Store the digests of ``folders`` whose rows, re-read under the lock, equal their
+        listing (another process may have changed them since), and drop the entries of
+        ``gone`` folders left without rows. In transactions of about a thousand rows."""
+        part: list[str] = []
+        size = 0
+        for folder in folders:
+            part.append(folder)
+            size += len(groups[folder])
+            if size >= _BATCH_DOCS * 4:
+                self._run(functools.partial(self._seal_part, part, groups, digests, []))
+                part, size = [], 0
+        if part or gone:
+            self._run(functools.partial(self._seal_part, part, groups, digests, gone))
+
+    def _seal_part(
+        self,
+        folders: list[str],
+        groups: dict[str, Sequence[FileStatLike]],
+        digests: dict[str, bytes],
+        gone: list[str],
+    ) -> None:
+        with self._write() as db:
+            for folder in folders:
+                listing = {st.path: (st.mtime_ns, st.size) for st in groups[folder]}
+                if len(listing) != len({_STAT(st) for st in groups[folder]}):
+                    continue  # one path listed with two different stats: no digest holds
+                rows = {p: (m, s) for p, m, s in db.execute(self._FOLDER_ROWS, (folder,))}
+                if rows != listing:
+                    db.execute("UPDATE folders SET digest = NULL WHERE folder = ?", (folder,))
+                else:
+                    db.execute(
+                        "INSERT INTO folders(folder, digest, count) VALUES (?, ?, ?)"
+                        " ON CONFLICT(folder) DO UPDATE SET digest = excluded.digest,"
+                        " count = excluded.count",
+                        (folder, digests[folder], len(rows)),
+                    )
+            for folder in gone:
+                if db.execute(self._FOLDER_ROWS + " LIMIT 1", (folder,)).fetchone() is None:
+                    db.execute("DELETE FROM folders WHERE folder = ?", (folder,))
+
+    def update_one(self, doc: IndexedDoc, stat: FileStat) -> None:
+        """Index one file the provider just wrote (replacing its row). ``doc.path`` must equal
+        ``stat.path``. Clears the digest of the file's folder: the next :meth:`sync` compares
+        that folder file by file (and finds this row current if ``stat`` is the file's).
+
+        :raises BadInput: the two paths differ.
+        """
+        if doc.path != stat.path:
+            raise BadInput(
+                f"update_one: doc.path {doc.path!r} differs from stat.path {stat.path!r}"
+            )
+
+        def go() -> None:
+            with self._write() as db:
+                row = db.execute(self._ROW, (stat.path,)).fetchone()
+                if row is not None:
+                    self._delete_row(db, row)
+                self._insert(db, doc, stat)
+
+        self._run(go)
+
+    def remove(self, path: str) -> bool:
+        """Drop the row of ``path`` (store-relative). Returns whether there was one. Clears the
+        digest of its folder, like :meth:`update_one`."""
+
+        def go() -> bool:
+            with self._write() as db:
+                row = db.execute(self._ROW, (path,)).fetchone()
+                if row is None:
+                    return False
+                self._delete_row(db, row)
+                return True
+
+        return self._run(go)
+
+    def rebuild(self) -> None:
+        """Empty the index (the next :meth:`sync` indexes every file again)."""
+
+        def go() -> None:
+            with self._write() as db:
+                self._drop_all(db)
+                for stmt in _SCHEMA:
+                    db.execute(stmt)
+                db.execute(
+                    "INSERT INTO meta(key, value) VALUES ('schema_version', ?)",
+                    (str(SCHEMA_VERSION),),
+                )
+
+        self._run(go)
+        self.rebuilt = True
+
+    # ---------------------------------------------------------------- reading
+
+    def search(self, query: str, *, limit: int = 10) -> SearchResults:
+        """Ranked notes for user text ``query`` (semantics: :mod:`goat_core.filestore.search`).
+
+        :param limit: most hits returned, at least 1.
+        :raises BadInput: ``limit`` below 1.
+        :raises ProviderUnavailable: the index could not be read within the busy timeout.
+        """
+        if limit < 1:
+            raise BadInput(f"search limit must be at least 1, got {limit}")
+        every = search_terms(query, cap=None)
+        if not every:
+            return SearchResults(hits=[], total=0, complete=True)
+        terms = every[:MAX_QUERY_TERMS]
+        try:
+            results = self._guarded(lambda: self._search(terms, limit))
+            if len(every) > len(terms):
+                # Never a silent cut: the caller learns the query was shortened.
+                return dataclasses.replace(
+                    results,
+                    complete=False,
+                    degraded=(
+                        *results.degraded,
+                        f"the query has {len(every)} distinct search terms; only the first "
+                        f"{MAX_QUERY_TERMS} were searched",
+                    ),
+                )
+            return results
+        except sqlite3.DatabaseError as exc:
+            if not _is_corrupt(exc):
+                raise
+            self._rebuild_file()
+            return SearchResults(
+                hits=[],
+                total=0,
+                complete=False,
+                degraded=(f"search index {self.db_path} was corrupt and has been rebuilt",),
+            )
+
+    def _search(self, terms: list[str], limit: int) -> SearchResults:
+        db = self._db
+        if self._vocab_conn is not db:
+            # per connection, in its temp schema: term statistics of the index
+            db.execute(
+                "CREATE VIRTUAL TABLE IF NOT EXISTS temp.fts_terms USING fts5vocab(main, fts, row)"
+            )
+            db.execute(
+                "CREATE VIRTUAL TABLE IF NOT EXISTS temp.fts_where"
+                " USING fts5vocab(main, fts, instance)"
+            )
+            self._vocab_conn = db
+        qterms = self._query_terms(terms)
+        with self._read() as db:
+            return _rank(db, terms, qterms, limit)
+
+    def _query_terms(self, terms: list[str]) -> list[_QueryTerm]:
+        """Each search term with the tokens the index holds for it (case-folded, diacritics
+        removed, Porter-stemmed; a spaceless run as its character pairs)."""
+        texts: list[str] = []
+        for t in terms:
+            if _is_spaceless(t) and len(t) > 1:
+                texts.append(" ".join(t[i : i + 2] for i in range(len(t) - 1)))
+            else:
+                texts.append(t)
+        tokens = self._tokens.tokens(texts)
+        return [
+            _QueryTerm(
+                text=t,
+                expr=_term_expr(t),
+                tokens=toks,
+                prefix=_is_spaceless(t) and len(t) == 1,
+                spaceless=_is_spaceless(t),
+            )
+            for t, toks in zip(terms, tokens, strict=True)
+        ]
+
+    def documents(self) -> list[DocInfo]:
+        """Every indexed file without its body, ordered by path case-insensitively (ties by
+        exact path), read from a covering index (cost: the listing, never the bodies).
+
+        :raises ProviderUnavailable: the index could not be read within the busy timeout.
+        """
+
+        def go() -> list[DocInfo]:
+            with self._read() as db:
+                rows = db.execute(
+                    "SELECT path, title, ident, problem, mtime_ns, size FROM docs"
+                    " INDEXED BY docs_stat"
+                ).fetchall()
+            docs = [DocInfo(*row) for row in rows]
+            docs.sort(key=lambda d: (d.path.casefold(), d.path))
+            return docs
+
+        return self._run(go)
+
+    def problems(self) -> list[tuple[str, str]]:
+        """``(path, problem)`` of every indexed file stored with a problem (see
+        :attr:`IndexedDoc.problem`), ordered like :meth:`documents`.
+
+        :raises ProviderUnavailable: the index could not be read within the busy timeout.
+        """
+
+        def go() -> list[tuple[str, str]]:
+            with self._read() as db:
+                rows = db.execute(
+                    "SELECT path, problem FROM docs INDEXED BY docs_stat WHERE problem IS NOT NULL"
+                ).fetchall()
+            return sorted(((p, q) for p, q in rows), key=lambda r: (r[0].casefold(), r[0]))
+
+        return self._run(go)
+
+    def stats(self) -> IndexStats:
+        """Documents indexed and bytes on disk."""
+
+        def go() -> int:
+            with self._read() as db:
+                return int(db.execute("SELECT count(*) FROM docs").fetchone()[0])
+
+        docs = self._run(go)
+        size = 0
+        for suffix in ("", "-wal", "-shm"):
+            with contextlib.suppress(OSError):
+                size += os.stat(f"{self.db_path}{suffix}").st_size
+        return IndexStats(
+            path=str(self.db_path), documents=docs, bytes=size, schema_version=SCHEMA_VERSION
+        )
+
+    def verify(self) -> list[str]:
+        """Check the index; returns the problems found (empty: healthy). Runs SQLite's
+        ``quick_check``, FTS5's ``integrity-check`` and compares row counts, all in one write
+        transaction so a concurrent writer can never make a healthy index look inconsistent.
+        Does not repair: call :meth:`rebuild` (then :meth:`sync`) for that.
+
+        :raises ProviderUnavailable: the index stayed locked past the busy timeout.
+        """
+
+        def go() -> list[str]:
+            problems: list[str] = []
+            with self._write() as db:
+                for (line,) in db.execute("PRAGMA quick_check"):
+                    if line != "ok":
+                        problems.append(f"quick_check: {line}")
+                db.execute("INSERT INTO fts(fts) VALUES ('integrity-check')")
+                docs = db.execute("SELECT count(*) FROM docs").fetchone()[0]
+                sized = db.execute("SELECT count(*) FROM fts_docsize").fetchone()[0]
+                if docs != sized:
+                    problems.append(f"{docs} documents but {sized} full-text entries")
+            return problems
+
+        try:
+            return self._guarded(go)
+        except sqlite3.DatabaseError as exc:
+            if not _is_corrupt(exc):
+                raise
+            return [f"search index {self.db_path} is corrupt: {exc}"]
+
+    def close(self) -> None:
+        """Close the connection (idempotent)."""
+        self._tokens.close()
+        if self._conn is not None:
+            with contextlib.suppress(sqlite3.Error):
+                self._conn.close()
+            self._conn = None
+
+    def __enter__(self) -> SearchIndex:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"SearchIndex({str(self.db_path)!r})"

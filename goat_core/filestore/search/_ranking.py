@@ -1,0 +1,281 @@
+"""Ranking: candidates by FTS5 ``bm25``, re-scored with BM25F (:class:`_Scorer`), and the hits
+with their snippets (:func:`_rank`)."""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+import zlib
+from dataclasses import dataclass
+from typing import ClassVar
+
+from goat_core.filestore.search._query import _QueryTerm, fts_query
+from goat_core.filestore.search._records import SearchHit, SearchResults
+from goat_core.filestore.search._snippets import _head, _Mark, _snippet
+
+COLUMN_WEIGHTS = (10.0, 8.0, 5.0, 2.0, 1.0)
+"""Weights of the columns title, aliases, meta (description, tags), extra, body, both in the
+candidate search (FTS5 ``bm25``) and in the re-ranking (BM25F term frequencies)."""
+
+RERANK_DEPTH = 50
+"""How many candidates (best by FTS5 ``bm25``) of each group are re-scored."""
+
+BM25_K1 = 1.2
+BM25_B = 0.75
+TITLE_BONUS = 2.0
+"""Added per query term found in the title: ``TITLE_BONUS * idf * (1 + share of the title's
+words that are query terms) / 2`` (a title naming exactly the query gets the full idf)."""
+ALIAS_BONUS = 0.5
+"""Added per query term found in an alias: ``ALIAS_BONUS * idf``."""
+PROXIMITY_WEIGHT = 0.5
+PROXIMITY_WINDOW = 3
+"""Two query terms that follow each other in the query and in a column of the note, within
+:data:`PROXIMITY_WINDOW` tokens (room for stop-words: ``link to a heading``), add
+``PROXIMITY_WEIGHT * mean idf * saturated(weighted count)``."""
+
+
+def _varints(blob: bytes) -> list[int]:
+    """SQLite varints (as FTS5 stores its sizes): 7 bits a byte, high bit set on all but the
+    last, a ninth byte giving 8 bits."""
+    out: list[int] = []
+    i, n = 0, len(blob)
+    while i < n:
+        v = 0
+        for k in range(9):
+            if i >= n:
+                return out
+            byte = blob[i]
+            i += 1
+            if k == 8:
+                v = (v << 8) | byte
+                break
+            v = (v << 7) | (byte & 0x7F)
+            if not byte & 0x80:
+                break
+        out.append(v)
+    return out
+
+
+@dataclass
+class _Scored:
+    scores: dict[int, float]
+    title_terms: dict[int, int]
+    paths: dict[int, str]
+
+    def order(self, rid: int) -> tuple[float, int, str, str]:
+        """Sort key: score, then query terms in the title (both descending), then path."""
+        path = self.paths.get(rid, "")
+        return (-self.scores.get(rid, 0.0), -self.title_terms.get(rid, 0), path.casefold(), path)
+
+
+class _Scorer:
+    """BM25F over a few candidate notes, with an idf that is always positive.
+
+    FTS5's own ``bm25`` uses ``idf = ln((N - n + 0.5) / (n + 0.5))``, clamped to 1e-6 for a
+    term in more than half the notes, so such a term (``vault`` in a vault about vaults) adds
+    nothing and every score is 0. Here, as in Lucene's BM25 (Robertson/Sparck Jones with the
+    +1 inside the log): ``idf = ln(1 + (N - n + 0.5) / (n + 0.5))``, ``n`` the notes containing
+    the term (``fts5vocab`` row table), ``N`` the notes indexed.
+
+    BM25F (Robertson, Zaragoza, Taylor 2004): a term's frequency in each column (``fts5vocab``
+    instance table) is divided by ``1 - b + b * column length / average column length``
+    (lengths in tokens from FTS5's ``docsize`` table and its averages record, ``b`` =
+    :data:`BM25_B`), weighted by :data:`COLUMN_WEIGHTS`, summed, and saturated with ``k1`` =
+    :data:`BM25_K1`. Then the title, alias and proximity bonuses (:data:`TITLE_BONUS`,
+    :data:`ALIAS_BONUS`, :data:`PROXIMITY_WEIGHT`) and coordination (times matched terms /
+    query terms).
+    """
+
+    _COLS: ClassVar[dict[str, int]] = {"title": 0, "aliases": 1, "meta": 2, "extra": 3, "body": 4}
+
+    def __init__(self, db: sqlite3.Connection, terms: list[_QueryTerm]) -> None:
+        self.db = db
+        self.terms = terms
+
+    def _doc_count(self, term: _QueryTerm) -> int:
+        if len(term.tokens) == 1 and not term.prefix:
+            row = self.db.execute(
+                "SELECT doc FROM temp.fts_terms WHERE term = ?", (term.tokens[0],)
+            ).fetchone()
+            return int(row[0]) if row else 0
+        row = self.db.execute("SELECT count(*) FROM fts WHERE fts MATCH ?", (term.expr,))
+        return int(row.fetchone()[0])
+
+    def _freqs(
+        self, term: _QueryTerm, ids: str
+    ) -> tuple[dict[tuple[int, int], int], dict[tuple[int, int], list[int]]]:
+        """``(note id, column) -> occurrences`` of the term among the notes ``ids``, and for a
+        one-token term ``(note id, column) -> token offsets`` (for proximity)."""
+        per_token: list[dict[tuple[int, int], int]] = []
+        offsets: dict[tuple[int, int], list[int]] = {}
+        for tok in term.tokens:
+            args: tuple[str, ...]
+            if term.prefix:
+                where, args = "term >= ? AND term < ?", (tok, tok + "\U0010ffff")
+            else:
+                where, args = "term = ?", (tok,)
+            got: dict[tuple[int, int], int] = {}
+            if len(term.tokens) == 1 and not term.prefix:
+                for doc, col, off in self.db.execute(
+                    f"SELECT doc, col, offset FROM temp.fts_where WHERE {where} AND doc IN ({ids})",
+                    args,
+                ):
+                    key = (doc, self._COLS.get(col, 4))
+                    got[key] = got.get(key, 0) + 1
+                    offsets.setdefault(key, []).append(off)
+                return got, offsets
+            for doc, col, cnt in self.db.execute(
+                f"SELECT doc, col, count(*) FROM temp.fts_where WHERE {where}"
+                f" AND doc IN ({ids}) GROUP BY doc, col",
+                args,
+            ):
+                got[(doc, self._COLS.get(col, 4))] = cnt
+            per_token.append(got)
+        if not per_token:
+            return {}, offsets
+        if len(per_token) == 1:
+            return per_token[0], offsets
+        # a phrase of pairs: as often as its rarest pair
+        keys = set(per_token[0]).intersection(*per_token[1:])
+        return {k: min(p[k] for p in per_token) for k in keys}, offsets
+
+    @staticmethod
+    def _near(
+        first: dict[tuple[int, int], list[int]], second: dict[tuple[int, int], list[int]]
+    ) -> dict[int, float]:
+        """Per note: how often the second term follows the first within
+        :data:`PROXIMITY_WINDOW` tokens in one column, weighted by the column's weight."""
+        out: dict[int, float] = {}
+        for key, offs in second.items():
+            before = first.get(key)
+            if not before:
+                continue
+            starts = set(before)
+            n = sum(1 for o in offs if any(o - d in starts for d in range(1, PROXIMITY_WINDOW + 1)))
+            if n:
+                rid, col = key
+                out[rid] = out.get(rid, 0.0) + COLUMN_WEIGHTS[col] * n
+        return out
+
+    def score(self, candidates: list[int]) -> _Scored:
+        out = _Scored(scores={}, title_terms={}, paths={})
+        if not candidates:
+            return out
+        db = self.db
+        ids = ",".join(str(int(r)) for r in candidates)
+        avg_row = db.execute("SELECT block FROM fts_data WHERE id = 1").fetchone()
+        averages = _varints(bytes(avg_row[0])) if avg_row else []
+        n_docs = averages[0] if averages else 0
+        ncols = len(COLUMN_WEIGHTS)
+        if n_docs <= 0 or len(averages) < 1 + ncols:
+            n_docs = max(n_docs, db.execute("SELECT count(*) FROM docs").fetchone()[0], 1)
+            avg_len = [1.0] * ncols
+        else:
+            avg_len = [max(x / n_docs, 1.0) for x in averages[1 : 1 + ncols]]
+        sizes: dict[int, list[int]] = {}
+        for rid, sz in db.execute(f"SELECT id, sz FROM fts_docsize WHERE id IN ({ids})"):
+            sizes[rid] = _varints(bytes(sz))
+        for rid, path in db.execute(f"SELECT id, path FROM docs WHERE id IN ({ids})"):
+            out.paths[rid] = path
+        k1, b = BM25_K1, BM25_B
+        scores = dict.fromkeys(candidates, 0.0)
+        title_hits: dict[int, int] = dict.fromkeys(candidates, 0)
+        title_idf: dict[int, float] = dict.fromkeys(candidates, 0.0)
+        matched: dict[int, int] = dict.fromkeys(candidates, 0)
+        usable = 0
+        previous: dict[tuple[int, int], list[int]] = {}
+        previous_idf = 0.0
+        for term in self.terms:
+            if not term.tokens:
+                continue
+            usable += 1
+            n = self._doc_count(term)
+            idf = math.log(1.0 + (n_docs - n + 0.5) / (n + 0.5))
+            weighted: dict[int, float] = {}
+            freqs, offsets = self._freqs(term, ids)
+            near = self._near(previous, offsets) if previous else {}
+            previous = offsets
+            for rid, count in near.items():
+                pidf = (idf + previous_idf) / 2.0
+                scores[rid] += PROXIMITY_WEIGHT * pidf * count * (k1 + 1.0) / (count + k1)
+            previous_idf = idf
+            for (rid, col), cnt in freqs.items():
+                size = sizes.get(rid)
+                length = size[col] if size and len(size) > col else avg_len[col]
+                # BM25F: each column's frequency normalised by that column's length
+                norm = 1.0 - b + b * length / avg_len[col]
+                weighted[rid] = weighted.get(rid, 0.0) + COLUMN_WEIGHTS[col] * cnt / norm
+                if col == 0:
+                    title_hits[rid] = title_hits.get(rid, 0) + cnt
+                    title_idf[rid] = title_idf.get(rid, 0.0) + idf
+                elif col == 1:
+                    scores[rid] = scores.get(rid, 0.0) + ALIAS_BONUS * idf
+            for rid, wtf in weighted.items():
+                matched[rid] = matched.get(rid, 0) + 1
+                scores[rid] = scores.get(rid, 0.0) + idf * wtf * (k1 + 1.0) / (wtf + k1)
+        for rid, tidf in title_idf.items():
+            if tidf <= 0:
+                continue
+            size = sizes.get(rid)
+            title_len = size[0] if size else 0
+            share = min(1.0, title_hits[rid] / title_len) if title_len else 0.0
+            scores[rid] += TITLE_BONUS * tidf * (1.0 + share) / 2.0
+        if usable > 1:  # coordination: the share of the query's terms the note holds
+            for rid in scores:
+                scores[rid] *= matched.get(rid, 0) / usable
+        out.scores = scores
+        out.title_terms = {rid: c for rid, c in title_hits.items() if c}
+        return out
+
+
+def _rank(
+    db: sqlite3.Connection, terms: list[str], qterms: list[_QueryTerm], limit: int
+) -> SearchResults:
+    """The top ``limit`` hits for ``terms`` (``qterms``: the same terms with their index
+    tokens), read inside the caller's read transaction on ``db`` (which has the
+    ``temp.fts_terms`` and ``temp.fts_where`` vocabulary tables)."""
+    w = ", ".join(str(x) for x in COLUMN_WEIGHTS)
+    rank_sql = f"SELECT rowid FROM fts WHERE fts MATCH ? ORDER BY bm25(fts, {w}) LIMIT ?"
+    count_sql = "SELECT count(*) FROM fts WHERE fts MATCH ?"
+    depth = max(limit, RERANK_DEPTH)
+    q_and = fts_query(terms, "AND")
+    candidates = [rid for (rid,) in db.execute(rank_sql, (q_and, depth))]
+    if len(candidates) < depth:
+        total = len(candidates)
+    else:
+        total = db.execute(count_sql, (q_and,)).fetchone()[0]
+    if total < limit and len(terms) > 1:
+        # too few notes hold every term: notes holding some of them compete too
+        q_or = fts_query(terms, "OR")
+        have = set(candidates)
+        candidates += [
+            rid
+            for (rid,) in db.execute(rank_sql, (q_or, depth + len(candidates)))
+            if rid not in have
+        ][:depth]
+        total = db.execute(count_sql, (q_or,)).fetchone()[0]
+    scored = _Scorer(db, qterms).score(candidates)
+    ranked = sorted(candidates, key=scored.order)
+    marks = [
+        _Mark(t.text, t.tokens[0] if len(t.tokens) == 1 else None, t.spaceless) for t in qterms
+    ]
+    hits: list[SearchHit] = []
+    for rid in ranked[:limit]:
+        row = db.execute(
+            "SELECT path, title, aliases, meta, extra, body FROM docs WHERE id = ?",
+            (rid,),
+        ).fetchone()
+        if row is None:
+            continue
+        path, title, aliases, meta, extra, blob = row
+        body = zlib.decompress(blob).decode("utf-8", "surrogatepass")
+        snippet = (
+            _snippet(body, marks)
+            or _snippet(meta, marks)
+            or _snippet(extra, marks)
+            or _snippet(aliases, marks)
+            or _head(body or meta or title)
+        )
+        score = scored.scores.get(rid, 0.0)
+        hits.append(SearchHit(path=path, title=title, score=score, snippet=snippet))
+    return SearchResults(hits=hits, total=total, complete=total <= len(hits))

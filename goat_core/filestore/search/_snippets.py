@@ -1,0 +1,166 @@
+"""Snippets: the window of a note's original text around the best match, every matched word
+(the term, or a word with its stem; never a dropped stop-word) wrapped in
+:data:`SNIPPET_OPEN` / :data:`SNIPPET_CLOSE`. Matching folds text (NFKC, case folding,
+diacritics removed) as the index does."""
+
+from __future__ import annotations
+
+import unicodedata
+from dataclasses import dataclass
+
+SNIPPET_OPEN = "=="
+SNIPPET_CLOSE = "=="
+SNIPPET_WIDTH = 160
+"""Approximate snippet length in characters (before marks and ellipses)."""
+
+# word endings a stem may carry in the text and still be highlighted ("vault" -> "vaults")
+_INFLECTIONS = frozenset(
+    "s es e ed d ing ings er ers ly ion ions ation ations ment ments al ness ity ive".split()
+)
+
+
+_FOLD_CACHE: dict[str, str] = {}
+
+
+def _fold_char(ch: str) -> str:
+    got = _FOLD_CACHE.get(ch)
+    if got is None:
+        decomposed = unicodedata.normalize("NFKD", ch)
+        got = "".join(c for c in decomposed if not unicodedata.combining(c)).casefold()
+        if len(_FOLD_CACHE) < 65536:
+            _FOLD_CACHE[ch] = got
+    return got
+
+
+def _fold(text: str) -> tuple[str, list[int] | None]:
+    """Folded text for snippet matching and, unless it is the identity, a map from each
+    folded index to its original index (with one extra entry for the end)."""
+    if text.isascii():
+        return text.lower(), None
+    parts = [_fold_char(c) for c in text]
+    offsets: list[int] = []
+    for i, p in enumerate(parts):
+        offsets.extend([i] * len(p))
+    offsets.append(len(text))
+    return "".join(parts), offsets
+
+
+def _fold_term(term: str) -> str:
+    return "".join(_fold_char(c) for c in term)
+
+
+@dataclass(frozen=True)
+class _Mark:
+    """What a snippet highlights for one query term: its folded text, the stem the index
+    keeps for it (Porter), and whether it is a run of a spaceless script (matched anywhere,
+    not as a whole word)."""
+
+    text: str
+    stem: str | None = None
+    spaceless: bool = False
+
+
+def _word_matches(word: str, mark: _Mark, folded_term: str) -> bool:
+    if word == folded_term:
+        return True
+    stem = mark.stem
+    if not stem or len(stem) < 3:
+        return False
+    if word.startswith(stem) and (len(word) == len(stem) or word[len(stem) :] in _INFLECTIONS):
+        return True
+    # Porter turns a final y into i ("library" -> "librari")
+    return (
+        stem.endswith("i")
+        and word.startswith(stem[:-1])
+        and word[len(stem) - 1 :]
+        in (
+            "y",
+            "ies",
+            "ied",
+        )
+    )
+
+
+def _find_matches(folded: str, marks: list[_Mark]) -> list[tuple[int, int, int]]:
+    """``(start, end, mark index)`` of whole-word occurrences of each term or of a word with
+    its stem (substring for spaceless runs), in text order."""
+    found: set[tuple[int, int, int]] = set()
+    n = len(folded)
+    for ti, mark in enumerate(marks):
+        ft = _fold_term(mark.text)
+        if not ft:
+            continue
+        needles = {ft}
+        if mark.stem and not mark.spaceless and len(mark.stem) >= 3:
+            needles.add(mark.stem[:-1] if mark.stem.endswith("i") else mark.stem)
+        for needle in needles:
+            start = 0
+            count = 0
+            while count < 64:
+                i = folded.find(needle, start)
+                if i < 0:
+                    break
+                start = i + 1
+                if mark.spaceless:
+                    found.add((i, i + len(needle), ti))
+                    count += 1
+                    continue
+                if i > 0 and folded[i - 1].isalnum():
+                    continue
+                j = i + len(needle)
+                while j < n and folded[j].isalnum():
+                    j += 1
+                if _word_matches(folded[i:j], mark, ft):
+                    found.add((i, j, ti))
+                    count += 1
+    return sorted(found)
+
+
+def _snippet(text: str, marks: list[_Mark], width: int = SNIPPET_WIDTH) -> str | None:
+    """The window of ``text`` holding the most distinct terms, terms marked; ``None`` if none."""
+    if not text or not marks:
+        return None
+    folded, offsets = _fold(text)
+    matches = _find_matches(folded, marks)
+    if not matches:
+        return None
+
+    def orig(i: int) -> int:
+        return i if offsets is None else offsets[min(i, len(offsets) - 1)]
+
+    best_i, best_score = 0, -1
+    for i, (s, _e, _t) in enumerate(matches):
+        distinct = {t for (s2, _e2, t) in matches[i:] if s2 < s + width * 3 // 4}
+        if len(distinct) > best_score:
+            best_i, best_score = i, len(distinct)
+    first = orig(matches[best_i][0])
+    lo = max(0, first - width // 4)
+    hi = min(len(text), lo + width)
+    # widen to word boundaries
+    while lo > 0 and not text[lo - 1].isspace() and first - lo < width // 2:
+        lo -= 1
+    while hi < len(text) and not text[hi].isspace() and hi - lo < width * 3 // 2:
+        hi += 1
+    out: list[str] = ["…" if lo > 0 else ""]
+    pos = lo
+    for s, e, _t in matches:
+        os_, oe = orig(s), orig(e)
+        if os_ < pos or oe > hi or os_ == oe:
+            continue
+        out.append(text[pos:os_])
+        if text.endswith(SNIPPET_OPEN, 0, os_) and text.startswith(SNIPPET_CLOSE, oe):
+            out.append(text[os_:oe])  # already highlighted in the note
+        else:
+            out.append(SNIPPET_OPEN + text[os_:oe] + SNIPPET_CLOSE)
+        pos = oe
+    out.append(text[pos:hi])
+    out.append("…" if hi < len(text) else "")
+    return " ".join("".join(out).split())
+
+
+def _head(text: str, width: int = SNIPPET_WIDTH) -> str:
+    flat = " ".join(text[: width * 3].split())
+    if len(flat) <= width:
+        return flat
+    cut = flat.rfind(" ", 0, width)
+    return flat[: cut if cut > width // 2 else width] + "…"

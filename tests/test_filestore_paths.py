@@ -1,0 +1,53 @@
+"""goat_core.filestore: its import paths (the package, its search index, the old module paths)."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import subprocess
+import sys
+from types import ModuleType
+
+import pytest
+
+import goat_core.filestore
+import goat_core.filestore.search
+
+OLD_PATHS = {
+    "goat_core.files": goat_core.filestore,
+    "goat_core.frontmatter": goat_core.filestore,
+    "goat_core.links": goat_core.filestore,
+    "goat_core.pages": goat_core.filestore,
+    "goat_core.search": goat_core.filestore.search,
+}
+
+
+@pytest.mark.parametrize("old", sorted(OLD_PATHS))
+def test_old_module_reexports_the_same_objects(old: str) -> None:
+    module = importlib.import_module(old)
+    new = OLD_PATHS[old]
+    assert module.__all__
+    for name in module.__all__:
+        assert name in new.__all__, f"{old}.{name} is not public in {new.__name__}"
+        assert getattr(module, name) is getattr(new, name)
+
+
+@pytest.mark.parametrize("package", [goat_core.filestore, goat_core.filestore.search])
+def test_package_all_is_exactly_its_public_names(package: ModuleType) -> None:
+    public = {
+        name
+        for name, value in vars(package).items()
+        if not name.startswith("_") and not inspect.ismodule(value)
+    }
+    assert set(package.__all__) == public
+    assert len(package.__all__) == len(set(package.__all__))
+
+
+def test_importing_the_toolkit_does_not_load_the_search_index() -> None:
+    code = (
+        "import sys, goat_core.filestore, goat_core.files, goat_core.pages;"
+        "print(sorted(m for m in ('sqlite3', 'yaml', 'goat_core.filestore.search')"
+        " if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
