@@ -29,7 +29,8 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from goat_core.cli import _parse_sets, cli
+from goat_core.cli import cli
+from goat_core.cli._options import _parse_sets
 
 HAS_MARKDOWN = find_spec("goat_markdown") is not None
 needs_markdown = pytest.mark.skipif(
@@ -1186,7 +1187,7 @@ def test_a_write_to_a_shared_bank_names_the_bank_not_just_the_scope(
 
 
 def test_status_watch_rechecks_every_render(remote_dist: Path, home: Path) -> None:
-    from goat_core.cli import WATCH_SECONDS
+    from goat_core.cli._admin import WATCH_SECONDS
 
     assert WATCH_SECONDS == 15.0
     bind_remote("ok", "main")
@@ -1241,7 +1242,7 @@ def test_check_set_changes_only_the_named_settings(remote_dist: Path, home: Path
 
 
 def test_status_table_reason_does_not_repeat_the_label() -> None:
-    from goat_core.cli import _short_reason
+    from goat_core.cli._admin import _short_reason
 
     label = "shared bank `team` on `https://hs.example`"
     assert _short_reason(label, f"{label}: cannot reach `https://hs.example`") == (
