@@ -29,7 +29,8 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from goat_core.cli import _parse_sets, cli
+from goat_core.cli import cli
+from goat_core.cli._options import _parse_sets
 
 HAS_MARKDOWN = find_spec("goat_markdown") is not None
 needs_markdown = pytest.mark.skipif(
@@ -1186,7 +1187,7 @@ def test_a_write_to_a_shared_bank_names_the_bank_not_just_the_scope(
 
 
 def test_status_watch_rechecks_every_render(remote_dist: Path, home: Path) -> None:
-    from goat_core.cli import WATCH_SECONDS
+    from goat_core.cli._admin import WATCH_SECONDS
 
     assert WATCH_SECONDS == 15.0
     bind_remote("ok", "main")
@@ -1241,7 +1242,7 @@ def test_check_set_changes_only_the_named_settings(remote_dist: Path, home: Path
 
 
 def test_status_table_reason_does_not_repeat_the_label() -> None:
-    from goat_core.cli import _short_reason
+    from goat_core.cli._admin import _short_reason
 
     label = "shared bank `team` on `https://hs.example`"
     assert _short_reason(label, f"{label}: cannot reach `https://hs.example`") == (
@@ -1249,3 +1250,36 @@ def test_status_table_reason_does_not_repeat_the_label() -> None:
     )
     assert _short_reason(label, "configured; not checked yet") == "configured; not checked yet"
     assert _short_reason(None, None) == ""
+
+
+# -- the public helpers for plugin commands -------------------------------------------------
+def test_plugin_command_helpers_open_memory_as_the_core_commands_do(
+    bound: Path, home: Path, tmp_path: Path
+) -> None:
+    import click
+
+    from goat_core.cli import emit_json, memory_options, open_memory
+    from goat_core.errors import ScopeError
+
+    @click.command("titles")
+    @memory_options
+    def titles(pen: str | None, as_json: bool, home: Path | None) -> None:
+        with open_memory(home, pen) as memory:
+            listing = memory.list_pages(limit=10)
+            scope = memory.scope.key
+        names = [item.title for item in listing.items]
+        if as_json:
+            emit_json({"scope": scope, "titles": names})
+        else:
+            click.echo(", ".join(names))
+
+    assert run("remember", "first", "--title", "Alpha").exit_code == 0
+    help_text = CliRunner().invoke(titles, ["--help"]).stdout
+    assert "--pen ID" in help_text and "--json" in help_text and "--home DIRECTORY" in help_text
+    result = CliRunner().invoke(titles, ["--json", "--home", str(home)], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout) == {"scope": "global", "titles": ["Alpha"]}
+    assert result.stdout == json.dumps(json.loads(result.stdout), indent=2) + "\n"
+    bad = CliRunner().invoke(titles, ["--pen", "Not a pen!", "--home", str(tmp_path / "none")])
+    assert isinstance(bad.exception, ScopeError)  # before any I/O: no home was created
+    assert not (tmp_path / "none").exists()

@@ -17,7 +17,6 @@ from pydantic import BaseModel
 
 from goat_core import hookimpl, hookspecs
 from goat_core.errors import NotFound, Rejected, ScopeError
-from goat_core.manager import PluginSettings, make_plugin_manager, register_plugin
 from goat_core.models import (
     Binding,
     Capability,
@@ -33,8 +32,8 @@ from goat_core.models import (
     ScopeRequest,
     ScopeResolution,
 )
+from goat_core.plugins import PluginSettings, Registry, make_plugin_manager, register_plugin
 from goat_core.provider import Provider, ProviderContext
-from goat_core.registry import Registry
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "hooks.md"
 PEN = Scope.pen("client-x")

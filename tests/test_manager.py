@@ -15,13 +15,13 @@ import pytest
 from structlog.testing import capture_logs
 
 from goat_core.errors import PluginLoadError
-from goat_core.manager import (
+from goat_core.plugins import (
     ENTRY_POINT_GROUP,
     GoatPluginManager,
     PluginSettings,
+    Registry,
     make_plugin_manager,
 )
-from goat_core.registry import Registry
 
 PREFIX = "goatfake"
 

@@ -1,4 +1,5 @@
-"""The self-contained HTML map (goat_core.maphtml), checked statically and in headless Chromium.
+"""The self-contained HTML map (goat_core.cli._maphtml), checked statically and in headless
+Chromium.
 
 The Chromium tests need ``chromium`` (Debian's package, installed by CI), ``chromium-browser``
 or ``google-chrome`` on PATH and are skipped with that reason otherwise.
@@ -19,8 +20,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from goat_core.cli._maphtml import (
+    ATTACHMENTS_SHOWN_UP_TO,
+    map_data,
+    missing_target,
+    render_map_html,
+)
 from goat_core.links import LinkIndex, build_link_map
-from goat_core.maphtml import ATTACHMENTS_SHOWN_UP_TO, map_data, missing_target, render_map_html
 from goat_core.models import LinkMap, PageSummary
 
 EVIL = "</script><script>alert(1)</script><!--"

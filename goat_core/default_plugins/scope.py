@@ -1,15 +1,7 @@
-"""Built-in scope resolution (DESIGN section 3), registered ``trylast`` so a third-party
-plugin's answer comes first. The rules live in :mod:`goat_core.scope`."""
+"""Built-in scope resolution; moved to :mod:`goat_core.plugins.builtin._scope`."""
 
 from __future__ import annotations
 
-from goat_core.hookspecs import hookimpl
-from goat_core.models import ScopeRequest, ScopeResolution
+from goat_core.plugins.builtin._scope import goat_resolve_scope
 
-
-@hookimpl(trylast=True)
-def goat_resolve_scope(request: ScopeRequest) -> ScopeResolution | None:
-    """Project id, then pin, then (if asked) the working directory's identity, else Global."""
-    from goat_core.scope import resolve_request
-
-    return resolve_request(request)
+__all__ = ["goat_resolve_scope"]

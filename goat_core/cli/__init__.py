@@ -1,0 +1,81 @@
+"""The ``goat`` command line: a thin layer over :class:`goat_core.host.SyncMemoryHost`.
+
+Commands (``goat COMMAND --help`` for each)::
+
+    plugins [--check] [--json]            installed plugins, their providers and load failures
+    providers [--json]                    providers with capabilities and settings JSON schema
+    scope [--json]                        the scope the current directory resolves to
+    bind (--global | --pen ID) PROVIDER [--set KEY=VALUE ...] [--api-key-stdin] [--no-connect]
+    unbind | disable | enable (--global | --pen ID)
+    check [--pen ID | --global] [--set KEY=VALUE ...]
+    status [--json] [--watch]
+    remember TEXT [--title T]     feedback TEXT [--on PAGE]     forget PAGE
+    recall QUERY [--limit N]      reflect QUERY                 pages [--limit N] [--cursor C]
+    show PAGE                     map [--html FILE]             reindex
+
+Every memory command takes ``--pen ID`` (default: Global), ``--json`` and ``--home DIR``
+(default ``$GOAT_HOME``, else the platform directories), placed after the subcommand.
+Plugins add their own subcommands through the ``goat_register_commands`` hook; they are
+looked up only when a name that is not built in is asked for (or for ``--help``).
+
+Exit codes (``GoatError.exit_code``)::
+
+    0  ok (a queued write included)       4  not supported by the provider
+    1  internal error                      5  conflict, or rejected (also a rejected receipt)
+    2  bad input (click usage errors too)  6  unavailable, auth, credentials, plugin failures
+    3  not found or ambiguous              130 interrupted
+
+Errors are one line on stderr (``goat: error: ...``); an ambiguous page reference also lists
+its candidates. An unexpected exception prints one line plus a hint to rerun with
+``GOAT_DEBUG=1``, which prints the traceback. ``--json`` output is the only thing on stdout.
+
+Plugin commands get the core commands' own options and helpers from this package:
+:func:`pen_option` (``--pen ID``), :func:`home_option` (``--home DIR``), :func:`json_option`
+(``--json``), :func:`memory_options` (all three), :func:`open_memory` (a scope's memory
+context, opened exactly as ``goat recall`` opens it), :func:`open_host` (the
+:class:`~goat_core.host.SyncMemoryHost` behind it) and :func:`emit_json` (the JSON printer
+of every ``--json``)::
+
+    @click.command("digest")
+    @memory_options
+    def digest(pen: str | None, as_json: bool, home: Path | None) -> None:
+        with open_memory(home, pen) as memory:
+            listing = memory.list_pages(limit=20)
+        ...
+
+Import cost: only click and core models at import time; the host, registry, credential
+store, HTML map and progress bar are imported by the commands that use them, so
+``goat recall`` never imports ``keyring``, ``mcp`` or ``rich``.
+"""
+
+from __future__ import annotations
+
+from goat_core.cli import _admin, _map, _memory
+from goat_core.cli._options import (
+    home_option,
+    json_option,
+    memory_options,
+    open_host,
+    open_memory,
+    pen_option,
+)
+from goat_core.cli._output import emit_json
+from goat_core.cli._root import EXIT_INTERRUPTED, GoatGroup, cli, main
+
+__all__ = [
+    "EXIT_INTERRUPTED",
+    "GoatGroup",
+    "cli",
+    "emit_json",
+    "home_option",
+    "json_option",
+    "main",
+    "memory_options",
+    "open_host",
+    "open_memory",
+    "pen_option",
+]
+
+for _command in (*_admin.COMMANDS, *_memory.COMMANDS, *_map.COMMANDS):
+    cli.add_command(_command)
+del _command

@@ -1,0 +1,65 @@
+"""Output helpers of the ``goat`` commands: stderr lines, tables, JSON, error exits."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from typing import Any, NoReturn
+
+import click
+
+from goat_core.errors import Ambiguous, GoatError
+
+_BUILTIN_DEBUG_ENV = "GOAT_DEBUG"
+
+
+# -- output helpers ------------------------------------------------------------------------
+def _debug() -> bool:
+    return os.environ.get(_BUILTIN_DEBUG_ENV, "").strip().lower() in {"1", "true", "yes", "on"}
+
+
+def _err(message: str) -> None:
+    click.echo(message, err=True)
+
+
+def emit_json(data: Any) -> None:
+    """Print ``data`` as indented JSON on stdout (non-ASCII kept, other values as ``str``)."""
+    click.echo(json.dumps(data, ensure_ascii=False, indent=2, default=str))
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def _table(rows: Sequence[Sequence[str]], headers: Sequence[str] | None = None) -> str:
+    """Left-aligned columns separated by two spaces; the last column is not padded."""
+    all_rows = [list(headers)] if headers else []
+    all_rows += [[str(c) for c in r] for r in rows]
+    if not all_rows:
+        return ""
+    widths = [max(len(r[i]) for r in all_rows) for i in range(len(all_rows[0]))]
+    lines = []
+    for r in all_rows:
+        cells = [c.ljust(widths[i]) for i, c in enumerate(r[:-1])] + [r[-1]]
+        lines.append("  ".join(cells).rstrip())
+    return "\n".join(lines)
+
+
+def _fail(exc: GoatError) -> NoReturn:
+    """Report a deliberate error as one line (plus candidates) and exit with its code."""
+    _err(f"goat: error: {_one_line(exc.message if hasattr(exc, 'message') else str(exc))}")
+    if isinstance(exc, Ambiguous):
+        for candidate in exc.candidates:
+            _err(f"  {candidate}")
+    raise click.exceptions.Exit(exc.exit_code)
+
+
+def _to_json(value: Any) -> Any:
+    if hasattr(value, "to_json"):
+        return value.to_json()
+    if hasattr(value, "model_dump"):
+        return value.model_dump(mode="json")
+    if isinstance(value, (list, tuple)):
+        return [_to_json(v) for v in value]
+    return value
