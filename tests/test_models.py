@@ -1,4 +1,5 @@
-"""Truth rules of the contract's value objects (DESIGN section 2)."""
+"""Truth rules of the contract's value objects (docs/design.md, Bindings and providers; Writes
+and outcomes)."""
 
 from __future__ import annotations
 
@@ -7,17 +8,18 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from goat_core.errors import ScopeError
-from goat_core.models import (
+from goat_core.contract import (
     Binding,
     Capability,
+    Provider,
+    ProviderContext,
     ProviderSpec,
     Receipt,
     ReceiptStatus,
     Scope,
     ScopeKind,
 )
-from goat_core.provider import Provider, ProviderContext
+from goat_core.errors import ScopeError
 
 # -- Receipt ---------------------------------------------------------------------------
 
