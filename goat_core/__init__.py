@@ -1,10 +1,44 @@
-"""GOAT Memory core: hook specs, models, plugin loading, scopes and the provider contract.
+"""GOAT Memory core: hook specs, the provider contract, plugin loading and scopes.
 
 Plugins implement hooks with ``@goat_core.hookimpl`` and declare providers with
 :class:`ProviderSpec`. Importing this package does no I/O and loads no plugin.
 """
 
 from goat_core._version import __version__
+from goat_core.contract import (
+    Binding,
+    Capability,
+    Connections,
+    Consistency,
+    CredentialSpec,
+    Derivation,
+    Edge,
+    Health,
+    Link,
+    LinkMap,
+    LinkResolution,
+    MemoryWrite,
+    ModelTool,
+    Page,
+    PageList,
+    PageSummary,
+    PluginInfo,
+    PluginLoadFailure,
+    Provider,
+    ProviderContext,
+    ProviderSpec,
+    RecallItem,
+    RecallResult,
+    Receipt,
+    ReceiptStatus,
+    Reflection,
+    Scope,
+    ScopeKind,
+    ScopeRequest,
+    ScopeResolution,
+    SyncProvider,
+    Tone,
+)
 from goat_core.errors import (
     Ambiguous,
     AuthError,
@@ -22,39 +56,9 @@ from goat_core.errors import (
     ScopeError,
     TooLarge,
 )
+from goat_core.filestore import StoreWorker
 from goat_core.hookspecs import hookimpl
 from goat_core.manager import ENTRY_POINT_GROUP, PluginSettings, make_plugin_manager
-from goat_core.models import (
-    Binding,
-    Capability,
-    Connections,
-    Consistency,
-    CredentialSpec,
-    Derivation,
-    Edge,
-    Health,
-    Link,
-    LinkMap,
-    LinkResolution,
-    MemoryWrite,
-    Page,
-    PageList,
-    PageSummary,
-    PluginInfo,
-    PluginLoadFailure,
-    ProviderSpec,
-    RecallItem,
-    RecallResult,
-    Receipt,
-    ReceiptStatus,
-    Reflection,
-    Scope,
-    ScopeKind,
-    ScopeRequest,
-    ScopeResolution,
-    Tone,
-)
-from goat_core.provider import ModelTool, Provider, ProviderContext, StoreWorker, SyncProvider
 from goat_core.registry import Registry
 
 __all__ = [

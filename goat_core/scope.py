@@ -1,4 +1,5 @@
-"""Scope resolution: which one scope a chat or a working directory gets (DESIGN section 3).
+"""Scope resolution: which one scope a chat or a working directory gets (docs/design.md,
+Scopes).
 
 Order of precedence in :func:`resolve_request`:
 
@@ -19,7 +20,7 @@ Project identity of a directory (:func:`project_identity`), first that applies:
   worktree of one repository shares it (a repository without remotes).
 - **the folder itself**: its real path (symlinks resolved).
 
-The derived Pen id is :func:`goat_core.models.derive_pen_id` of a display name and the
+The derived Pen id is :func:`goat_core.contract.derive_pen_id` of a display name and the
 identity, ``<name slug>-<8 hex of sha256(identity)>``, so two repositories or folders with the
 same name never share a Pen. The display name comes from the identity (the remote's last path
 segment, the main worktree's folder, or the folder), never from the current subdirectory or
@@ -48,14 +49,14 @@ import subprocess
 from pathlib import Path, PurePosixPath
 from urllib.parse import urlsplit
 
-from goat_core.errors import ScopeError
-from goat_core.models import (
+from goat_core.contract import (
     Derivation,
     Scope,
     ScopeRequest,
     ScopeResolution,
     derive_pen_id,
 )
+from goat_core.errors import ScopeError
 
 __all__ = [
     "GIT_TIMEOUT_SECONDS",
@@ -292,7 +293,7 @@ def project_identity(cwd: Path) -> tuple[str, Derivation, str]:
     :returns: ``(identity, derivation, basename)``: ``identity`` is the normalised remote
         (``github.com/org/repo``), the git common dir's real path, or the folder's real path;
         ``derivation`` is ``git-remote``, ``git-root`` or ``cwd``; ``basename`` is the name
-        the Pen id is slugified from (pass both to :func:`~goat_core.models.derive_pen_id`).
+        the Pen id is slugified from (pass both to :func:`~goat_core.contract.derive_pen_id`).
     :raises ScopeError: ``cwd`` is not a directory, git timed out, or git refused the
         repository as unsafe.
     """
@@ -301,7 +302,7 @@ def project_identity(cwd: Path) -> tuple[str, Derivation, str]:
 
 
 def resolve_request(request: ScopeRequest) -> ScopeResolution:
-    """Resolve what a host knows about a chat to exactly one scope (DESIGN section 3).
+    """Resolve what a host knows about a chat to exactly one scope (docs/design.md, Scopes).
 
     ``project_id`` always decides (``project``); else ``pin`` (``pinned``); else, when
     ``derive_from_cwd`` is set and ``cwd`` is given, a Pen derived from the directory's

@@ -55,7 +55,7 @@ from typing import Any, Protocol
 import anyio
 import anyio.abc
 
-from goat_core.errors import AuthError, CredentialError, GoatError, NotFound, ProviderUnavailable
+from goat_core.errors import GoatError
 from goat_core.logs import get_logger
 from goat_core.models import Binding, Health, HealthCause, ProviderSpec, Scope
 from goat_core.provider import Provider
@@ -139,21 +139,9 @@ def digest(*parts: Any) -> str:
 
 
 def cause_of_error(exc: BaseException) -> HealthCause:
-    """The :data:`~goat_core.models.HealthCause` of an error raised by a check.
-
-    ``AuthError`` / ``CredentialError`` -> ``auth``; ``NotFound`` -> ``bank_not_found``;
-    an error whose details name ``missing`` tools -> ``missing_tools``; anything else ->
-    ``unreachable``.
-    """
-    if isinstance(exc, AuthError | CredentialError):
-        return "auth"
-    if isinstance(exc, NotFound):
-        return "bank_not_found"
-    if isinstance(exc, ProviderUnavailable) and (
-        getattr(exc, "missing", None) or (isinstance(exc, GoatError) and exc.details.get("missing"))
-    ):
-        return "missing_tools"
-    return "unreachable"
+    """The :data:`~goat_core.contract.HealthCause` of an error raised by a check: the
+    contract's :meth:`Health.cause_of <goat_core.contract.Health.cause_of>`."""
+    return Health.cause_of(exc)
 
 
 @dataclass(frozen=True)

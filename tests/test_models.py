@@ -1,23 +1,39 @@
-"""Truth rules of the contract's value objects (DESIGN section 2)."""
+"""Truth rules of the contract's value objects (docs/design.md, Bindings and providers; Writes
+and outcomes)."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
+import anyio
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from goat_core.errors import ScopeError
-from goat_core.models import (
+from goat_core.contract import (
     Binding,
     Capability,
+    Health,
+    Provider,
+    ProviderContext,
     ProviderSpec,
     Receipt,
     ReceiptStatus,
     Scope,
     ScopeKind,
+    Tone,
 )
-from goat_core.provider import Provider, ProviderContext
+from goat_core.errors import (
+    AuthError,
+    CredentialError,
+    NotFound,
+    NotSupported,
+    ProviderUnavailable,
+    ScopeError,
+)
+from goat_core.home import GoatHome
 
 # -- Receipt ---------------------------------------------------------------------------
 
@@ -185,3 +201,66 @@ def test_binding_id_rule(binding_id: str) -> None:
 def test_binding_forbids_unknown_keys() -> None:
     with pytest.raises(ValidationError, match="api_key"):
         Binding(id="b", provider="p", api_key="secret")  # type: ignore[call-arg]
+
+
+# -- Health ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("error", "cause"),
+    [
+        (AuthError("HTTP 401"), "auth"),
+        (CredentialError("no key"), "auth"),
+        (NotFound("collection `x` not found"), "bank_not_found"),
+        (ProviderUnavailable("old server", missing=["recall"]), "missing_tools"),
+        (ProviderUnavailable("connection refused"), "unreachable"),
+        (RuntimeError("boom"), "unreachable"),
+    ],
+)
+def test_health_from_error_names_a_generic_cause(error: BaseException, cause: str) -> None:
+    health = Health.from_error(error)
+    assert (health.ok, health.tone, health.cause) == (False, Tone.WARN, cause)
+    assert Health.cause_of(error) == cause
+
+
+def test_health_from_error_reason() -> None:
+    assert Health.from_error(NotFound("no bank"), label="store `s`").reason == "store `s`: no bank"
+    # the text of an unexpected error may hold anything: only its type is reported
+    assert Health.from_error(RuntimeError("secret=1")).reason == "RuntimeError during check"
+
+
+# -- Provider base -----------------------------------------------------------------------
+
+
+class _Minimal(Provider):
+    spec = _spec(Capability.SCOPED_STORES)
+
+
+def _minimal() -> _Minimal:
+    context = ProviderContext(
+        scope=Scope.global_(),
+        binding=Binding(id="default", provider="demo"),
+        settings=DemoSettings(root="x"),
+        home=GoatHome.at("/nonexistent-goat-home"),
+    )
+    return _Minimal(context)
+
+
+def test_forget_is_optional_and_no_capability() -> None:
+    with pytest.raises(NotSupported) as info:
+        anyio.run(_minimal().forget, "a.md")
+    assert str(info.value) == "provider 'demo' does not support forget"
+
+
+def test_a_capability_operation_names_its_capability() -> None:
+    with pytest.raises(NotSupported, match="capability 'reflect' not declared"):
+        anyio.run(_minimal().reflect, "why")
+
+
+def test_the_contract_imports_no_host_module() -> None:
+    code = "import sys, goat_core.contract; print(' '.join(sorted(sys.modules)))"
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.split()
+    host = {"goat_core.home", "goat_core.host", "goat_core.supervisor", "goat_core.config"}
+    assert not host & set(out)

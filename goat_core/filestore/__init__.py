@@ -81,8 +81,10 @@ from goat_core.filestore._pages import (
     str_list,
     to_page,
 )
+from goat_core.filestore._worker import StoreWorker
 
 __all__ = [
+    "StoreWorker",
     # files: roots, containment, walking, atomic writes, locking
     "MISSING_ETAG",
     "RESERVED_NAMES",

@@ -408,9 +408,7 @@ class HindsightProvider(Provider):
         try:
             await self.client.check()
         except GoatError as exc:
-            from goat_core.supervisor import cause_of_error
-
-            return Health.broken(f"{self.label()}: {exc.message}", cause=cause_of_error(exc))
+            return Health.from_error(exc, label=self.label())
         if self.context.get_credential("api_key"):
             return Health.healthy(f"{self.label()} reached")
         return Health.healthy(f"{self.label()} reached without authentication")

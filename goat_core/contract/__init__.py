@@ -1,0 +1,97 @@
+"""The provider contract: scopes, what a provider declares and returns, and the base class.
+
+Everything a provider author and a host share lives here, and nothing else: the contract
+imports no host module (the host's ``GoatHome`` reaches a provider as a
+:class:`ProviderHome`). The rules behind each name are in docs/design.md (Scopes; Bindings
+and providers; Writes and outcomes; Reads and truth; Browsing and links; Remote providers
+and the supervisor).
+"""
+
+from goat_core.contract._extras import Access, ModelTool, PolicyGate, ProviderOperation
+from goat_core.contract._health import Health, HealthCause, Tone
+from goat_core.contract._provider import (
+    Provider,
+    ProviderContext,
+    ProviderHome,
+    ProviderSpec,
+)
+from goat_core.contract._records import (
+    Connections,
+    Edge,
+    Link,
+    LinkMap,
+    LinkResolution,
+    MemoryWrite,
+    Page,
+    PageList,
+    PageSummary,
+    PluginInfo,
+    PluginLoadFailure,
+    RecallItem,
+    RecallResult,
+    Receipt,
+    ReceiptStatus,
+    Reflection,
+)
+from goat_core.contract._scope import (
+    PEN_ID_PATTERN,
+    Derivation,
+    Scope,
+    ScopeKind,
+    ScopeRequest,
+    ScopeResolution,
+    derive_pen_id,
+    normalize_pen_id,
+)
+from goat_core.contract._spec import (
+    Binding,
+    Capability,
+    Consistency,
+    CredentialSpec,
+    credential_env_var,
+)
+from goat_core.contract._sync import SyncProvider
+
+__all__ = [
+    "PEN_ID_PATTERN",
+    "Access",
+    "Binding",
+    "Capability",
+    "Connections",
+    "Consistency",
+    "CredentialSpec",
+    "Derivation",
+    "Edge",
+    "Health",
+    "HealthCause",
+    "Link",
+    "LinkMap",
+    "LinkResolution",
+    "MemoryWrite",
+    "ModelTool",
+    "Page",
+    "PageList",
+    "PageSummary",
+    "PluginInfo",
+    "PluginLoadFailure",
+    "PolicyGate",
+    "Provider",
+    "ProviderContext",
+    "ProviderHome",
+    "ProviderOperation",
+    "ProviderSpec",
+    "RecallItem",
+    "RecallResult",
+    "Receipt",
+    "ReceiptStatus",
+    "Reflection",
+    "Scope",
+    "ScopeKind",
+    "ScopeRequest",
+    "ScopeResolution",
+    "SyncProvider",
+    "Tone",
+    "credential_env_var",
+    "derive_pen_id",
+    "normalize_pen_id",
+]

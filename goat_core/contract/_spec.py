@@ -1,0 +1,120 @@
+"""What a provider declares and what a user binds: capabilities, consistency, credentials,
+bindings (docs/design.md, Bindings and providers).
+
+:class:`~goat_core.contract.ProviderSpec` itself lives with the :class:`Provider` class it
+builds (``_provider.py``): the two refer to each other, so they share a module.
+"""
+
+from __future__ import annotations
+
+import re
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from goat_core.contract._scope import PEN_ID_PATTERN
+
+_STRICT = ConfigDict(frozen=True, extra="forbid")
+
+
+def credential_env_var(binding_id: str, name: str = "api_key") -> str:
+    """The environment variable overriding credential ``name`` of binding ``binding_id``.
+
+    ``GOAT_<NAME>_<BINDING_ID>``, both uppercased with every non-alphanumeric as ``_``:
+    ``credential_env_var("pen-my.app")`` is ``GOAT_API_KEY_PEN_MY_APP``.
+    """
+
+    def part(value: str) -> str:
+        return re.sub(r"[^A-Z0-9]", "_", value.upper())
+
+    return f"GOAT_{part(name)}_{part(binding_id)}"
+
+
+class Capability(StrEnum):
+    """What a provider declares it does; declared, never guessed (docs/design.md, Bindings
+    and providers).
+
+    The contract's capabilities are the ones core backs with an operation:
+
+    - ``scoped_stores`` / ``shared_bank``: the store kind, exactly one per provider (isolated
+      Global and Pen stores, or one bank whatever the scope).
+    - ``pages``: :meth:`Provider.list_pages`, :meth:`Provider.get_page`.
+    - ``map``: :meth:`Provider.link_map`, :meth:`Provider.connections`.
+    - ``reflect``: :meth:`Provider.reflect`.
+    - ``feedback``: :meth:`Provider.feedback`.
+
+    ``lint``, ``ingest`` and ``export`` are **not part of the contract**: no host operation,
+    model tool or conformance test is tied to them, so declaring them obliges and enables
+    nothing (the wiki's ``goat wiki lint`` / ``ingest`` are its own commands). They stay
+    members only so that specs written to the earlier documentation keep validating, and
+    ``goat providers`` lists them as declared. New providers should not declare them; a
+    plugin-specific feature belongs to the plugin's commands and model tools.
+    """
+
+    PAGES = "pages"
+    MAP = "map"
+    REFLECT = "reflect"
+    FEEDBACK = "feedback"
+    SCOPED_STORES = "scoped_stores"
+    SHARED_BANK = "shared_bank"
+    LINT = "lint"
+    INGEST = "ingest"
+    EXPORT = "export"
+
+
+class Consistency(StrEnum):
+    """``immediate``: recall sees a stored write at once. ``eventual``: recall may lag
+    remember."""
+
+    IMMEDIATE = "immediate"
+    EVENTUAL = "eventual"
+
+
+class CredentialSpec(BaseModel):
+    """A secret a provider needs. The value lives only in the credential store.
+
+    :param name: short name, e.g. ``"api_key"``.
+    :param description: one line for prompts and fix-it messages.
+    :param required: whether the provider refuses to work without it.
+    """
+
+    model_config = _STRICT
+
+    name: str = "api_key"
+    description: str = "API key"
+    required: bool = False
+
+
+class Binding(BaseModel):
+    """A configured provider instance: one per scope is selected (docs/design.md, Bindings and
+    providers).
+
+    :param id: binding id, ``[a-z0-9][a-z0-9._-]{0,63}``; the credential env override is
+        ``GOAT_API_KEY_<ID uppercased, non-alphanumerics as _>``.
+    :param provider: provider name.
+    :param settings: validated settings as plain JSON values (never a secret).
+    :param enabled: ``False`` means intentionally off (tone ``dim``), never contacted.
+    :param egress: URL prefixes the user authorised by binding explicitly (computed by
+        ``goat bind`` from ``ProviderSpec.egress_urls``); the built-in egress rule allows
+        only these.
+    """
+
+    model_config = _STRICT
+
+    id: str
+    provider: str
+    settings: dict[str, Any] = Field(default_factory=dict)
+    enabled: bool = True
+    egress: tuple[str, ...] = ()
+
+    @field_validator("id")
+    @classmethod
+    def _id(cls, v: str) -> str:
+        if not PEN_ID_PATTERN.fullmatch(v):
+            raise ValueError(f"binding id {v!r} must match [a-z0-9][a-z0-9._-]{{0,63}}")
+        return v
+
+    @property
+    def credential_env_var(self) -> str:
+        return credential_env_var(self.id)
