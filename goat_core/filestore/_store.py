@@ -231,9 +231,7 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
     def _check(self) -> Health:
         from goat_core.pages import folder_health
 
-        return folder_health(
-            self.root, noun=self.noun, healthy=self.healthy.format(root=self.root)
-        )
+        return folder_health(self.root, noun=self.noun, healthy=self.healthy.format(root=self.root))
 
     def _close(self) -> None:
         if self._index is not None:

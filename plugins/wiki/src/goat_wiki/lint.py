@@ -25,7 +25,7 @@ _sort_key = core_pages.page_order
 
 @dataclass(frozen=True)
 class Finding:
-    """One lint finding (the ``--json`` shape, issue "LLM Wiki provider" item 4).
+    """One lint finding (the ``--json`` shape of ``goat wiki lint``).
 
     :param code: ``broken-link``, ``missing-attachment``, ``ambiguous-link``, ``bare-link``,
         ``escaped-alias-pipe``, ``broken-anchor``, ``orphan-page``, ``index-drift``,
