@@ -39,7 +39,9 @@ def test_package_all_is_exactly_its_public_names(package: ModuleType) -> None:
         for name, value in vars(package).items()
         if not name.startswith("_") and not inspect.ismodule(value)
     }
-    assert set(package.__all__) == public
+    lazy = set(getattr(package, "_LAZY", ()))  # loaded on first use (module __getattr__)
+    assert set(package.__all__) == public | lazy
+    assert all(getattr(package, name) is not None for name in lazy)
     assert len(package.__all__) == len(set(package.__all__))
 
 

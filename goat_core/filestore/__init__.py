@@ -9,9 +9,15 @@ imports it. Each piece is written once for every file-based provider:
 - links (``_links``): Obsidian link parsing and resolution, link maps and connections;
 - pages (``_pages``): reading notes, resolving page references, listing cursors, titles, and
   the glue between notes and the search index;
+- the folder store (``_store``): :class:`FolderStoreProvider`, the base class of a provider
+  keeping one folder of Markdown files per scope, with :class:`FolderStoreSettings` and
+  :data:`StoreRoot` for its ``root`` setting (loaded on first use: a plugin's settings module
+  imports this package, and the base pulls in the search index);
 - :mod:`goat_core.filestore.search`: the full-text index (SQLite FTS5). It is a package of
   its own and not re-exported here, so importing this package never loads ``sqlite3``.
 """
+
+import typing as _typing
 
 from goat_core.filestore._files import (
     MISSING_ETAG,
@@ -83,8 +89,21 @@ from goat_core.filestore._pages import (
 )
 from goat_core.filestore._worker import StoreWorker
 
+if _typing.TYPE_CHECKING:
+    from goat_core.filestore._store import (
+        FolderStoreProvider,
+        FolderStoreSettings,
+        StoreRoot,
+        absolute_store_root,
+    )
+
 __all__ = [
     "StoreWorker",
+    # the folder store base (loaded on first use)
+    "FolderStoreProvider",
+    "FolderStoreSettings",
+    "StoreRoot",
+    "absolute_store_root",
     # files: roots, containment, walking, atomic writes, locking
     "MISSING_ETAG",
     "RESERVED_NAMES",
@@ -150,3 +169,15 @@ __all__ = [
     "str_list",
     "to_page",
 ]
+
+_LAZY = frozenset(
+    {"FolderStoreProvider", "FolderStoreSettings", "StoreRoot", "absolute_store_root"}
+)
+
+
+def __getattr__(name: str) -> _typing.Any:
+    if name in _LAZY:
+        from goat_core.filestore import _store
+
+        return getattr(_store, name)
+    raise AttributeError(f"module 'goat_core.filestore' has no attribute {name!r}")

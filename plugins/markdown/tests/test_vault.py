@@ -1,6 +1,6 @@
 """The main job on a real vault: a copy of the Obsidian Help vault (173 notes).
 
-Where the vault is: ``conftest.locate_test_vault`` (GOAT_TEST_VAULT, else
+Where the vault is: ``goat_core.testing.fixtures.locate_test_vault`` (GOAT_TEST_VAULT, else
 $GOAT_SHARED_DIR/data/obsidian-help-en, else <repo>/../shared/data/obsidian-help-en). Skipped,
 naming the paths tried, where it is absent; under CI=true that is a failure instead.
 """
@@ -8,21 +8,19 @@ naming the paths tried, where it is absent; under CI=true that is a failure inst
 from __future__ import annotations
 
 import re
-import shutil
 from pathlib import Path
 
 import pytest
-from conftest import MakeStore, locate_test_vault
+from conftest import REPO, MakeStore
 from goat_core.frontmatter import parse_note
 from goat_core.models import LinkResolution
+from goat_core.testing.fixtures import copy_test_vault, locate_test_vault
 
 
 @pytest.fixture(scope="module")
 def vault_copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    source = locate_test_vault()  # skips, or under CI=true fails, when it is absent
-    dest = tmp_path_factory.mktemp("vault") / "obsidian-help-en"
-    shutil.copytree(source, dest, symlinks=True)
-    return dest
+    # skips, or under CI=true fails, when it is absent
+    return copy_test_vault(REPO, tmp_path_factory.mktemp("vault") / "obsidian-help-en")
 
 
 def test_vault_location_rule(tmp_path: Path) -> None:

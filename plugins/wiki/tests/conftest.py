@@ -1,18 +1,16 @@
 """Fixtures for goat-wiki tests: a fresh GOAT home per test, wikis built the way a host builds
-them (through the spec's factory), closed after the test."""
+them (through the spec's factory), closed after the test; the shared folder-store fixtures
+(:mod:`goat_core.testing.fixtures`)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
-from typing import Any
 
 import hypothesis
 import pytest
 from goat_core.home import GoatHome
-from goat_core.models import Scope
-from goat_core.provider import SyncProvider
-from wiki_helpers import MakeWiki, make_context
+from goat_core.testing.fixtures import folder_stores, home, vault  # noqa: F401 (fixtures)
+from wiki_helpers import MakeWiki
 
 from goat_wiki.plugin import spec
 
@@ -27,27 +25,7 @@ hypothesis.settings.load_profile("goat")
 
 
 @pytest.fixture
-def home(tmp_path: Path) -> GoatHome:
-    return GoatHome.at(tmp_path / "goat-home")
-
-
-@pytest.fixture
-def vault(tmp_path: Path) -> Path:
-    root = tmp_path / "vault"
-    root.mkdir()
-    return root
-
-
-@pytest.fixture
-def wiki(home: GoatHome) -> Iterator[MakeWiki]:
+def wiki(home: GoatHome) -> Iterator[MakeWiki]:  # noqa: F811 (the imported fixture)
     """``wiki(root=None, scope=None, **settings) -> SyncProvider``; closed after the test."""
-    opened: list[SyncProvider] = []
-
-    def make(root: Path | None = None, scope: Scope | None = None, **settings: Any) -> Any:
-        sp = SyncProvider(lambda: spec().factory(make_context(home, root, scope, **settings)))
-        opened.append(sp)
-        return sp
-
-    yield make
-    for sp in opened:
-        sp.close()
+    with folder_stores(spec(), home) as make:
+        yield make

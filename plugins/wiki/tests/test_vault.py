@@ -1,21 +1,21 @@
 """A copy of Obsidian's English help vault bound as a wiki, in place.
 
 The vault is found through ``GOAT_TEST_VAULT``, else ``$GOAT_SHARED_DIR/data/obsidian-help-en``,
-else ``<repo>/../shared/data/obsidian-help-en``. Without it these tests skip, except under
-``CI=true`` where a missing vault fails. Its attachments were left out of the copy, so its
-252 attachment embeds (and one plain link to a screenshot) are ``missing-attachment`` findings
-of severity ``info``, never broken note links.
+else ``<repo>/../shared/data/obsidian-help-en`` (``goat_core.testing.fixtures.
+locate_test_vault``: the first that is set decides). Without it these tests skip, naming the
+paths tried, except under ``CI=true`` where a missing vault fails. Its attachments were left
+out of the copy, so its 252 attachment embeds (and one plain link to a screenshot) are
+``missing-attachment`` findings of severity ``info``, never broken note links.
 """
 
 from __future__ import annotations
 
 import hashlib
-import os
-import shutil
 from pathlib import Path
 
 import pytest
 from goat_core.models import LinkResolution
+from goat_core.testing.fixtures import copy_test_vault
 from wiki_helpers import MakeWiki
 
 from goat_wiki.provider import PageWrite
@@ -24,33 +24,9 @@ from goat_wiki.text import parse_index
 REPO = Path(__file__).resolve().parents[3]
 
 
-def _vault_source() -> Path | None:
-    candidates = []
-    if os.environ.get("GOAT_TEST_VAULT"):
-        candidates.append(Path(os.environ["GOAT_TEST_VAULT"]))
-    if os.environ.get("GOAT_SHARED_DIR"):
-        candidates.append(Path(os.environ["GOAT_SHARED_DIR"]) / "data" / "obsidian-help-en")
-    candidates.append(REPO.parent / "shared" / "data" / "obsidian-help-en")
-    for candidate in candidates:
-        if candidate.is_dir():
-            return candidate
-    return None
-
-
 @pytest.fixture
 def help_vault(tmp_path: Path) -> Path:
-    source = _vault_source()
-    if source is None:
-        message = (
-            "Obsidian help vault not found (set GOAT_TEST_VAULT, or GOAT_SHARED_DIR with "
-            "data/obsidian-help-en)"
-        )
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(message)
-        pytest.skip(message)
-    copy = tmp_path / "obsidian-help-en"
-    shutil.copytree(source, copy)
-    return copy
+    return copy_test_vault(REPO, tmp_path / "obsidian-help-en")
 
 
 #: The vault's only links to notes that do not exist (``Internal links.md`` shows the syntax

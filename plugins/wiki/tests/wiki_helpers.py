@@ -6,29 +6,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from goat_core.home import GoatHome
-from goat_core.models import Binding, Scope
-from goat_core.provider import ProviderContext
-
-from goat_wiki.plugin import WikiSettings
-
 MakeWiki = Callable[..., Any]
-
-
-def make_context(
-    home: GoatHome, root: Path | None = None, scope: Scope | None = None, **settings: Any
-) -> ProviderContext:
-    validated = WikiSettings(root=root, **settings)
-    return ProviderContext(
-        scope=scope or Scope.global_(),
-        binding=Binding(
-            id="default",
-            provider="wiki",
-            settings=validated.model_dump(mode="json", exclude_none=True),
-        ),
-        settings=validated,
-        home=home,
-    )
 
 
 def write_tree(base: Path, files: dict[str, str]) -> Path:

@@ -6,14 +6,12 @@ SQLite search index) is imported only when a store is opened.
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
 from typing import TYPE_CHECKING
 
-from goat_core.errors import PathError
+from goat_core.filestore import FolderStoreSettings, StoreRoot
 from goat_core.hookspecs import hookimpl
 from goat_core.models import Capability, Consistency, ProviderSpec
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field
 
 from goat_markdown import __version__
 
@@ -23,12 +21,10 @@ if TYPE_CHECKING:
 __all__ = ["MarkdownSettings", "goat_register_providers", "spec"]
 
 
-class MarkdownSettings(BaseModel):
+class MarkdownSettings(FolderStoreSettings):
     """Settings of a markdown store (``goat bind ... markdown --set root=PATH``)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    root: Path | None = Field(
+    root: StoreRoot = Field(
         default=None,
         description=(
             "Folder holding the notes, e.g. an existing Obsidian vault; it must exist. "
@@ -36,23 +32,6 @@ class MarkdownSettings(BaseModel):
             "(stores/global or stores/pens/<pen id>), created on first use."
         ),
     )
-
-    @field_validator("root")
-    @classmethod
-    def _root(cls, value: Path | None) -> Path | None:
-        """Make ``root`` absolute (``~`` expanded, relative to the current directory at bind
-        time) so a Pen never splits across folders, and refuse what the store would refuse:
-        ``/``, a home directory itself, a missing folder (``goat_core.files`` rules)."""
-        if value is None:
-            return None
-        from goat_core.files import validate_store_root
-
-        absolute = Path(os.path.abspath(value.expanduser()))
-        try:
-            validate_store_root(absolute)
-        except PathError as exc:
-            raise ValueError(f"{exc} (rule {exc.rule})") from exc
-        return absolute
 
 
 def _factory(context: ProviderContext) -> Provider:

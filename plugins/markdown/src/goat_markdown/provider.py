@@ -31,7 +31,6 @@ import weakref
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from goat_core import pages as core_pages
@@ -39,26 +38,23 @@ from goat_core.errors import (
     Conflict,
     NotFound,
     PathError,
-    ScopeError,
 )
 from goat_core.files import (
     MISSING_ETAG,
     NoteFile,
-    StoreLock,
     WalkResult,
     atomic_write,
     contain,
     etag,
     fsync_dir,
     safe_title_filename,
-    validate_store_root,
     walk_notes,
 )
+from goat_core.filestore import FolderStoreProvider
 from goat_core.frontmatter import append_entry, parse_note, render_note, set_keys
 from goat_core.logs import get_logger
 from goat_core.models import (
     Connections,
-    Health,
     LinkMap,
     MemoryWrite,
     Page,
@@ -67,13 +63,11 @@ from goat_core.models import (
     ProviderSpec,
     RecallResult,
     Receipt,
-    ReceiptStatus,
-    normalize_pen_id,
 )
-from goat_core.provider import Provider, ProviderContext, StoreWorker
+from goat_core.provider import ProviderContext
 
 if TYPE_CHECKING:
-    from goat_core.search import DocInfo, IndexedDoc, SearchIndex, SyncStats
+    from goat_core.search import DocInfo, SyncStats
 
 __all__ = ["MarkdownProvider"]
 
@@ -308,8 +302,19 @@ class _Scan:
     notes: list[_Note] = field(default_factory=list)
 
 
-class MarkdownProvider(Provider):
-    """A store of Markdown notes for one scope.
+class MarkdownProvider(FolderStoreProvider[core_pages.StoredNote]):
+    """A store of Markdown notes for one scope (the store skeleton and the async facade:
+    :class:`~goat_core.filestore.FolderStoreProvider`).
+
+    **Operations.** :meth:`remember` with a title: a note whose frontmatter ``title`` or file
+    name equals it (NFC) gets ``## <YYYY-MM-DD HH:MM> UTC`` plus the text appended and its
+    ``updated`` line set; otherwise ``<safe title>.md`` is created at the root. Without a
+    title: a new note titled by the text's first words, with a unique file name (``-2``,
+    ``-3``...). Besides the base's errors, a title leaving no usable file name or naming a
+    device is :class:`PathError`, and a file name taken by a note of another title or a note
+    whose frontmatter does not parse is :class:`Conflict`. :meth:`forget` of a symlinked
+    note removes the link, never its target. :meth:`reindex` returns the sync counts plus
+    ``notes``, ``skipped`` and ``unparsable``.
 
     **Following external edits.** The first call of an object runs the full change scan
     (:func:`~goat_core.files.walk_notes` plus an index sync: O(notes) stats, then only changed
@@ -349,26 +354,11 @@ class MarkdownProvider(Provider):
     #: Whether the second full sync of an object starts a file watcher (see above).
     watch_files: bool = True
 
+    healthy = "markdown notes in {root}"
+    page_keys = ("source", "created", "kind")
+
     def __init__(self, context: ProviderContext, *, spec: ProviderSpec) -> None:
-        super().__init__(context)
-        self.spec = spec
-        pen_id = context.scope.pen_id
-        if pen_id is not None and normalize_pen_id(pen_id) != pen_id:
-            raise ScopeError(f"Pen id {pen_id!r} is not canonical; no store was opened")
-        configured = getattr(context.settings, "root", None)
-        if configured is None:
-            default = context.home.default_store_dir(context.scope)
-            default.mkdir(mode=0o700, parents=True, exist_ok=True)
-            raw_root = default
-        else:
-            raw_root = Path(configured).expanduser()
-        self.root: Path = validate_store_root(raw_root)
-        self._lock = StoreLock(context.home.lock_path(self.root))
-        self._index_path = context.home.index_path(self.root)
-        self._worker = StoreWorker(context.home.store_key(self.root))
-        self._index: SearchIndex | None = None
-        self._cache: dict[str, _Note] = {}
-        self._closed = False
+        super().__init__(context, spec=spec)
         # file watching (see the class docstring): full syncs so far, the watch, and what the
         # index holds as the watch last saw it (None: every read does a full change scan)
         self._syncs = 0
@@ -379,11 +369,6 @@ class MarkdownProvider(Provider):
         self._scanned_at = 0.0
 
     # -- helpers on the worker thread -----------------------------------------------------------
-    def _index_open(self) -> SearchIndex:
-        if self._index is None:
-            self._index = core_pages.open_search_index(self._index_path)
-        return self._index
-
     def _load(self, rel: str, mtime_ns: int = 0, size: int = 0) -> _Note | None:
         """Read and parse one note, or ``None`` if it vanished or is unreadable."""
         note = core_pages.read_note(self.root, rel, mtime_ns, size)
@@ -411,9 +396,6 @@ class MarkdownProvider(Provider):
     ) -> list[str]:
         """Unparsable notes (``<path>: <problem>; read as body``), then walk skips."""
         return core_pages.degraded_reasons(problems, skipped)
-
-    def _indexed_doc(self, note: _Note) -> IndexedDoc:
-        return core_pages.indexed_doc(note, description_keys=("description",))
 
     def _sync_index(
         self, progress: Callable[[int, int], None] | None = None, *, watch: bool = True
@@ -571,46 +553,13 @@ class MarkdownProvider(Provider):
         """Indexed notes (path, title, id, problem) in page order; call after a sync."""
         return self._index_open().documents()
 
-    @staticmethod
-    def _refs(docs: Iterable[DocInfo]) -> list[_Ref]:
-        return [(d.path, d.title, d.ident) for d in docs]
-
-    def _must_load(self, rel: str) -> _Note:
-        """Read a note the index named; :class:`NotFound` when it vanished meanwhile."""
-        note = self._load(rel)
-        if note is None:
-            raise NotFound(f"page {rel!r} in {self.label()} vanished or is not readable")
+    def _index_note(self, rel: str) -> _Note | None:
+        note = super()._index_note(rel)
+        if note is not None and self._known is not None:
+            self._known[rel] = NoteFile(rel, note.mtime_ns, note.size)
         return note
 
-    def _index_note(self, rel: str) -> None:
-        note = self._load(rel)
-        if note is not None:
-            core_pages.index_note(self._index_open(), note, self._indexed_doc(note))
-            if self._known is not None:
-                self._known[rel] = NoteFile(rel, note.mtime_ns, note.size)
-
-    def _receipt(self, rel: str, removed: tuple[str, ...] = ()) -> Receipt:
-        return Receipt(
-            status=ReceiptStatus.STORED, id=rel, path=rel, scope=self.scope.key, removed=removed
-        )
-
-    # -- resolution -------------------------------------------------------------------------------
-    def _resolve(self, ref: str, notes: Iterable[_Ref], *, exact_paths: bool = False) -> str:
-        """The path of the one note ``ref`` names: by id (its path), frontmatter ``id``, path
-        without ``.md``, then a unique title or file name ignoring case (NFC); several notes
-        sharing the ``id`` are :class:`~goat_core.errors.Ambiguous`
-        (:func:`goat_core.pages.resolve_page_ref`).
-
-        :param notes: ``(path, title, frontmatter id)`` of every note (from the index).
-        """
-        return core_pages.resolve_page_ref(
-            ref, notes, root=self.root, where=self.label(), exact_paths=exact_paths
-        )
-
     # -- writes (worker thread) -----------------------------------------------------------------
-    def _check_text(self, write: MemoryWrite) -> str:
-        return core_pages.checked_text(write.text, self.spec.max_input_chars, noun="store")
-
     def _append(self, note: _Note, heading: str, text: str) -> str:
         if note.error is not None:
             raise Conflict(
@@ -697,9 +646,6 @@ class MarkdownProvider(Provider):
             stem, self._new_frontmatter(title, write, kind), text, unique=False, walk=walk
         )
 
-    def _generated_title(self, text: str) -> str:
-        return core_pages.generated_title(text)
-
     def _remember_untitled(self, write: MemoryWrite, text: str, kind: str) -> str:
         title = self._generated_title(text)
         try:
@@ -721,7 +667,7 @@ class MarkdownProvider(Provider):
         with self._lock:
             if kind == "feedback" and write.on:
                 self._sync_index()
-                target = self._resolve(write.on, self._refs(self._documents()))
+                target = self._resolve(write.on, self._refs())
                 rel = self._append(self._must_load(target), _stamp(_now()) + " feedback", text)
             elif write.title is not None and write.title.strip():
                 rel = self._remember_titled(write, text, kind)
@@ -732,7 +678,7 @@ class MarkdownProvider(Provider):
     def _forget(self, ref: str) -> Receipt:
         with self._lock:
             self._sync_index()
-            rel = self._resolve(ref, self._refs(self._documents()), exact_paths=True)
+            rel = self._resolve(ref, self._refs(), exact_paths=True)
             contain(self.root, rel)
             path = self.root / rel  # a symlinked note: the link goes, not its target
             try:
@@ -784,12 +730,9 @@ class MarkdownProvider(Provider):
             degraded=tuple(degraded),
         )
 
-    def _page(self, note: _Note) -> Page:
-        return core_pages.to_page(note, ("source", "created", "kind"))
-
     def _get_page(self, ref: str) -> Page:
         self._fresh()
-        return self._page(self._must_load(self._resolve(ref, self._refs(self._documents()))))
+        return self._page(self._must_load(self._resolve(ref, self._refs())))
 
     def _link_inputs(self) -> tuple[_Scan, list[tuple[PageSummary, str]], list[str]]:
         scan = self._scan()
@@ -821,89 +764,9 @@ class MarkdownProvider(Provider):
         counts["unparsable"] = len(self._index_open().problems())
         return counts
 
-    def _check(self) -> Health:
-        return core_pages.folder_health(
-            self.root, noun="store", healthy=f"markdown notes in {self.root}"
-        )
-
     def _close(self) -> None:
         self._stop_watch("closed")
-        if self._index is not None:
-            self._index.close()
-            self._index = None
-
-    # -- the async API --------------------------------------------------------------------------
-    async def remember(self, write: MemoryWrite) -> Receipt:
-        """Store a note, or append a dated entry to the note titled ``write.title``.
-
-        With a title: a note whose frontmatter ``title`` or file name equals it (NFC) gets
-        ``## <YYYY-MM-DD HH:MM> UTC`` plus the text appended and its ``updated`` line set;
-        otherwise ``<safe title>.md`` is created at the root. Without a title: a new note
-        titled by the text's first words, with a unique file name (``-2``, ``-3``...).
-
-        :raises TooLarge: text over ``spec.max_input_chars``. :raises BadInput: empty text.
-        :raises PathError: a title that leaves no usable file name or is a device name.
-        :raises Conflict: a title differing only in case from an existing note, a file
-            name taken by a note of another title, a note changed during the write, a note
-            whose frontmatter does not parse, or the store lock timing out.
-        :raises Ambiguous: several notes carry the title.
-        """
-        return await self._worker.run(self._write, write, "remember")
-
-    async def feedback(self, write: MemoryWrite) -> Receipt:
-        """Append feedback to the page ``write.on`` (resolved like :meth:`get_page`), or store
-        a new note of kind ``feedback``. Errors as :meth:`remember`, plus :class:`NotFound`."""
-        return await self._worker.run(self._write, write, "feedback")
-
-    async def forget(self, ref: str) -> Receipt:
-        """Remove the note ``ref`` resolves to (like :meth:`get_page`); ``removed`` lists its
-        path. A symlinked note loses the link, never its target."""
-        return await self._worker.run(self._forget, ref)
-
-    async def recall(self, query: str, *, limit: int = 10) -> RecallResult:
-        """Ranked full-text search after a cheap change scan (or, on a watched object, a sync
-        of the paths its file watcher reported; see the class docstring). ``complete`` is
-        ``False`` when more notes matched than ``limit``; ``degraded`` names unparsable notes
-        (searched as body) and skipped symlinks.
-
-        :raises BadInput: ``limit`` outside 1..100 or an empty query.
-        """
-        core_pages.check_recall_args(query, limit)
-        return await self._worker.run(self._recall, query, limit)
-
-    async def list_pages(self, *, limit: int = 50, cursor: str | None = None) -> PageList:
-        """Notes ordered by path case-insensitively; ``next_cursor`` continues the listing.
-
-        :raises BadInput: ``limit`` outside 1..1000 or a cursor this store did not issue.
-        """
-        core_pages.check_list_limit(limit)
-        return await self._worker.run(self._list_pages, limit, cursor)
-
-    async def get_page(self, ref: str) -> Page:
-        return await self._worker.run(self._get_page, ref)
-
-    async def link_map(self) -> LinkMap:
-        return await self._worker.run(self._link_map)
-
-    async def connections(self, ref: str) -> Connections:
-        return await self._worker.run(self._connections, ref)
-
-    async def reindex(self, progress: Callable[[int, int], None] | None = None) -> dict[str, int]:
-        """Bring the index in line with the folder; returns the sync counts plus ``notes``,
-        ``skipped`` and ``unparsable``."""
-        return await self._worker.run(self._reindex, progress)
-
-    async def check(self) -> Health:
-        return await self._worker.run(self._check)
-
-    async def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        try:
-            await self._worker.run(self._close)
-        finally:
-            self._worker.close()
+        super()._close()
 
 
 def _counts(stats: SyncStats) -> dict[str, int]:

@@ -1,0 +1,335 @@
+"""The skeleton every folder-of-Markdown provider shares (markdown, wiki).
+
+- :class:`FolderStoreSettings` and :data:`StoreRoot`: the ``root`` setting, made absolute and
+  refused where the store would refuse it (:func:`goat_core.files.validate_store_root`).
+- :class:`FolderStoreProvider`: opening the store (the Pen id check, the root, lock, search
+  index path and worker), the search index's life, the note helpers every such store needs
+  (load, index, resolve, page, health) and the async facade that runs each operation on the
+  store's :class:`~goat_core.provider.StoreWorker`.
+
+A subclass implements the operations (``_write``, ``_forget``, ``_recall``, ``_list_pages``,
+``_get_page``, ``_link_map``, ``_connections``, ``_reindex``) and ``_load``, all called on the
+worker thread, and sets the class attributes that name what differs (``noun``,
+``index_name``, ``healthy``, ``description_keys``, ``page_keys``...).
+
+Cheap to import (a plugin's settings import it): the page helpers, YAML and the SQLite index
+load only when a store is opened and used.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Generic, TypeVar
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+from goat_core.errors import PathError, ScopeError
+from goat_core.files import StoreLock, validate_store_root
+from goat_core.models import (
+    Connections,
+    Health,
+    LinkMap,
+    MemoryWrite,
+    Page,
+    PageList,
+    ProviderSpec,
+    RecallResult,
+    Receipt,
+    ReceiptStatus,
+    normalize_pen_id,
+)
+from goat_core.provider import Provider, ProviderContext, StoreWorker
+
+if TYPE_CHECKING:
+    from goat_core.pages import PageRef, StoredNote
+    from goat_core.search import IndexedDoc, SearchIndex
+
+__all__ = ["FolderStoreProvider", "FolderStoreSettings", "StoreRoot", "absolute_store_root"]
+
+
+def absolute_store_root(value: Path | None) -> Path | None:
+    """Make ``root`` absolute (``~`` expanded, relative to the current directory at bind time)
+    so a Pen never splits across folders, and refuse what the store would refuse: ``/``, a
+    home directory itself, a missing folder (``goat_core.files`` rules).
+
+    :raises ValueError: naming the rule, for pydantic to report.
+    """
+    if value is None:
+        return None
+    absolute = Path(os.path.abspath(value.expanduser()))
+    try:
+        validate_store_root(absolute)
+    except PathError as exc:
+        raise ValueError(f"{exc} (rule {exc.rule})") from exc
+    return absolute
+
+
+#: The type of a folder store's ``root`` setting (``None``: the scope's default store).
+StoreRoot = Annotated[Path | None, AfterValidator(absolute_store_root)]
+
+
+class FolderStoreSettings(BaseModel):
+    """Settings of a folder store: frozen, unknown keys refused, and ``root``. A subclass
+    re-declares ``root`` (``root: StoreRoot = Field(default=None, description=...)``) only
+    to describe it in its own words."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    root: StoreRoot = Field(
+        default=None,
+        description=(
+            "Folder of the store, e.g. an existing Obsidian vault; it must exist. Default: "
+            "the scope's store under the GOAT home data folder, created on first use."
+        ),
+    )
+
+
+#: The note type a store reads (``goat_core.pages.StoredNote`` or a subclass).
+NoteT = TypeVar("NoteT", bound="StoredNote")
+
+
+class FolderStoreProvider(Provider, Generic[NoteT]):
+    """A provider keeping one folder of Markdown files per scope.
+
+    Opening: a forged, non-canonical Pen id is refused; ``root`` comes from the settings
+    (``None``: the scope's default store under the GOAT home, created ``0700``); the store
+    gets a cross-process :class:`~goat_core.files.StoreLock`, a search index file
+    (``GoatHome.index_path(root, index_name)``, opened on first use) and a worker thread.
+
+    :param context: the scope, binding, validated settings and GOAT home.
+    :param spec: the provider's declaration.
+    :raises PathError: the root is ``/``, a home directory itself, or (when given
+        explicitly) not an existing folder.
+    :raises ScopeError: a forged, non-canonical Pen id.
+    """
+
+    #: How messages name the store (``store``, ``wiki``).
+    noun: ClassVar[str] = "store"
+    #: The search index's name under the GOAT home (``<store key>-<index_name>.sqlite``).
+    index_name: ClassVar[str] = "search"
+    #: What :meth:`check` says of a healthy store (``{root}`` is the store folder).
+    healthy: ClassVar[str] = "notes in {root}"
+    #: Frontmatter keys whose value is a note's indexed description.
+    description_keys: ClassVar[tuple[str, ...]] = ("description",)
+    #: Frontmatter keys a :class:`~goat_core.models.Page` carries as provenance.
+    page_keys: ClassVar[tuple[str, ...]] = ()
+    #: Characters dropped from untitled text before it is titled (``None``: Markdown's).
+    title_markup: ClassVar[str | None] = None
+    #: Whether several notes sharing a frontmatter ``id`` make a reference ambiguous
+    #: (``False``: resolution falls through to titles and names).
+    shared_ids_ambiguous: ClassVar[bool] = True
+
+    def __init__(self, context: ProviderContext, *, spec: ProviderSpec) -> None:
+        super().__init__(context)
+        self.spec = spec
+        pen_id = context.scope.pen_id
+        if pen_id is not None and normalize_pen_id(pen_id) != pen_id:
+            raise ScopeError(f"Pen id {pen_id!r} is not canonical; no {self.noun} was opened")
+        configured = getattr(self._store_settings(context), "root", None)
+        if configured is None:
+            default = context.home.default_store_dir(context.scope)
+            default.mkdir(mode=0o700, parents=True, exist_ok=True)
+            raw_root = default
+        else:
+            raw_root = Path(configured).expanduser()
+        self.root: Path = validate_store_root(raw_root)
+        home = context.home
+        self._lock = StoreLock(home.lock_path(self.root))
+        self._index_path = home.index_path(self.root, self.index_name)
+        self._worker = StoreWorker(home.store_key(self.root))
+        self._index: SearchIndex | None = None
+        self._cache: dict[str, NoteT] = {}
+        self._closed = False
+
+    def _store_settings(self, context: ProviderContext) -> Any:
+        """The settings the root is read from (default: ``context.settings`` as given)."""
+        return context.settings
+
+    # -- notes and the search index (worker thread) ------------------------------------------
+    def _load(self, rel: str, mtime_ns: int = 0, size: int = 0) -> NoteT | None:
+        """Read and parse one note, or ``None`` if it vanished or is unreadable."""
+        raise NotImplementedError
+
+    def _must_load(self, rel: str) -> NoteT:
+        """Read a note the index named; :class:`NotFound` when it vanished meanwhile."""
+        from goat_core.errors import NotFound
+
+        note = self._load(rel)
+        if note is None:
+            raise NotFound(f"page {rel!r} in {self.label()} vanished or is not readable")
+        return note
+
+    def _index_open(self) -> SearchIndex:
+        if self._index is None:
+            from goat_core.pages import open_search_index
+
+            self._index = open_search_index(self._index_path)
+        return self._index
+
+    def _indexed_doc(self, note: NoteT) -> IndexedDoc:
+        from goat_core.pages import indexed_doc
+
+        return indexed_doc(note, description_keys=self.description_keys)
+
+    def _index_note(self, rel: str) -> NoteT | None:
+        """Re-read one note the store just wrote and update its index entry; the note, or
+        ``None`` when it is not readable."""
+        from goat_core.pages import index_note
+
+        note = self._load(rel)
+        if note is not None:
+            index_note(self._index_open(), note, self._indexed_doc(note))
+        return note
+
+    def _refs(self) -> list[PageRef]:
+        """``(path, title, frontmatter id)`` of every indexed note; call after a sync."""
+        return [(d.path, d.title, d.ident) for d in self._index_open().documents()]
+
+    def _resolve(self, ref: str, refs: Iterable[PageRef], *, exact_paths: bool = False) -> str:
+        """The path of the one note ``ref`` names: its path (with or without ``.md``),
+        frontmatter ``id``, then a unique title or file name ignoring case (NFC)
+        (:func:`goat_core.pages.resolve_page_ref`).
+
+        :param refs: ``(path, title, frontmatter id)`` of every note.
+        :raises NotFound: nothing matches. :raises Ambiguous: several do.
+        :raises PathError: an unsafe path (traversal, absolute...).
+        """
+        from goat_core.pages import resolve_page_ref
+
+        return resolve_page_ref(
+            ref,
+            refs,
+            root=self.root,
+            where=self.label(),
+            shared_ids_ambiguous=self.shared_ids_ambiguous,
+            exact_paths=exact_paths,
+        )
+
+    def _page(self, note: NoteT) -> Page:
+        from goat_core.pages import to_page
+
+        return to_page(note, self.page_keys)
+
+    def _check_text(self, write: MemoryWrite) -> str:
+        from goat_core.pages import checked_text
+
+        return checked_text(write.text, self.spec.max_input_chars, noun=self.noun)
+
+    def _generated_title(self, text: str) -> str:
+        from goat_core.pages import MARKUP_CHARS, generated_title
+
+        markup = MARKUP_CHARS if self.title_markup is None else self.title_markup
+        return generated_title(text, markup=markup)
+
+    def _receipt(self, rel: str, removed: tuple[str, ...] = ()) -> Receipt:
+        return Receipt(
+            status=ReceiptStatus.STORED, id=rel, path=rel, scope=self.scope.key, removed=removed
+        )
+
+    def _check(self) -> Health:
+        from goat_core.pages import folder_health
+
+        return folder_health(self.root, noun=self.noun, healthy=self.healthy.format(root=self.root))
+
+    def _close(self) -> None:
+        if self._index is not None:
+            self._index.close()
+            self._index = None
+
+    # -- the operations a subclass implements (worker thread) ---------------------------------
+    def _write(self, write: MemoryWrite, kind: str) -> Receipt:
+        """A remember (``kind`` ``remember``) or feedback (``feedback``)."""
+        raise NotImplementedError
+
+    def _forget(self, ref: str) -> Receipt:
+        raise NotImplementedError
+
+    def _recall(self, query: str, limit: int) -> RecallResult:
+        raise NotImplementedError
+
+    def _list_pages(self, limit: int, cursor: str | None) -> PageList:
+        raise NotImplementedError
+
+    def _get_page(self, ref: str) -> Page:
+        raise NotImplementedError
+
+    def _link_map(self) -> LinkMap:
+        raise NotImplementedError
+
+    def _connections(self, ref: str) -> Connections:
+        raise NotImplementedError
+
+    def _reindex(self, progress: Callable[[int, int], None] | None) -> dict[str, int]:
+        raise NotImplementedError
+
+    # -- the async API --------------------------------------------------------------------------
+    async def remember(self, write: MemoryWrite) -> Receipt:
+        """Store a note, or append a dated entry to the note titled ``write.title`` (the
+        subclass's docstring says where and how).
+
+        :raises TooLarge: text over ``spec.max_input_chars``. :raises BadInput: empty text.
+        :raises Conflict: a title differing only in case from an existing note, a note
+            changed during the write, the store lock timing out.
+        :raises Ambiguous: several notes carry the title.
+        """
+        return await self._worker.run(self._write, write, "remember")
+
+    async def feedback(self, write: MemoryWrite) -> Receipt:
+        """Append feedback to the page ``write.on`` (resolved like :meth:`get_page`), or store
+        a new note of kind ``feedback``. Errors as :meth:`remember`, plus :class:`NotFound`."""
+        return await self._worker.run(self._write, write, "feedback")
+
+    async def forget(self, ref: str) -> Receipt:
+        """Remove the note ``ref`` resolves to (like :meth:`get_page`); ``removed`` lists its
+        path."""
+        return await self._worker.run(self._forget, ref)
+
+    async def recall(self, query: str, *, limit: int = 10) -> RecallResult:
+        """Ranked full-text search (user text, never query syntax). ``complete`` is ``False``
+        when more notes matched than ``limit``; ``degraded`` names unparsable notes (searched
+        as body) and skipped entries.
+
+        :raises BadInput: ``limit`` outside 1..100 or an empty query.
+        """
+        from goat_core.pages import check_recall_args
+
+        check_recall_args(query, limit)
+        return await self._worker.run(self._recall, query, limit)
+
+    async def list_pages(self, *, limit: int = 50, cursor: str | None = None) -> PageList:
+        """Notes ordered by path case-insensitively; ``next_cursor`` continues the listing.
+
+        :raises BadInput: ``limit`` outside 1..1000 or a cursor this store did not issue.
+        """
+        from goat_core.pages import check_list_limit
+
+        check_list_limit(limit)
+        return await self._worker.run(self._list_pages, limit, cursor)
+
+    async def get_page(self, ref: str) -> Page:
+        return await self._worker.run(self._get_page, ref)
+
+    async def link_map(self) -> LinkMap:
+        return await self._worker.run(self._link_map)
+
+    async def connections(self, ref: str) -> Connections:
+        return await self._worker.run(self._connections, ref)
+
+    async def reindex(self, progress: Callable[[int, int], None] | None = None) -> dict[str, int]:
+        """Bring the index in line with the folder; returns counts (``notes``, ``skipped``,
+        ``unparsable``, and what the subclass adds)."""
+        return await self._worker.run(self._reindex, progress)
+
+    async def check(self) -> Health:
+        return await self._worker.run(self._check)
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            await self._worker.run(self._close)
+        finally:
+            self._worker.close()

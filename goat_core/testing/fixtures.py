@@ -1,0 +1,156 @@
+"""Test fixtures for folder-store providers (markdown, wiki, or your own
+:class:`~goat_core.filestore.FolderStoreProvider`).
+
+Import the pytest fixtures into a ``conftest.py`` and build the store fixture on
+:func:`folder_stores`::
+
+    from goat_core.testing.fixtures import folder_stores, home, vault  # noqa: F401
+
+    @pytest.fixture
+    def store(home):
+        with folder_stores(spec(), home) as make:
+            yield make  # make(root=None, scope=None, **settings) -> SyncProvider
+
+- :func:`home`: a fresh, empty GOAT home per test; :func:`vault`: an empty folder to bind.
+- :func:`folder_store_context`: a provider context the way a host builds one.
+- :func:`locate_test_vault` / :func:`copy_test_vault`: the real Obsidian Help vault, found by
+  one rule (README "Run the tests", ``.ci/run``) and copied so a test may change it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from goat_core.home import GoatHome
+from goat_core.models import Binding, ProviderSpec, Scope
+from goat_core.provider import ProviderContext, SyncProvider
+
+__all__ = [
+    "VAULT_NAME",
+    "copy_test_vault",
+    "folder_store_context",
+    "folder_stores",
+    "home",
+    "locate_test_vault",
+    "vault",
+]
+
+#: The vault's folder name inside the shared data folder.
+VAULT_NAME = "obsidian-help-en"
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> GoatHome:
+    """A fresh GOAT home under the test's temporary folder."""
+    return GoatHome.at(tmp_path / "goat-home")
+
+
+@pytest.fixture
+def vault(tmp_path: Path) -> Path:
+    """An empty folder to bind as a store's ``root``."""
+    root = tmp_path / "vault"
+    root.mkdir()
+    return root
+
+
+def folder_store_context(
+    spec: ProviderSpec,
+    home: GoatHome,
+    root: Path | None = None,
+    scope: Scope | None = None,
+    **settings: Any,
+) -> ProviderContext:
+    """The context a host gives a folder store: ``root`` and ``settings`` validated by
+    ``spec.settings_model``, the binding ``default`` holding them, the global scope unless
+    ``scope`` is given."""
+    validated = spec.settings_model(root=root, **settings)
+    return ProviderContext(
+        scope=scope or Scope.global_(),
+        binding=Binding(
+            id="default",
+            provider=spec.name,
+            settings=validated.model_dump(mode="json", exclude_none=True),
+        ),
+        settings=validated,
+        home=home,
+    )
+
+
+@contextmanager
+def folder_stores(spec: ProviderSpec, home: GoatHome) -> Iterator[Callable[..., SyncProvider]]:
+    """``make(root=None, scope=None, **settings) -> SyncProvider``, building each store through
+    ``spec.factory`` as a host does; every store made is closed on exit."""
+    opened: list[SyncProvider] = []
+
+    def make(root: Path | None = None, scope: Scope | None = None, **settings: Any) -> Any:
+        sp = SyncProvider(
+            lambda: spec.factory(folder_store_context(spec, home, root, scope, **settings))
+        )
+        opened.append(sp)
+        return sp
+
+    try:
+        yield make
+    finally:
+        for sp in opened:
+            sp.close()
+
+
+def _truthy(value: str | None) -> bool:
+    return (value or "").strip().lower() in {"1", "true", "yes", "on"}
+
+
+def locate_test_vault(repo: Path, environ: Mapping[str, str] | None = None) -> Path:
+    """The Obsidian Help vault the tests read, by one rule (README "Run the tests",
+    ``.ci/run``):
+
+    1. ``$GOAT_TEST_VAULT`` when set;
+    2. else ``$GOAT_SHARED_DIR/data/obsidian-help-en`` when ``GOAT_SHARED_DIR`` is set;
+    3. else ``<repo>/../shared/data/obsidian-help-en`` (CI puts ``shared/`` beside the clone).
+
+    The first source that is set decides (a wrong explicit setting is reported, never
+    silently replaced by a fallback).
+
+    :param repo: the repository root (the folder holding ``pyproject.toml``).
+    :param environ: the environment (default ``os.environ``).
+    :returns: the vault folder.
+    :raises pytest.skip.Exception: the folder is absent, with a reason naming what was tried.
+    :raises pytest.fail.Exception: the same, under ``CI=true``: CI always has the vault.
+    """
+    env = os.environ if environ is None else environ
+    tried: list[str] = []
+    if env.get("GOAT_TEST_VAULT"):
+        path = Path(env["GOAT_TEST_VAULT"]).expanduser()
+        tried.append(f"GOAT_TEST_VAULT={path}")
+    else:
+        tried.append("GOAT_TEST_VAULT (unset)")
+        if env.get("GOAT_SHARED_DIR"):
+            path = Path(env["GOAT_SHARED_DIR"]).expanduser() / "data" / VAULT_NAME
+            tried.append(f"$GOAT_SHARED_DIR/data/{VAULT_NAME} = {path}")
+        else:
+            tried.append("GOAT_SHARED_DIR (unset)")
+            path = repo.resolve().parent / "shared" / "data" / VAULT_NAME
+            tried.append(f"<repo>/../shared/data/{VAULT_NAME} = {path}")
+    if path.is_dir():
+        return path
+    reason = f"the Obsidian Help vault is not a folder at {path}; tried: {'; '.join(tried)}"
+    if _truthy(env.get("CI")):
+        pytest.fail(f"{reason} (CI=true: CI always has shared/ beside the clone)", pytrace=False)
+    pytest.skip(reason)
+
+
+def copy_test_vault(repo: Path, dest: Path) -> Path:
+    """A copy of the Obsidian Help vault at ``dest`` (symlinks copied as links), for a test
+    that binds or changes it; skips or fails as :func:`locate_test_vault`.
+
+    :returns: ``dest``.
+    """
+    shutil.copytree(locate_test_vault(repo), dest, symlinks=True)
+    return dest

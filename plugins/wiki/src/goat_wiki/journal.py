@@ -1,0 +1,196 @@
+"""Keeping ``index.md`` and ``log.md`` true: the intent journal every write goes through.
+
+Every write (page write, remember, feedback, forget, ingest, lint fixes) runs under the store's
+cross-process :class:`~goat_core.files.StoreLock` and follows an intent journal kept under the
+GOAT home: journal, page file, ``index.md`` line, ``log.md`` entry, journal removed. A journal
+left by a crash is completed on the next call (:meth:`WikiJournal._recover`, which every read's
+index sync runs first), so the index and log never drift from what was written.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from goat_core import pages as core_pages
+from goat_core.errors import Conflict
+from goat_core.files import MISSING_ETAG, WalkResult, atomic_write, current_etag, etag, walk_notes
+from goat_core.frontmatter import append_entry
+from goat_core.logs import get_logger
+
+from goat_wiki import text as wt
+from goat_wiki.layout import KINDS, Layout, WikiNote, WikiStore, one_line
+
+__all__ = ["WikiJournal"]
+
+log = get_logger("goat_wiki")
+_now = core_pages.now_utc
+
+
+class WikiJournal(WikiStore):
+    """The wiki's own files kept in step with its pages (see the module docstring)."""
+
+    def _sync(
+        self, progress: Callable[[int, int], None] | None = None
+    ) -> tuple[WalkResult, Layout]:
+        """The change scan: one stat walk, then an index sync loading only changed pages."""
+        from goat_core.search import FileStat
+
+        self._recover()
+        walk = walk_notes(self.root)
+        layout = self._layout()
+        load = core_pages.index_loader(self._load, self._cache, self._indexed_doc)
+        files = (FileStat(f.path, f.mtime_ns, f.size) for f in self._page_files(walk, layout))
+        # a read reports through the host's sink (a first indexing can take minutes)
+        sink = progress if progress is not None else self.context.progress
+        self._index_open().sync(files, load, progress=sink)
+        return walk, layout
+
+    def _ensure_files(self, *, raw: bool = False) -> Layout:
+        """Create what is missing of schema, index and log (and the raw folder when
+        ``raw``); a new, empty wiki also gets its page folders. Call under the lock."""
+        layout = self._layout()
+        empty = self._is_empty()
+        for kind in KINDS:
+            if getattr(layout, kind) is None:
+                taken = [n for n, k in layout.taken if k == kind]
+                raise Conflict(
+                    f"cannot create the wiki's {kind} file: {' and '.join(taken)} are users' "
+                    f"notes; set {kind}_fallback to a free name (goat bind ... --set "
+                    f"{kind}_fallback=NAME.md)"
+                )
+        walk = walk_notes(self.root)
+        if layout.schema not in layout.own:
+            schema = self._schema(layout, walk)
+            if empty:
+                for folder in schema.folders:
+                    (self.root / folder).mkdir(exist_ok=True)
+            self._write_schema(layout, schema)
+        if layout.log not in layout.own:
+            assert layout.log is not None
+            text = self._provider_frontmatter("log") + "# Log\n"
+            atomic_write(self.root / layout.log, text.encode("utf-8"), expected_etag=MISSING_ETAG)
+        if (raw or empty) and layout.raw is not None:
+            self._ensure_raw(layout)
+        layout = self._layout()
+        if layout.index not in layout.own:
+            self._rebuild_index(layout)
+            layout = self._layout()
+        return layout
+
+    def _recover(self) -> None:
+        """Complete a write a crash interrupted (once per process, and before each write)."""
+        if self._recovered and not self._journal_path.exists():
+            return
+        self._recovered = True
+        try:
+            raw = self._journal_path.read_text("utf-8")
+        except FileNotFoundError:
+            return
+        with self._lock:
+            try:
+                journal = json.loads(raw)
+            except ValueError:
+                log.warning("wiki.journal_unreadable", path=str(self._journal_path))
+                self._journal_path.unlink(missing_ok=True)
+                return
+            layout = self._layout()
+            landed = all(
+                current_etag(self.root / path) == after
+                for path, after in journal.get("expect", {}).items()
+            )
+            if layout.index in layout.own:
+                self._update_index(layout, journal.get("pages", []))
+            if landed and layout.log is not None:
+                log_path = self.root / layout.log
+                if current_etag(log_path) == journal.get("log_before"):
+                    self._append_log(
+                        layout, journal["op"], journal["title"], journal["details"], journal["date"]
+                    )
+            log.info("wiki.journal_completed", op=journal.get("op"), landed=landed)
+            self._journal_path.unlink(missing_ok=True)
+
+    def _commit(
+        self,
+        op: str,
+        title: str,
+        pages: Sequence[str],
+        details: Sequence[str],
+        change: Callable[[], dict[str, str]],
+        *,
+        layout: Layout | None = None,
+    ) -> None:
+        """Run ``change`` (returns ``{path: etag after}`` of what it wrote) and keep the
+        index lines of ``pages`` and a log entry true, through the intent journal. Call
+        under the lock."""
+        layout = layout or self._ensure_files()
+        assert layout.log is not None
+        date = _now().strftime("%Y-%m-%d")
+        journal: dict[str, Any] = {
+            "op": op,
+            "title": title,
+            "pages": list(pages),
+            "details": list(details),
+            "date": date,
+            "log_before": current_etag(self.root / layout.log),
+            "expect": {},
+        }
+        self._journal_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        atomic_write(self._journal_path, json.dumps(journal).encode("utf-8"))
+        expect = change()
+        journal["expect"] = expect
+        atomic_write(self._journal_path, json.dumps(journal).encode("utf-8"))
+        self._update_index(layout, pages)
+        self._append_log(layout, op, title, details, date)
+        self._journal_path.unlink(missing_ok=True)
+
+    def _index_entry(self, note: WikiNote) -> str:
+        return wt.index_line(
+            wt.IndexEntry(note.path, note.title, wt.derive_summary(note.data, note.body))
+        )
+
+    def _rebuild_index(self, layout: Layout) -> int:
+        """Write the whole index from every page; returns the number of lines."""
+        assert layout.index is not None
+        scan = self._scan()
+        lines = {n.path: self._index_entry(n) for n in scan.notes}
+        text = wt.render_index(lines, self._provider_frontmatter("index"))
+        path = self.root / layout.index
+        expected = current_etag(path)
+        if expected != MISSING_ETAG and layout.index not in layout.own:
+            raise Conflict(f"{layout.index} is a user's note; the index was not written")
+        atomic_write(path, text.encode("utf-8"), expected_etag=expected)
+        return len(lines)
+
+    def _update_index(self, layout: Layout, pages: Iterable[str]) -> None:
+        """Set or drop the index lines of ``pages`` (read from disk now)."""
+        if layout.index is None:
+            return
+        path = self.root / layout.index
+        try:
+            raw = path.read_bytes()
+        except FileNotFoundError:
+            self._rebuild_index(layout)
+            return
+        lines = {p: line for p, (_n, line) in wt.parse_index(raw.decode("utf-8")).items()}
+        for rel in pages:
+            note = self._load(rel) if (self.root / rel).is_file() else None
+            if note is None:
+                lines.pop(rel, None)
+            else:
+                lines[rel] = self._index_entry(note)
+        text = wt.render_index(lines, self._provider_frontmatter("index"))
+        if text.encode("utf-8") != raw:
+            atomic_write(path, text.encode("utf-8"), expected_etag=etag(raw))
+
+    def _append_log(
+        self, layout: Layout, op: str, title: str, details: Sequence[str], date: str
+    ) -> None:
+        assert layout.log is not None
+        path = self.root / layout.log
+        raw = path.read_bytes()
+        heading = f"[{date}] {op} | {one_line(title) or '(untitled)'}"
+        body = "\n".join(details) if details else f"- {op}"
+        new = append_entry(raw.decode("utf-8"), heading, body)
+        atomic_write(path, new.encode("utf-8"), expected_etag=etag(raw))

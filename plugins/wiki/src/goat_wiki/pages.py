@@ -1,0 +1,464 @@
+"""Pages: writing them (``write_page``, remember, feedback, forget) and reading them
+(recall, listing, one page, any file by name, the link map and connections).
+
+Reads start with one stat walk and a :class:`~goat_core.search.SearchIndex` sync that loads
+only changed pages; recall, listing and single-page reads never read every page. The link map,
+connections and lint read every page (each once per change, cached by mtime and size).
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from goat_core import pages as core_pages
+from goat_core.errors import BadInput, Conflict, NotFound, PathError, TooLarge
+from goat_core.files import (
+    MISSING_ETAG,
+    atomic_write,
+    contain,
+    etag,
+    fsync_dir,
+    safe_title_filename,
+    walk_notes,
+)
+from goat_core.frontmatter import append_entry, parse_note, render_note, set_keys
+from goat_core.models import (
+    Connections,
+    LinkMap,
+    LinkResolution,
+    MemoryWrite,
+    Page,
+    PageList,
+    RecallResult,
+    Receipt,
+)
+
+from goat_wiki import text as wt
+from goat_wiki.layout import KINDS, MARKER_KEY, Layout, one_line, str_or_items
+from goat_wiki.lint import WikiLint
+
+__all__ = ["PageWrite", "WikiPages"]
+_now = core_pages.now_utc
+_stem = core_pages.file_stem
+_fold = core_pages.fold
+_nfc = core_pages.nfc
+
+
+@dataclass(frozen=True)
+class PageWrite:
+    """A page write (``goat wiki write``, the ``wiki_write_page`` tool).
+
+    :param title: the page title; without ``folder``, ``folder/Title`` names the folder too
+        (with ``folder`` given, a ``/`` is part of the title: ``TCP/IP`` -> ``TCP-IP.md``).
+    :param body: the page text, with or without a frontmatter block (its keys are kept;
+        ``title``, ``type``, ``summary`` and ``sources`` given here win).
+    :param folder: a schema folder (or its obvious singular/plural); default: from ``type``,
+        else the schema's default folder.
+    :param type: the page type (default: the folder's singular).
+    :param summary: the index line (default: derived from the body).
+    :param sources: ids of ingested sources the page's claims come from.
+    :param etag: the etag read before an update; required to update an existing page.
+    """
+
+    title: str
+    body: str
+    folder: str | None = None
+    type: str | None = None
+    summary: str | None = None
+    sources: tuple[str, ...] | None = None
+    etag: str | None = None
+
+
+class WikiPages(WikiLint):
+    """Writing and reading the wiki's pages."""
+
+    # == page writes =============================================================================
+    def _cite(self, ids: Iterable[Any], layout: Layout) -> list[dict[str, str]]:
+        manifest = self._manifest(layout).by_id()
+        cited: list[dict[str, str]] = []
+        unknown = []
+        for item in ids:
+            ident = item.get("id") if isinstance(item, dict) else item
+            if not isinstance(ident, str) or not ident.strip():
+                raise BadInput(f"source {item!r} is not a source id")
+            key = self._source_ref(ident, layout)
+            src = manifest.get(key)
+            if src is None:
+                unknown.append(ident)
+                continue
+            if all(c["id"] != src.id for c in cited):
+                cited.append({"id": src.id, "hash": src.hash})
+        if unknown:
+            raise BadInput(
+                f"unknown source id(s): {', '.join(unknown)}; cite ids of ingested sources "
+                "(goat wiki ingest; the wiki_ingest_status tool lists them) (rule source-id)"
+            )
+        return cited
+
+    def _find_titled(self, name: str, folder: str | None) -> str | None:
+        """The page a write of ``name`` (in ``folder``) updates, or ``None``."""
+        docs = self._index_open().documents()
+        if folder is not None:
+            want = _fold(f"{folder}/{safe_title_filename(name)}.md")
+            hits = [d.path for d in docs if _fold(d.path) == want]
+            if hits:
+                return hits[0]
+        exact = [d.path for d in docs if d.title == name or _nfc(_stem(d.path)) == name]
+        if folder is not None:
+            exact = [p for p in exact if p.startswith(folder + "/")] or (
+                exact if len(exact) == 1 else []
+            )
+        if len(exact) > 1:
+            raise core_pages.ambiguous_pages(name, exact)
+        if exact:
+            return exact[0]
+        key = _fold(name)
+        twins = [d for d in docs if _fold(d.title) == key or _fold(_stem(d.path)) == key]
+        if twins:
+            names = ", ".join(f"{d.path!r} (title {d.title!r})" for d in twins)
+            raise Conflict(
+                f"title {name!r} differs only in case from existing page {names}; use its "
+                "exact title to update it"
+            )
+        return None
+
+    def _write_page(self, req: PageWrite) -> dict[str, Any]:
+        body = req.body.replace("\r\n", "\n")
+        if len(body) > self.spec.max_input_chars:
+            raise TooLarge(
+                f"page text is {len(body)} characters; at most {self.spec.max_input_chars}; "
+                "nothing was written"
+            )
+        parsed = parse_note(body)
+        if parsed.error is not None:
+            raise BadInput(f"the page's frontmatter does not parse: {parsed.error}")
+        given = dict(parsed.data)
+        if MARKER_KEY in given:
+            raise BadInput(
+                f"frontmatter key {MARKER_KEY!r} marks the provider's own files; pages cannot "
+                "carry it (rule provider-file)"
+            )
+        content = parsed.body
+        if not content.strip():
+            raise BadInput("the page body is empty")
+        title = _nfc(req.title.strip())
+        if not title:
+            raise BadInput("the page title is empty")
+        folder_req = req.folder
+        if "/" in title and folder_req is None:  # "concepts/Attention"; with a folder
+            title_folder, _, title = title.rpartition("/")  # given, "TCP/IP" is a title
+            title = title.strip()
+            folder_req = title_folder
+        with self._lock:
+            self._sync()
+            layout = self._ensure_files()
+            self._reserved_title(title, layout)
+            schema = self._schema(layout)
+            folder: str | None = None
+            if folder_req is not None and folder_req.strip("/"):
+                contain(self.root, folder_req.strip("/"))
+                folder = self._schema_folder(folder_req, schema)
+            existing = self._find_titled(title, folder)
+            now = _now()
+            if existing is not None:
+                note = self._must_load(existing)
+                if req.etag is None:
+                    raise Conflict(
+                        f"page {existing!r} exists (etag {note.etag}); read it and pass its "
+                        "etag to update it"
+                    )
+                if req.etag != note.etag:
+                    raise Conflict(
+                        f"page {existing!r} changed since it was read (etag {req.etag} -> "
+                        f"{note.etag}); nothing was written"
+                    )
+                if note.error is not None:
+                    raise Conflict(f"{existing} was not changed: {note.error}")
+                rel = existing
+                page_folder = posixpath.dirname(rel)
+            else:
+                if req.etag is not None and req.etag != MISSING_ETAG:
+                    raise Conflict(
+                        f"no page titled {title!r} exists, but an etag was given; nothing was "
+                        "written"
+                    )
+                if folder is None:
+                    type_hint = req.type or given.get("type")
+                    hinted = wt.folder_for(str(type_hint), schema.folders) if type_hint else None
+                    folder = hinted or self._schema_folder(schema.default_folder, schema)
+                stem = safe_title_filename(title)
+                rel = f"{folder}/{stem}.md"
+                contain(self.root, rel)
+                page_folder = folder
+                note = None
+            kept: dict[str, Any] = note.data if note is not None else {}
+            sources: list[Any]
+            if req.sources is not None or "sources" in given:
+                source_ids = req.sources if req.sources is not None else given.get("sources")
+                sources = self._cite(str_or_items(source_ids), layout)
+            else:  # an update that names no sources keeps the provenance it had
+                sources = [
+                    s for s in str_or_items(kept.get("sources")) if isinstance(s, dict | str)
+                ]
+            page_type = (
+                req.type
+                or given.get("type")
+                or kept.get("type")
+                or wt.type_for_folder(page_folder.split("/", 1)[0])
+            )
+            summary = (
+                req.summary
+                or given.get("summary")
+                or kept.get("summary")
+                or wt.derive_summary({}, content)
+            )
+            managed: dict[str, Any] = {
+                "title": title,
+                "type": str(page_type),
+                "summary": one_line(str(summary)),
+                "sources": sources,
+                "updated": now,
+            }
+            extra = {k: v for k, v in given.items() if k not in managed and k != "created"}
+            if note is None:
+                data = {**managed, "created": now, **extra}
+                new_text = render_note(data, content if content.endswith("\n") else content + "\n")
+                expected = MISSING_ETAG
+                op = "write"
+            else:
+                updated = set_keys(note.text, {**managed, **extra})
+                split = parse_note(updated)
+                new_text = updated[: split.body_start] + content
+                if not new_text.endswith("\n"):
+                    new_text += "\n"
+                expected = note.etag
+                op = "update"
+            data_bytes = new_text.encode("utf-8")
+            target = self.root / rel
+
+            def change() -> dict[str, str]:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                return {rel: atomic_write(target, data_bytes, expected_etag=expected)}
+
+            details = [f"- page: {rel}"]
+            if sources:
+                details.append(
+                    "- sources: "
+                    + ", ".join(str(s["id"] if isinstance(s, dict) else s) for s in sources)
+                )
+            self._commit(op, title, [rel], details, change, layout=layout)
+            self._index_note(rel)
+            findings = self._page_findings(rel)
+        return {
+            "status": "stored",
+            "op": op,
+            "page": rel,
+            "etag": etag(data_bytes),
+            "findings": [f.to_json() for f in findings],
+        }
+
+    # == remember, feedback, forget ==============================================================
+    def _append(self, rel: str, heading: str, text: str, op: str, title: str, source: str) -> None:
+        note = self._must_load(rel)
+        if note.error is not None:
+            raise Conflict(f"{rel} was not changed: {note.error}; such pages are never rewritten")
+        raw = note.text
+        updated = set_keys(raw, {"updated": _now()}) if parse_note(raw).has_frontmatter else raw
+        new = append_entry(updated, heading, text).encode("utf-8")
+
+        def change() -> dict[str, str]:
+            return {rel: atomic_write(self.root / rel, new, expected_etag=note.etag)}
+
+        self._commit(op, title, [rel], [f"- page: {rel}", f"- by: {source}"], change)
+        self._index_note(rel)
+
+    def _create(self, title: str, text: str, kind: str, source: str, unique: bool) -> str:
+        layout = self._ensure_files()
+        schema = self._schema(layout)
+        folder = self._schema_folder(schema.default_folder, schema)
+        try:
+            stem = safe_title_filename(title)
+        except PathError:
+            if not unique:
+                raise
+            stem = "Note"
+        existing = {_fold(f.path) for f in walk_notes(self.root).files}
+        n = 1
+        while True:
+            rel = f"{folder}/{stem}.md" if n == 1 else f"{folder}/{stem}-{n}.md"
+            if _fold(rel) not in existing:
+                break
+            if not unique:
+                raise Conflict(f"a page named {rel!r} already exists")
+            n += 1
+        contain(self.root, rel)
+        now = _now()
+        data = {
+            "title": title or stem,
+            "type": "feedback" if kind == "feedback" else wt.type_for_folder(folder),
+            "summary": wt.derive_summary({}, text),
+            "sources": [],
+            "remembered_by": source,
+            "created": now,
+            "updated": now,
+        }
+        content = render_note(data, text if text.endswith("\n") else text + "\n").encode("utf-8")
+        target = self.root / rel
+
+        def change() -> dict[str, str]:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            return {rel: atomic_write(target, content, expected_etag=MISSING_ETAG)}
+
+        self._commit(
+            kind,
+            str(data["title"]),
+            [rel],
+            [f"- page: {rel}", f"- by: {source}"],
+            change,
+            layout=layout,
+        )
+        self._index_note(rel)
+        return rel
+
+    def _write(self, write: MemoryWrite, kind: str) -> Receipt:
+        text = self._check_text(write)
+        stamp = _now().strftime("%Y-%m-%d %H:%M UTC")
+        heading = f"{stamp} {kind} ({one_line(write.source)})"
+        with self._lock:
+            self._sync()
+            if kind == "feedback" and write.on:
+                rel = self._resolve(write.on, self._refs())
+                self._append(
+                    rel, heading, text, "feedback", self._must_load(rel).title, write.source
+                )
+            elif write.title is not None and write.title.strip():
+                title = _nfc(write.title.strip())
+                existing = self._find_titled(title, None)
+                if existing is not None:
+                    self._append(existing, heading, text, kind, title, write.source)
+                    rel = existing
+                else:
+                    self._reserved_title(title, self._layout())
+                    rel = self._create(title, text, kind, write.source, unique=False)
+            else:
+                title = self._generated_title(text) or ("Feedback" if kind == "feedback" else "")
+                rel = self._create(title, text, kind, write.source, unique=True)
+        return self._receipt(rel)
+
+    def _forget(self, ref: str) -> Receipt:
+        with self._lock:
+            self._sync()
+            rel = self._resolve(ref, self._refs(), exact_paths=True)
+            contain(self.root, rel)
+            title = self._must_load(rel).title
+            path = self.root / rel
+
+            def change() -> dict[str, str]:
+                try:
+                    os.unlink(path)
+                except FileNotFoundError as exc:
+                    raise NotFound(f"page {rel!r} vanished meanwhile") from exc
+                fsync_dir(path.parent)
+                return {rel: MISSING_ETAG}
+
+            self._commit("forget", title, [rel], [f"- page: {rel}"], change)
+            self._cache.pop(rel, None)
+            self._index_open().remove(rel)
+        return self._receipt(rel, removed=(rel,))
+
+    # == reads ===================================================================================
+    def _recall(self, query: str, limit: int) -> RecallResult:
+        walk, _layout = self._sync()
+        index = self._index_open()
+        results = index.search(query, limit=limit)
+        items = []
+        for hit in results.hits:
+            items.append(
+                core_pages.recall_item(hit, self._load(hit.path), source=f"wiki page {hit.path}")
+            )
+        degraded = core_pages.degraded_reasons(index.problems(), walk.skipped)
+        degraded += [d for d in results.degraded if d not in degraded]
+        # A ranked top-``limit`` is not degraded: ``complete=False`` says more matched.
+        return RecallResult(
+            scope=self.scope.key,
+            items=tuple(items),
+            complete=bool(results.complete) and results.total <= len(items),
+            degraded=tuple(degraded),
+        )
+
+    def _list_pages(self, limit: int, cursor: str | None) -> PageList:
+        walk, layout = self._sync()
+        ordered = [f.path for f in self._page_files(walk, layout)]
+        chunk, more, next_cursor = core_pages.page_window(ordered, limit, cursor, issuer="wiki")
+        degraded = core_pages.degraded_reasons(self._index_open().problems(), walk.skipped)
+        items, unread = core_pages.page_summaries(chunk, self._load)
+        degraded += unread
+        return PageList(
+            items=tuple(items),
+            next_cursor=next_cursor,
+            complete=not more and len(items) == len(chunk),
+            degraded=tuple(degraded),
+        )
+
+    def _get_page(self, ref: str) -> Page:
+        self._sync()
+        return self._page(self._must_load(self._resolve(ref, self._refs())))
+
+    def _read_any(self, ref: str) -> dict[str, Any]:
+        """A page, or one of the provider's files by name, or a source (``raw/<id>``)."""
+        layout = self._layout()
+        clean = _nfc(ref.strip())
+        if layout.raw is not None and clean.startswith(layout.raw + "/"):
+            return self._read_source(clean)
+        for kind in KINDS:
+            name = getattr(layout, kind)
+            if (
+                name is not None
+                and name in layout.own
+                and clean.casefold() in {name.casefold(), _stem(name).casefold(), kind}
+            ):
+                data = (self.root / name).read_bytes()
+                return {
+                    "file": name,
+                    "kind": kind,
+                    "text": data.decode("utf-8", "replace"),
+                    "etag": etag(data),
+                    "read_only": True,
+                }
+        return self._get_page(ref).to_json()
+
+    def _link_map(self) -> LinkMap:
+        scan = self._scan()
+        result = self._link_index(scan).link_map()
+        nodes = {n.id for n in result.nodes}
+        edges = tuple(  # a link to a source or a provider file names a file, not a page
+            e.model_copy(update={"resolution": LinkResolution.ATTACHMENT})
+            if e.target is not None
+            and e.target not in nodes
+            and e.resolution is not LinkResolution.ATTACHMENT
+            else e
+            for e in result.edges
+        )
+        result = result.model_copy(update={"edges": edges})
+        problems = core_pages.degraded_reasons(
+            [(n.path, n.error) for n in scan.notes if n.error], scan.walk.skipped
+        )
+        return result.model_copy(update={"degraded": tuple(problems)}) if problems else result
+
+    def _connections(self, ref: str) -> Connections:
+        scan = self._scan()
+        rel = self._resolve(ref, [(n.path, n.title, None) for n in scan.notes])
+        return self._link_index(scan).connections(rel)
+
+    def _reindex(self, progress: Callable[[int, int], None] | None) -> dict[str, int]:
+        walk, _layout = self._sync(progress)
+        stats = self._index_open().stats()
+        return {
+            "notes": stats.documents,
+            "skipped": len(walk.skipped),
+            "unparsable": len(self._index_open().problems()),
+        }
