@@ -13,7 +13,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from goat_core import config as config_mod
 from goat_core.config import (
     CURRENT_SCHEMA,
     Config,
@@ -24,6 +23,7 @@ from goat_core.config import (
 )
 from goat_core.errors import ConfigError, Conflict, NotFound
 from goat_core.home import GoatHome
+from goat_core.host import _config as config_mod
 from goat_core.models import Binding, Scope
 
 GLOBAL = Scope.global_()

@@ -331,10 +331,10 @@ def test_prompt_secret_is_unechoed(monkeypatch: pytest.MonkeyPatch) -> None:
         asked.append(prompt)
         return f"{KEY}\n"
 
-    monkeypatch.setattr("goat_core.credentials.getpass.getpass", fake_getpass)
+    monkeypatch.setattr("goat_core.host._credentials.getpass.getpass", fake_getpass)
     assert prompt_secret() == KEY
     assert asked == ["API key: "]
-    monkeypatch.setattr("goat_core.credentials.getpass.getpass", lambda prompt="": "")
+    monkeypatch.setattr("goat_core.host._credentials.getpass.getpass", lambda prompt="": "")
     with pytest.raises(BadInput, match="no API key entered"):
         prompt_secret()
 

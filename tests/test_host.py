@@ -490,7 +490,7 @@ async def test_bind_validates_settings_and_saves_nothing_on_error(
 async def test_bind_network_provider_connects_and_keeps_key_out_of_config(
     host: MemoryHost, home: GoatHome, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("goat_core.credentials.CredentialStore._keyring", lambda self: None)
+    monkeypatch.setattr("goat_core.host._credentials.CredentialStore._keyring", lambda self: None)
     outcome = await host.bind(Scope.pen("team"), "reference_bank", BANK, api_key="sk-test-123")
     assert outcome.health is not None and outcome.health.ok
     assert outcome.binding.id == "pen-team"
@@ -508,13 +508,13 @@ async def test_bind_network_provider_connects_and_keeps_key_out_of_config(
 async def test_failed_save_leaves_no_api_key_behind(
     host: MemoryHost, home: GoatHome, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("goat_core.credentials.CredentialStore._keyring", lambda self: None)
+    monkeypatch.setattr("goat_core.host._credentials.CredentialStore._keyring", lambda self: None)
     from goat_core.credentials import CredentialStore
 
     def full_disk(path: Path, data: bytes) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr("goat_core.config.write_owner_only", full_disk)
+    monkeypatch.setattr("goat_core.host._config.write_owner_only", full_disk)
     with pytest.raises(ConfigError, match="No space left on device"):
         await host.bind(Scope.pen("team"), "reference_bank", BANK, api_key="sk-orphan-1")
     assert CredentialStore(home).get("pen-team", "api_key") is None
@@ -524,7 +524,7 @@ async def test_failed_save_leaves_no_api_key_behind(
 async def test_failed_key_store_puts_the_previous_config_back(
     host: MemoryHost, home: GoatHome, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("goat_core.credentials.CredentialStore._keyring", lambda self: None)
+    monkeypatch.setattr("goat_core.host._credentials.CredentialStore._keyring", lambda self: None)
     await host.bind(Scope.pen("team"), "reference_bank", BANK, api_key="sk-old-1", connect=False)
     saved = home.config_path.read_bytes()
     moved = {"server": "https://other.example", "bank": "team"}
@@ -838,7 +838,7 @@ async def test_a_draft_check_never_sends_the_saved_key_to_another_server(
 def test_same_servers_rule() -> None:
     """Which rebinding or draft may use a stored key: same provider and servers, the
     default port filled in; without egress URLs only identical settings count."""
-    from goat_core.host import _same_servers
+    from goat_core.host._memoryhost import _same_servers
     from goat_core.models import Binding
 
     def b(*egress: str, provider: str = "p", **settings: str) -> Binding:

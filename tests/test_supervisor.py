@@ -262,7 +262,7 @@ class World:
 
 @pytest.fixture
 def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> World:
-    monkeypatch.setattr("goat_core.credentials.CredentialStore._keyring", lambda self: None)
+    monkeypatch.setattr("goat_core.host._credentials.CredentialStore._keyring", lambda self: None)
     network = Network()
     pm = make_plugin_manager(PluginSettings(autoload=False))
     assert register_plugin(pm, _Plugin(remote_spec(network)), "remote-test")

@@ -36,20 +36,8 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from goat_core._gate import Gate, check_access, hidden_count, hidden_reason, run_gated
-from goat_core.errors import (
-    BadInput,
-    ConfigError,
-    GoatError,
-    NotFound,
-    NotSupported,
-    ProviderUnavailable,
-    Rejected,
-    ScopeError,
-    TooLarge,
-)
-from goat_core.home import GoatHome
-from goat_core.models import (
+from goat_core.contract import (
+    Access,
     Binding,
     Capability,
     Connections,
@@ -60,6 +48,8 @@ from goat_core.models import (
     MemoryWrite,
     Page,
     PageList,
+    Provider,
+    ProviderContext,
     ProviderSpec,
     RecallItem,
     RecallResult,
@@ -71,9 +61,20 @@ from goat_core.models import (
     Tone,
     normalize_pen_id,
 )
-from goat_core.provider import Access, Provider, ProviderContext
-from goat_core.registry import Registry
-from goat_core.supervisor import (
+from goat_core.errors import (
+    BadInput,
+    ConfigError,
+    GoatError,
+    NotFound,
+    NotSupported,
+    ProviderUnavailable,
+    Rejected,
+    ScopeError,
+    TooLarge,
+)
+from goat_core.host._gate import Gate, check_access, hidden_count, hidden_reason, run_gated
+from goat_core.host._home import GoatHome
+from goat_core.host._supervisor import (
     Clock,
     RetryPolicy,
     SessionState,
@@ -82,10 +83,11 @@ from goat_core.supervisor import (
     digest,
     transport_fingerprint,
 )
+from goat_core.plugins import Registry
 
 if TYPE_CHECKING:
-    from goat_core.config import Config
-    from goat_core.tools import ToolSet
+    from goat_core.host._config import Config
+    from goat_core.host._tools import ToolSet
 
 __all__ = [
     "DEFAULT_BINDING_ID",
@@ -680,7 +682,7 @@ class MemoryContext:
 
     def tools(self) -> ToolSet:
         """The model-facing tools bound to this context (see :mod:`goat_core.tools`)."""
-        from goat_core.tools import memory_tools
+        from goat_core.host._tools import memory_tools
 
         return memory_tools(self)
 
@@ -891,7 +893,7 @@ class MemoryHost:
         """The configuration in force (fixed, or read from ``memory.json`` now)."""
         if self._config is not None:
             return self._config
-        from goat_core.config import legacy_decoders, load_config
+        from goat_core.host._config import legacy_decoders, load_config
 
         return load_config(self.home, decoders=legacy_decoders(self.registry.providers()))
 
@@ -899,12 +901,12 @@ class MemoryHost:
         """The cross-process lock around a read-modify-write of ``memory.json`` (a lock file
         under the GOAT home), so two processes binding at once never lose a binding; the
         config is re-read inside it. :raises Conflict: not obtained within 10 s."""
-        from goat_core.files import StoreLock
+        from goat_core.filestore import StoreLock
 
         return StoreLock(self.home.lock_dir / "memory-json.lock")
 
     def _save(self, config: Config) -> Path:
-        from goat_core.config import save_config
+        from goat_core.host._config import save_config
 
         path = save_config(self.home, config)
         if self._config is not None:
@@ -996,7 +998,7 @@ class MemoryHost:
     # -- remote bindings (the connection supervisor) ------------------------------------------
     def _credential_digest(self, binding: Binding, spec: ProviderSpec) -> str:
         """A digest of the binding's declared credentials (never the values themselves)."""
-        from goat_core.credentials import CredentialStore
+        from goat_core.host._credentials import CredentialStore
 
         store = CredentialStore(self.home)
         parts: list[str] = []
@@ -1108,7 +1110,7 @@ class MemoryHost:
         home, registry = self.home, self.registry
 
         def stored_credential(name: str) -> str | None:
-            from goat_core.credentials import CredentialStore
+            from goat_core.host._credentials import CredentialStore
 
             return CredentialStore(home).get(binding.id, name)
 
@@ -1118,7 +1120,7 @@ class MemoryHost:
         if spec.network:
 
             def http_client(**kwargs: Any) -> Any:
-                from goat_core.egress import guarded_http_client
+                from goat_core.host._egress import guarded_http_client
 
                 return guarded_http_client(registry, binding, **kwargs)
 
@@ -1186,7 +1188,7 @@ class MemoryHost:
             ) from exc
 
     def _binding(self, scope: Scope, spec: ProviderSpec, validated: BaseModel) -> Binding:
-        from goat_core.config import binding_id_for
+        from goat_core.host._config import binding_id_for
 
         egress = tuple(spec.egress_urls(validated)) if spec.egress_urls else ()
         return Binding(
@@ -1267,7 +1269,7 @@ class MemoryHost:
         :raises ConfigError: the save failed (no key stored).
         :raises BadInput: an unusable key. :raises CredentialError: the key store failed.
         """
-        from goat_core.credentials import CredentialStore
+        from goat_core.host._credentials import CredentialStore
 
         path = self._save(config)
         try:
@@ -1303,7 +1305,7 @@ class MemoryHost:
             return  # provider gone: nothing declared to delete
         if not spec.credentials:
             return
-        from goat_core.credentials import CredentialStore
+        from goat_core.host._credentials import CredentialStore
 
         store = CredentialStore(self.home)
         for cred in spec.credentials:
@@ -1438,7 +1440,7 @@ class MemoryHost:
         scope selects a shared binding); else nothing, so a saved key never reaches a
         server only a draft names."""
         if api_key is not None:
-            from goat_core.credentials import check_secret
+            from goat_core.host._credentials import check_secret
 
             check_secret(api_key, "the API key for this check")
             key, name = api_key, spec.credentials[0].name
@@ -1450,7 +1452,7 @@ class MemoryHost:
         home, saved_id = self.home, saved.id
 
         def saved_credential(wanted: str) -> str | None:
-            from goat_core.credentials import CredentialStore
+            from goat_core.host._credentials import CredentialStore
 
             return CredentialStore(home).get(saved_id, wanted)
 

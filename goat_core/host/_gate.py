@@ -12,24 +12,22 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
-from goat_core.errors import ConfigError, NotFound, Rejected
-from goat_core.models import (
+from goat_core.contract import (
+    Access,
     MemoryWrite,
     Page,
     PageList,
     PageSummary,
+    ProviderSpec,
     RecallResult,
     Receipt,
     ReceiptStatus,
     Scope,
 )
-from goat_core.provider import Access
-
-if TYPE_CHECKING:
-    from goat_core.models import ProviderSpec
-    from goat_core.registry import Registry
+from goat_core.errors import ConfigError, NotFound, Rejected
+from goat_core.plugins import Registry
 
 __all__ = ["Gate", "check_access", "hidden_count", "hidden_reason", "run_gated"]
 

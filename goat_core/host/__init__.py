@@ -1,0 +1,74 @@
+"""The host: GOAT's scope rules over the provider plugins (docs/design.md, Scopes).
+
+A host (the ``goat`` CLI, a chat app, an MCP server) asks a :class:`MemoryHost` for the
+:class:`MemoryContext` of one :class:`Chat`; a context serves exactly one scope and its one
+selected binding. :class:`SyncMemoryHost` runs the same API for synchronous callers.
+
+Also here: the model-facing tools of a context (:func:`memory_tools`, :class:`ToolSet`),
+GOAT's directories (:class:`GoatHome`), ``memory.json`` (:class:`Config`), the credential
+store, the egress guard of remote providers and their connection :class:`Supervisor`.
+The modules behind this package are private; import from ``goat_core.host``.
+"""
+
+from goat_core.host._config import Config, load_config, save_config
+from goat_core.host._credentials import CredentialStore
+from goat_core.host._egress import EGRESS_HEADER, guarded_http_client
+from goat_core.host._home import APP_NAME, GoatHome
+from goat_core.host._memoryhost import (
+    DEFAULT_BINDING_ID,
+    EMBEDDED_DEFAULT_PROVIDER,
+    TRIVIAL_PROMPTS,
+    BindingStatus,
+    BindOutcome,
+    Chat,
+    MemoryContext,
+    MemoryHost,
+    SyncMemoryContext,
+    SyncMemoryHost,
+    TurnMemory,
+    format_memory_block,
+    is_trivial_prompt,
+    scope_label,
+)
+from goat_core.host._supervisor import (
+    Clock,
+    RetryPolicy,
+    SessionState,
+    SlotStatus,
+    Supervisor,
+)
+from goat_core.host._tools import FORBIDDEN_ARGUMENTS, ToolDefinition, ToolSet, memory_tools
+
+__all__ = [
+    "APP_NAME",
+    "DEFAULT_BINDING_ID",
+    "EGRESS_HEADER",
+    "EMBEDDED_DEFAULT_PROVIDER",
+    "FORBIDDEN_ARGUMENTS",
+    "TRIVIAL_PROMPTS",
+    "BindOutcome",
+    "BindingStatus",
+    "Chat",
+    "Clock",
+    "Config",
+    "CredentialStore",
+    "GoatHome",
+    "MemoryContext",
+    "MemoryHost",
+    "RetryPolicy",
+    "SessionState",
+    "SlotStatus",
+    "Supervisor",
+    "SyncMemoryContext",
+    "SyncMemoryHost",
+    "ToolDefinition",
+    "ToolSet",
+    "TurnMemory",
+    "format_memory_block",
+    "guarded_http_client",
+    "is_trivial_prompt",
+    "load_config",
+    "memory_tools",
+    "save_config",
+    "scope_label",
+]
