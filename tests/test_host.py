@@ -838,7 +838,7 @@ async def test_a_draft_check_never_sends_the_saved_key_to_another_server(
 def test_same_servers_rule() -> None:
     """Which rebinding or draft may use a stored key: same provider and servers, the
     default port filled in; without egress URLs only identical settings count."""
-    from goat_core.host._memoryhost import _same_servers
+    from goat_core.host._leases import same_servers as _same_servers
     from goat_core.models import Binding
 
     def b(*egress: str, provider: str = "p", **settings: str) -> Binding:

@@ -11,23 +11,17 @@ The modules behind this package are private; import from ``goat_core.host``.
 """
 
 from goat_core.host._config import Config, load_config, save_config
+from goat_core.host._context import MemoryContext, memory_tools
 from goat_core.host._credentials import CredentialStore
 from goat_core.host._egress import EGRESS_HEADER, guarded_http_client
 from goat_core.host._home import APP_NAME, GoatHome
-from goat_core.host._memoryhost import (
+from goat_core.host._memoryhost import MemoryHost
+from goat_core.host._records import (
     DEFAULT_BINDING_ID,
     EMBEDDED_DEFAULT_PROVIDER,
-    TRIVIAL_PROMPTS,
     BindingStatus,
     BindOutcome,
     Chat,
-    MemoryContext,
-    MemoryHost,
-    SyncMemoryContext,
-    SyncMemoryHost,
-    TurnMemory,
-    format_memory_block,
-    is_trivial_prompt,
     scope_label,
 )
 from goat_core.host._supervisor import (
@@ -37,7 +31,9 @@ from goat_core.host._supervisor import (
     SlotStatus,
     Supervisor,
 )
-from goat_core.host._tools import FORBIDDEN_ARGUMENTS, ToolDefinition, ToolSet, memory_tools
+from goat_core.host._sync import SyncMemoryContext, SyncMemoryHost
+from goat_core.host._tools import FORBIDDEN_ARGUMENTS, ToolDefinition, ToolSet
+from goat_core.host._turn import TRIVIAL_PROMPTS, TurnMemory, format_memory_block, is_trivial_prompt
 
 __all__ = [
     "APP_NAME",

@@ -1,9 +1,9 @@
 """Model-facing memory tools bound to one :class:`~goat_core.host.MemoryContext`.
 
-:func:`memory_tools` returns a :class:`ToolSet`: tool definitions (name, description, JSON
-input schema, ``readOnlyHint``/``destructiveHint`` annotations, the MCP tool shape) for
-``recall`` and ``remember`` always, ``reflect`` and ``feedback`` when the provider declares
-them, plus the provider's own extras (``Provider.model_tools()``).
+:func:`~goat_core.host.memory_tools` returns a :class:`ToolSet`: tool definitions (name,
+description, JSON input schema, ``readOnlyHint``/``destructiveHint`` annotations, the MCP
+tool shape) for ``recall`` and ``remember`` always, ``reflect`` and ``feedback`` when the
+provider declares them, plus the provider's own extras (``Provider.model_tools()``).
 
 Every tool is bound to the context's one scope (DESIGN section 4): no argument names a
 scope, Pen, bank, URL, path or store, so a model cannot reach another scope. A provider
@@ -18,25 +18,33 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from goat_core.contract import Access, Capability, ModelTool
+from goat_core.contract import (
+    Access,
+    Capability,
+    ModelTool,
+    Provider,
+    ProviderSpec,
+    RecallResult,
+    Receipt,
+    Reflection,
+    Scope,
+)
 from goat_core.errors import BadInput, ConfigError, GoatError, NotFound, ScopeError
 from goat_core.host._gate import Gate, check_access, run_gated
-
-if TYPE_CHECKING:
-    from goat_core.host._memoryhost import MemoryContext
 
 __all__ = [
     "FORBIDDEN_ARGUMENTS",
     "CoreTool",
     "ToolDefinition",
+    "ToolContext",
     "ToolSet",
-    "memory_tools",
+    "build_tools",
 ]
 
 #: Property names no tool schema may have (they would let a model pick another store).
@@ -280,6 +288,45 @@ class ToolSet:
             return _error("InternalError", f"tool {name} failed ({type(exc).__name__})")
 
 
+class ToolContext(Protocol):
+    """What the tools need of their one context (a :class:`~goat_core.host.MemoryContext`)."""
+
+    scope: Scope
+    spec: ProviderSpec | None
+
+    @property
+    def label(self) -> str: ...
+
+    @property
+    def available(self) -> bool: ...
+
+    @property
+    def reason(self) -> str | None: ...
+
+    def _gate(self, name: str, access: Access) -> Gate: ...
+
+    def _require(self, capability: Capability | None = None, operation: str = "") -> Provider: ...
+
+    async def recall(
+        self, query: str, *, limit: int = 10, max_tokens: int | None = None
+    ) -> RecallResult: ...
+
+    async def remember(
+        self,
+        text: str,
+        *,
+        title: str | None = None,
+        source: str = "api",
+        tags: Iterable[str] = (),
+    ) -> Receipt: ...
+
+    async def feedback(
+        self, text: str, *, on: str | None = None, source: str = "api"
+    ) -> Receipt: ...
+
+    async def reflect(self, query: str) -> Reflection: ...
+
+
 def _definition(
     name: str, description: str, args: type[_Args], *, read_only: bool
 ) -> ToolDefinition:
@@ -290,23 +337,15 @@ def _definition(
     return ToolDefinition(name, description, schema, read_only, False)
 
 
-def memory_tools(context: MemoryContext) -> ToolSet:
-    """The tools bound to ``context`` (one scope; no scope-choosing argument anywhere).
+def build_tools(context: ToolContext) -> ToolSet:
+    """The tools bound to ``context`` (see :func:`~goat_core.host.memory_tools`, which checks
+    that ``context`` is one :class:`~goat_core.host.MemoryContext`).
 
-    :param context: exactly one :class:`~goat_core.host.MemoryContext`.
     :returns: an empty :class:`ToolSet` (with ``reason``) for a scope without memory.
-    :raises TypeError: anything but one context (e.g. a list of contexts).
     :raises ScopeError: a provider tool's schema has a forbidden property
         (:data:`FORBIDDEN_ARGUMENTS`).
     :raises ConfigError: a provider tool with an invalid or core-colliding name.
     """
-    from goat_core.host._memoryhost import MemoryContext
-
-    if not isinstance(context, MemoryContext):
-        raise TypeError(
-            f"memory_tools takes one MemoryContext, got {type(context).__name__}: tools are "
-            "bound to exactly one scope"
-        )
     tools = ToolSet(scope=context.scope.key, label=context.label)
     if not context.available:
         tools.reason = context.reason

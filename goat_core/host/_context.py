@@ -1,0 +1,444 @@
+"""The context of one scope: its one selected binding, every operation on it through the
+scope's policy hooks, and its model-facing tools (:func:`memory_tools`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any, Literal, Protocol
+
+from goat_core.contract import (
+    Access,
+    Binding,
+    Capability,
+    Connections,
+    Health,
+    LinkMap,
+    MemoryWrite,
+    Page,
+    PageList,
+    Provider,
+    ProviderSpec,
+    RecallResult,
+    Receipt,
+    ReceiptStatus,
+    Reflection,
+    Scope,
+)
+from goat_core.errors import (
+    BadInput,
+    GoatError,
+    NotFound,
+    NotSupported,
+    ProviderUnavailable,
+    Rejected,
+    ScopeError,
+    TooLarge,
+)
+from goat_core.host._gate import Gate, check_access, hidden_count, hidden_reason, run_gated
+from goat_core.host._leases import RemoteLease
+from goat_core.host._records import Chat, scope_label
+from goat_core.host._tools import ToolSet, build_tools
+from goat_core.host._turn import (
+    CHARS_PER_TOKEN,
+    TURN_RECALL_LIMIT,
+    Outcome,
+    TurnMemory,
+    format_memory_block,
+    is_trivial_prompt,
+)
+from goat_core.plugins import Registry
+
+__all__ = ["ContextHost", "MemoryContext", "memory_tools"]
+
+
+class ContextHost(Protocol):
+    """What a :class:`MemoryContext` needs of the host that made it."""
+
+    registry: Registry
+
+    def resolve(self, chat: Chat) -> Scope: ...
+
+    async def check(self, scope: Scope) -> Health: ...
+
+    async def _before_turn(self, scope: Scope) -> None: ...
+
+
+class MemoryContext:
+    """One scope and its one selected binding. Build with :meth:`MemoryHost.context_for`.
+
+    :attr:`available` is ``False`` for a scope with no memory (Pen unbound, disabled or
+    unavailable): every operation then raises :class:`ProviderUnavailable` with
+    :attr:`reason`, and :meth:`prepare_turn` returns an empty block (outcome ``off`` or
+    ``unavailable``).
+    """
+
+    def __init__(
+        self,
+        host: ContextHost,
+        scope: Scope,
+        binding: Binding | None,
+        spec: ProviderSpec | None,
+        provider: Provider | None,
+        *,
+        state: Literal["on", "off", "unavailable"],
+        reason: str | None = None,
+        lease: RemoteLease | None = None,
+    ) -> None:
+        self._host = host
+        self.scope = scope
+        self.binding = binding
+        self.spec = spec
+        self._fixed_provider = provider
+        self._state: Literal["on", "off", "unavailable"] = state
+        self._reason = reason
+        self._lease = lease
+
+    def __repr__(self) -> str:
+        provider = self.spec.name if self.spec else None
+        return f"<MemoryContext {self.scope.key} provider={provider} state={self.state}>"
+
+    @property
+    def _provider(self) -> Provider | None:
+        """The provider in use now: fixed for local bindings; for a remote binding the
+        supervisor's current session (``None`` while it is unavailable or auth-failed)."""
+        if self._lease is not None:
+            return self._lease.provider()
+        return self._fixed_provider
+
+    @property
+    def state(self) -> Literal["on", "off", "unavailable"]:
+        """``on``, ``off`` (no memory by choice) or ``unavailable`` (it cannot be used)."""
+        if self._lease is not None:
+            return "on" if self._lease.provider() is not None else "unavailable"
+        return self._state
+
+    @property
+    def reason(self) -> str | None:
+        """Why this context has no memory (``None`` when it has)."""
+        if self._lease is not None:
+            return None if self._lease.provider() is not None else self._lease.reason()
+        return self._reason
+
+    @property
+    def available(self) -> bool:
+        return self._provider is not None
+
+    @property
+    def label(self) -> str:
+        """How to name this store: a shared bank's own label whatever the scope, else
+        ``"Global memory"`` / ``"Pen `<id>` memory"``."""
+        if self.spec is not None and self.spec.supports(Capability.SHARED_BANK):
+            if self._provider is not None:
+                return self._provider.label()
+            if self._lease is not None:  # unavailable: still the shared bank, never the scope
+                shared = self._lease.label()
+                if shared is not None:
+                    return shared
+        return scope_label(self.scope)
+
+    def _gate(self, name: str, access: Access) -> Gate:
+        """A :class:`~goat_core.provider.PolicyGate` for one call of an extra tool or a
+        provider operation named ``name`` (docs/design.md, Policy path)."""
+        assert self.spec is not None
+        return Gate(self._host.registry, self.scope, self.label, self.spec, access, name)
+
+    async def run_operation(self, name: str, *args: Any, **kwargs: Any) -> Any:
+        """Run the provider's operation ``name`` (``Provider.operations()``) through this
+        scope's policy: the operation gets a :class:`~goat_core.provider.PolicyGate`, never
+        the provider. What plugin CLI commands call.
+
+        :raises NotSupported: the provider has no such operation.
+        :raises ConfigError: the operation declares no access, or broke its declaration
+            (a ``read`` that passed no read policy, or tried to write).
+        :raises ProviderUnavailable: this scope has no memory.
+        """
+        provider = self._require()
+        assert self.spec is not None
+        ops = {op.name: op for op in provider.operations()}
+        op = ops.get(name)
+        if op is None:
+            known = ", ".join(sorted(ops)) or "none"
+            raise NotSupported(
+                f"provider {self.spec.name!r} has no operation {name!r} (available: {known})"
+            )
+        access = check_access(self.spec.name, f"operation {name}", op.access)
+        gate = self._gate(f"operation {name!r} of provider {self.spec.name!r}", access)
+        return await run_gated(gate, access, lambda: op.handler(gate, *args, **kwargs))
+
+    def _require(self, capability: Capability | None = None, operation: str = "") -> Provider:
+        """The provider in use (private to the host: tools and commands get a gate).
+
+        :raises ProviderUnavailable: this scope has no memory.
+        :raises NotSupported: ``capability`` is not declared.
+        """
+        provider = self._provider
+        if provider is None:
+            raise ProviderUnavailable(self.reason or f"{self.label} is not available")
+        assert self.spec is not None
+        if capability is not None and not self.spec.supports(capability):
+            raise NotSupported(
+                f"provider {self.spec.name!r} does not support {operation} "
+                f"(capability {capability.value!r} not declared)"
+            )
+        return provider
+
+    def serves(self, chat: Chat) -> bool:
+        """Whether this context is the one ``chat`` resolves to (same scope)."""
+        return self._host.resolve(chat) == self.scope
+
+    # -- writes -------------------------------------------------------------------------------
+    async def _write(self, provider: Provider, write: MemoryWrite) -> Receipt:
+        assert self.spec is not None
+        limit = self.spec.max_input_chars
+        if len(write.text) > limit:
+            raise TooLarge(
+                f"text is {len(write.text)} characters; provider {self.spec.name!r} accepts "
+                f"at most {limit} (max_input_chars); nothing was stored"
+            )
+        try:
+            write = self._host.registry.inspect_remember(self.scope, write)
+        except Rejected as exc:
+            return Receipt(status=ReceiptStatus.REJECTED, reason=exc.reason, scope=self.scope.key)
+        if len(write.text) > limit:
+            raise TooLarge(
+                f"text is {len(write.text)} characters after policy hooks; provider "
+                f"{self.spec.name!r} accepts at most {limit}; nothing was stored"
+            )
+        try:
+            if write.kind == "feedback":
+                return await provider.feedback(write)
+            return await provider.remember(write)
+        except Rejected as exc:
+            return Receipt(status=ReceiptStatus.REJECTED, reason=exc.reason, scope=self.scope.key)
+
+    async def remember(
+        self,
+        text: str,
+        *,
+        title: str | None = None,
+        source: str = "api",
+        tags: Iterable[str] = (),
+    ) -> Receipt:
+        """Remember ``text`` in this scope's store.
+
+        :returns: the provider's truthful receipt, or a ``rejected`` receipt when a policy
+            hook (``goat_inspect_remember``) or the provider refused (nothing written).
+        :raises TooLarge: ``text`` over the provider's ``max_input_chars`` (checked first).
+        :raises ProviderUnavailable: this scope has no memory.
+        """
+        provider = self._require()
+        write = MemoryWrite(
+            kind="remember", text=text, title=title, source=source, tags=tuple(tags)
+        )
+        return await self._write(provider, write)
+
+    async def feedback(self, text: str, *, on: str | None = None, source: str = "api") -> Receipt:
+        """Record feedback (capability ``feedback``), optionally ``on`` a page of this store.
+
+        :raises NotSupported: the provider does not declare ``feedback`` (checked first).
+        """
+        provider = self._require(Capability.FEEDBACK, "feedback")
+        write = MemoryWrite(kind="feedback", text=text, on=on, source=source)
+        return await self._write(provider, write)
+
+    async def forget(self, ref: str) -> Receipt:
+        """Remove a page; the receipt's ``removed`` lists what went.
+
+        :raises NotFound: no such page, or one the browse policy hides.
+        """
+        provider = self._require()
+        if self.spec is not None and self.spec.supports(Capability.PAGES):
+            await self.get_page(ref)  # NotFound for a page the browse policy hides
+        return await provider.forget(ref)
+
+    async def refresh(self, receipt: Receipt) -> Receipt:
+        """Refresh a ``queued`` receipt of THIS scope.
+
+        :raises ScopeError: the receipt belongs to another scope.
+        """
+        if receipt.scope != self.scope.key:
+            raise ScopeError(
+                f"receipt of scope {receipt.scope} cannot be refreshed through the context of "
+                f"{self.scope.key}"
+            )
+        refreshed = await self._require().refresh(receipt)
+        if not isinstance(refreshed, Receipt):
+            raise TypeError(f"refresh returned {type(refreshed).__name__}, not a Receipt")
+        # validated again: a provider's model_copy(update=...) is not (a status as plain text)
+        return Receipt.model_validate(refreshed.model_dump(warnings=False))
+
+    # -- reads --------------------------------------------------------------------------------
+    async def recall(
+        self, query: str, *, limit: int = 10, max_tokens: int | None = None
+    ) -> RecallResult:
+        """Ranked results for user text (never query syntax), filtered by policy hooks.
+
+        :param limit: 1..100.
+        :param max_tokens: the most tokens of recalled text the caller will use; passed on
+            only to providers that count tokens (``ProviderSpec.counts_tokens``).
+        :raises BadInput: ``limit`` out of range, or ``max_tokens`` below 1.
+        :raises Rejected: a ``goat_filter_recall`` hook refused the read.
+        """
+        if not 1 <= limit <= 100:
+            raise BadInput(f"limit must be between 1 and 100, got {limit}")
+        if max_tokens is not None and max_tokens < 1:
+            raise BadInput(f"max_tokens must be at least 1, got {max_tokens}")
+        provider = self._require()
+        if max_tokens is not None and provider.spec.counts_tokens:
+            recall: Any = provider.recall
+            result = await recall(query, limit=limit, max_tokens=max_tokens)
+        else:
+            result = await provider.recall(query, limit=limit)
+        return self._host.registry.filter_recall(self.scope, query, result)
+
+    async def reflect(self, query: str) -> Reflection:
+        """Reason over memory (capability ``reflect``)."""
+        return await self._require(Capability.REFLECT, "reflect").reflect(query)
+
+    async def list_pages(self, limit: int = 50, cursor: str | None = None) -> PageList:
+        """One page of the page list (capability ``pages``), filtered by browse hooks.
+
+        Pages a ``goat_filter_browse`` hook hides are never silently dropped (DESIGN section
+        2: nothing is silently truncated): the listing gains the degraded reason
+        ``"<n> page(s) hidden by policy"`` and ``complete`` becomes ``False`` (``complete``
+        means "the last page and nothing skipped", see :class:`PageList`); ``next_cursor``
+        is the provider's, so paging on still works.
+
+        :param limit: 1..1000 items.
+        :raises BadInput: ``limit`` out of range.
+        """
+        if not 1 <= limit <= 1000:
+            raise BadInput(f"limit must be between 1 and 1000, got {limit}")
+        provider = self._require(Capability.PAGES, "list_pages")
+        listing = await provider.list_pages(limit=limit, cursor=cursor)
+        kept = tuple(self._host.registry.filter_browse(self.scope, listing.items))
+        hidden = hidden_count(listing.items, kept)
+        if not hidden:
+            return listing.model_copy(update={"items": kept})
+        return listing.model_copy(
+            update={
+                "items": kept,
+                "complete": False,
+                "degraded": (*listing.degraded, hidden_reason(hidden)),
+            }
+        )
+
+    async def get_page(self, ref: str) -> Page:
+        """One page (capability ``pages``).
+
+        :raises NotFound: no such page, or the browse policy hides it.
+        """
+        page = await self._require(Capability.PAGES, "get_page").get_page(ref)
+        if not self._host.registry.filter_browse(self.scope, [page.summary()]):
+            raise NotFound(f"no page {ref!r} in {self.label}")
+        return page
+
+    async def link_map(self) -> LinkMap:
+        """All pages and links (capability ``map``); hidden pages and their edges dropped.
+
+        When a ``goat_filter_browse`` hook hides pages, the map says so: its ``degraded``
+        gains ``"<n> page(s) hidden by policy"`` (a :class:`LinkMap` has no ``complete``
+        flag; the reason is its only, and sufficient, signal).
+        """
+        link_map = await self._require(Capability.MAP, "link_map").link_map()
+        nodes = tuple(self._host.registry.filter_browse(self.scope, link_map.nodes))
+        ids = {n.id for n in nodes}
+        edges = tuple(
+            e for e in link_map.edges if e.source in ids and (e.target is None or e.target in ids)
+        )
+        update: dict[str, Any] = {"nodes": nodes, "edges": edges}
+        hidden = hidden_count(link_map.nodes, nodes)
+        if hidden:
+            update["degraded"] = (*link_map.degraded, hidden_reason(hidden))
+        return link_map.model_copy(update=update)
+
+    async def connections(self, ref: str) -> Connections:
+        """A page's outgoing links and backlinks (capability ``map``), policy-filtered.
+
+        :raises NotFound: no such page, or the browse policy hides it.
+        """
+        conns = await self._require(Capability.MAP, "connections").connections(ref)
+        if not self._host.registry.filter_browse(self.scope, [conns.page]):
+            raise NotFound(f"no page {ref!r} in {self.label}")
+        return conns
+
+    async def reindex(self, progress: Callable[[int, int], None] | None = None) -> dict[str, int]:
+        """Bring the provider's local index up to date; returns its counts."""
+        return await self._require().reindex(progress)
+
+    async def check(self) -> Health:
+        """Probe this scope's provider and record the result (what ``status`` shows)."""
+        return await self._host.check(self.scope)
+
+    def tools(self) -> ToolSet:
+        """The model-facing tools bound to this context (see :func:`memory_tools`)."""
+        return memory_tools(self)
+
+    # -- turns --------------------------------------------------------------------------------
+    async def prepare_turn(self, prompt: str, budget: int) -> TurnMemory:
+        """Automatic recall before a turn: the memory block, its items and the outcome.
+
+        :param prompt: the user's prompt (trivial prompts skip recall).
+        :param budget: the most characters the block may take (>= 0).
+        :raises BadInput: a negative budget.
+
+        A failed read gives outcome ``failed`` with the reason, for this turn only: no
+        health state changes (DESIGN section 4).
+        """
+        if not isinstance(budget, int) or budget < 0:
+            raise BadInput(f"budget must be a non-negative number of characters, got {budget!r}")
+        if self._lease is not None and budget > 0 and not is_trivial_prompt(prompt):
+            # first check, or a retry within the short backoff, of a remote binding: only for
+            # a turn that will read (a "hi" never waits on a server)
+            await self._host._before_turn(self.scope)
+        meta = {"scope": self.scope.key, "label": self.label}
+        if self._provider is None:
+            outcome: Outcome = "off" if self.state == "off" else "unavailable"
+            return TurnMemory(block="", items=[], outcome=outcome, reason=self.reason, **meta)
+        if is_trivial_prompt(prompt):
+            return TurnMemory(
+                block="", items=[], outcome="skipped", reason="trivial prompt: no recall", **meta
+            )
+        if budget == 0:
+            return TurnMemory(
+                block="", items=[], outcome="skipped", reason="no budget for memory", **meta
+            )
+        try:
+            # A token is about four characters of English text: the budget in tokens for
+            # providers that count them (the block itself is still trimmed to characters).
+            result = await self.recall(
+                prompt, limit=TURN_RECALL_LIMIT, max_tokens=max(1, budget // CHARS_PER_TOKEN)
+            )
+        except Exception as exc:  # reported for this turn only
+            reason = (
+                f"{type(exc).__name__}: {exc}"
+                if isinstance(exc, GoatError)
+                else (f"{type(exc).__name__} while recalling from {self.label}")
+            )
+            return TurnMemory(block="", items=[], outcome="failed", reason=reason, **meta)
+        if not result.items:
+            return TurnMemory(
+                block="", items=[], outcome="empty", reason="nothing relevant recalled", **meta
+            )
+        block, quoted, cut = format_memory_block(result.items, label=self.label, budget=budget)
+        if not quoted:
+            return TurnMemory(block="", items=[], outcome="skipped", reason=cut, **meta)
+        return TurnMemory(block=block, items=quoted, outcome="ok", reason=cut, **meta)
+
+
+def memory_tools(context: MemoryContext) -> ToolSet:
+    """The tools bound to ``context`` (one scope; no scope-choosing argument anywhere).
+
+    :param context: exactly one :class:`~goat_core.host.MemoryContext`.
+    :returns: an empty :class:`ToolSet` (with ``reason``) for a scope without memory.
+    :raises TypeError: anything but one context (e.g. a list of contexts).
+    :raises ScopeError: a provider tool's schema has a forbidden property
+        (:data:`FORBIDDEN_ARGUMENTS`).
+    :raises ConfigError: a provider tool with an invalid or core-colliding name.
+    """
+    if not isinstance(context, MemoryContext):
+        raise TypeError(
+            f"memory_tools takes one MemoryContext, got {type(context).__name__}: tools are "
+            "bound to exactly one scope"
+        )
+    return build_tools(context)
