@@ -26,8 +26,8 @@ from goat_core.cli._output import _debug, _err, _one_line, _table, _to_json, emi
 from goat_core.cli._root import _configure_logging
 
 if TYPE_CHECKING:
-    from goat_core.host import BindOutcome
-    from goat_core.models import Scope
+    from goat_core.host import BindingStatus, BindOutcome, SyncMemoryHost
+    from goat_core.models import Scope, ScopeRequest
 
 #: ``status --watch`` re-renders this often (a recheck every 15 s, see ``docs/design.md``).
 WATCH_SECONDS = 15.0
@@ -230,7 +230,7 @@ def bind_cmd(
     else:
         for line in _bind_summary(outcome, scope, provider):
             click.echo(line)
-        if no_connect and remote and getattr(outcome, "health", None) is None:
+        if no_connect and remote and outcome.health is None:
             where = "--global" if scope.is_global else f"--pen {scope.pen_id}"
             click.echo(f"not checked (--no-connect): `goat check {where}` connects and reports")
 
@@ -339,7 +339,7 @@ def check_cmd(
         raise click.exceptions.Exit(6)
 
 
-def _over_saved(host: Any, scope: Scope, draft: dict[str, Any]) -> dict[str, Any]:
+def _over_saved(host: SyncMemoryHost, scope: Scope, draft: dict[str, Any]) -> dict[str, Any]:
     """``draft`` over the saved binding's settings (an unbound or legacy scope: as given)."""
     from goat_core.errors import ConfigError
 
@@ -360,7 +360,7 @@ _TONE_STYLE: dict[str, dict[str, Any]] = {
 }
 
 
-def _status_rows(statuses: Sequence[Any]) -> list[dict[str, Any]]:
+def _status_rows(statuses: Sequence[BindingStatus]) -> list[dict[str, Any]]:
     rows = []
     for s in statuses:
         data = _to_json(s)
@@ -382,7 +382,7 @@ def _status_rows(statuses: Sequence[Any]) -> list[dict[str, Any]]:
     return rows
 
 
-def _checked_status(host: Any, request: Any) -> list[dict[str, Any]]:
+def _checked_status(host: SyncMemoryHost, request: ScopeRequest) -> list[dict[str, Any]]:
     """A short live check of every enabled binding (a local stat, or the remote's cheap
     probe through the connection supervisor, at most :data:`STATUS_CHECK_SECONDS`), then
     the status rows with the fresh results. Disabled and legacy bindings are not contacted."""

@@ -14,6 +14,7 @@ from goat_core.cli._options import _scope, memory_options, open_memory
 from goat_core.cli._output import _err, _one_line, _table, _to_json, emit_json
 
 if TYPE_CHECKING:
+    from goat_core.host import SyncMemoryContext
     from goat_core.models import Receipt
 
 #: ``reindex`` shows a progress bar (on stderr) when at least this many files are indexed.
@@ -24,15 +25,12 @@ PROGRESS_THRESHOLD = 200
 _RECEIPT_EXIT = {"stored": 0, "queued": 0, "rejected": 5, "failed": 5, "unknown": 6}
 
 
-def _store_of(memory: Any) -> str | None:
+def _store_of(memory: SyncMemoryContext) -> str | None:
     """A shared bank's own label (``shared bank `b` on `s```), ``None`` for a scope's store."""
     from goat_core.host import scope_label
 
-    label = getattr(memory, "label", None)
-    scope = getattr(memory, "scope", None)
-    if not isinstance(label, str) or scope is None or label == scope_label(scope):
-        return None
-    return label
+    label = memory.label
+    return None if label == scope_label(memory.scope) else label
 
 
 def _receipt_place(receipt: Receipt, store: str | None) -> str:

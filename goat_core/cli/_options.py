@@ -144,9 +144,7 @@ def open_host(
     try:
         yield host
     finally:
-        close = getattr(host, "close", None)
-        if callable(close):
-            close()
+        host.close()
 
 
 @contextmanager
@@ -154,8 +152,8 @@ def open_memory(
     home: Path | None, pen: str | None, progress: Callable[[int, int], None] | None = None
 ) -> Iterator[SyncMemoryContext]:
     """The memory context of one scope: Global, or the Pen ``pen`` (validated first), on a
-    host from :func:`open_host`; both are closed afterwards. This is how every core memory
-    command opens memory.
+    host from :func:`open_host`, closed afterwards (with the providers it built). This is
+    how every core memory command opens memory.
 
     :raises ScopeError: an invalid Pen id (exit 2), before any I/O.
     """
@@ -163,10 +161,4 @@ def open_memory(
     from goat_core.host import Chat
 
     with open_host(home, progress) as host:
-        context = host.context_for(Chat(project_id=scope.pen_id))
-        try:
-            yield context
-        finally:
-            close = getattr(context, "close", None)
-            if callable(close):
-                close()
+        yield host.context_for(Chat(project_id=scope.pen_id))
