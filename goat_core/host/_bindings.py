@@ -41,7 +41,8 @@ __all__ = ["HostBindings"]
 
 
 def _is_default_store(scope: Scope, binding: Binding) -> bool:
-    """Whether ``binding`` serves the embedded default store (tone ``quiet``, DESIGN section 4).
+    """Whether ``binding`` serves the embedded default store (tone ``quiet``; docs/design.md,
+    Hosts and tools).
 
     True for the synthetic binding of an unbound Global scope, and for an explicit Global
     binding to :data:`EMBEDDED_DEFAULT_PROVIDER` with no settings: that binding opens the

@@ -1,8 +1,8 @@
 """``memory.json``: bindings and scope selection, schema-versioned, written atomically.
 
-The file lives at :attr:`GoatHome.config_path <goat_core.home.GoatHome.config_path>` and holds
-bindings and which binding each scope selects, never a secret (DESIGN section 6). Current
-shape (``schema_version`` 1)::
+The file lives at :attr:`GoatHome.config_path <goat_core.host.GoatHome.config_path>` and holds
+bindings and which binding each scope selects, never a secret (docs/design.md, Bindings
+and providers). Current shape (``schema_version`` 1)::
 
     {
       "schema_version": 1,
@@ -27,7 +27,7 @@ Rules:
 - A binding entry whose provider's legacy decoder (``ProviderSpec.legacy_decoder``) returns a
   reason is *legacy*: it is kept exactly as written (the entry's JSON text byte-for-byte) on
   every save until the user replaces or unbinds that scope, and it fails closed
-  (:meth:`Config.selected` raises). This follows DESIGN section 5 (legacy Hindsight bindings).
+  (:meth:`Config.selected` raises). See docs/design.md, Remote providers and the supervisor.
 - Saves are atomic (same-folder dot-temp file, fsync, rename, fsync of the folder), the file
   is 0600 and a folder created for it 0700; a settings key that looks like a secret
   (``api_key``, ``token``, ``password``, ``secret``, ...) or a URL with a password refuses
@@ -147,7 +147,8 @@ class Config(BaseModel):
         """The binding ``scope`` selects, or ``None`` when it selects nothing.
 
         :raises ConfigError: the selected binding is legacy; it fails closed with the
-            provider's reason and the command that replaces it (DESIGN section 5).
+            provider's reason and the command that replaces it (docs/design.md, Remote
+            providers and the supervisor).
         """
         binding_id = self.selection.get(scope.key)
         if binding_id is None:
@@ -524,7 +525,7 @@ def _render(config: Config) -> bytes:
 def write_owner_only(path: Path, data: bytes) -> None:
     """Atomically replace ``path`` with ``data``, owner-only (``0600``, whatever the umask).
 
-    Uses :func:`goat_core.files.atomic_write` (same-folder dot-temp file, fsync, rename,
+    Uses :func:`goat_core.filestore.atomic_write` (same-folder dot-temp file, fsync, rename,
     folder fsync; on any failure the temp file is removed and ``path`` is unchanged). A
     folder this creates is ``0700``. An existing ``path`` with wider permissions is made
     ``0600`` first, so neither the temp file nor the result is ever group/world-readable.

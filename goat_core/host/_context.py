@@ -137,14 +137,14 @@ class MemoryContext:
         return scope_label(self.scope)
 
     def _gate(self, name: str, access: Access) -> Gate:
-        """A :class:`~goat_core.provider.PolicyGate` for one call of an extra tool or a
+        """A :class:`~goat_core.contract.PolicyGate` for one call of an extra tool or a
         provider operation named ``name`` (docs/design.md, Policy path)."""
         assert self.spec is not None
         return Gate(self._host.registry, self.scope, self.label, self.spec, access, name)
 
     async def run_operation(self, name: str, *args: Any, **kwargs: Any) -> Any:
         """Run the provider's operation ``name`` (``Provider.operations()``) through this
-        scope's policy: the operation gets a :class:`~goat_core.provider.PolicyGate`, never
+        scope's policy: the operation gets a :class:`~goat_core.contract.PolicyGate`, never
         the provider. What plugin CLI commands call.
 
         :raises NotSupported: the provider has no such operation.
@@ -298,8 +298,8 @@ class MemoryContext:
     async def list_pages(self, limit: int = 50, cursor: str | None = None) -> PageList:
         """One page of the page list (capability ``pages``), filtered by browse hooks.
 
-        Pages a ``goat_filter_browse`` hook hides are never silently dropped (DESIGN section
-        2: nothing is silently truncated): the listing gains the degraded reason
+        Pages a ``goat_filter_browse`` hook hides are never silently dropped (docs/design.md,
+        Reads and truth: nothing is silently truncated): the listing gains the degraded reason
         ``"<n> page(s) hidden by policy"`` and ``complete`` becomes ``False`` (``complete``
         means "the last page and nothing skipped", see :class:`PageList`); ``next_cursor``
         is the provider's, so paging on still works.
@@ -383,7 +383,7 @@ class MemoryContext:
         :raises BadInput: a negative budget.
 
         A failed read gives outcome ``failed`` with the reason, for this turn only: no
-        health state changes (DESIGN section 4).
+        health state changes (docs/design.md, Hosts and tools).
         """
         if not isinstance(budget, int) or budget < 0:
             raise BadInput(f"budget must be a non-negative number of characters, got {budget!r}")

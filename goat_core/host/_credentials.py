@@ -1,16 +1,16 @@
 """Credentials: the OS keyring when a real one is active, else an owner-only file.
 
-Order of lookup for ``get(binding_id, name)`` (DESIGN section 6):
+Order of lookup for ``get(binding_id, name)`` (docs/design.md, Credentials and egress):
 
 1. the environment variable ``GOAT_<NAME>_<BINDING_ID>`` (uppercased, non-alphanumerics as
    ``_``; for the API key ``GOAT_API_KEY_<BINDING_ID>``, see
-   :func:`~goat_core.models.credential_env_var`), never persisted;
+   :func:`~goat_core.contract.credential_env_var`), never persisted;
 2. the OS keyring, only when ``keyring.core.recommended(backend)`` (priority >= 1: macOS
    Keychain, Windows Credential Locker, Secret Service, KWallet). keyrings.alt's plaintext
    backend (priority 0.5) and the fail backend are not used. Every keyring call has a 3 s
    timeout, like gh; a call that times out or fails falls back to the file with a notice;
 3. ``credentials.json`` under the GOAT home (:attr:`GoatHome.credentials_path
-   <goat_core.home.GoatHome.credentials_path>`): file 0600, folder 0700, written atomically,
+   <goat_core.host.GoatHome.credentials_path>`): file 0600, folder 0700, written atomically,
    opened with ``O_NOFOLLOW``; a file readable by group or others, or owned by someone else,
    is refused (like ssh). Shape: ``{"version": 1, "credentials": {binding_id: {name: value}}}``.
 
@@ -337,7 +337,7 @@ def missing_credential_message(
 
     ``binding `pen-x` (provider hindsight) needs an API key: run `goat bind --pen x
     hindsight --api-key-stdin` or set GOAT_API_KEY_PEN_X``. The scope flag is taken from
-    binding ids made by :func:`goat_core.config.binding_id_for`; other ids show ``...``.
+    binding ids made by :func:`goat_core.host._config.binding_id_for`; other ids show ``...``.
     """
     spec = spec if spec is not None else CredentialSpec()
     what = spec.description or spec.name

@@ -2,7 +2,7 @@
 
 :func:`guarded_http_client` builds an ``httpx2.AsyncClient`` (what the mcp 2.x SDK needs)
 whose transport asks ``goat_authorize_egress`` (through
-:meth:`Registry.authorize_egress <goat_core.registry.Registry.authorize_egress>`) before
+:meth:`Registry.authorize_egress <goat_core.plugins.Registry.authorize_egress>`) before
 *every* request, redirects included. A refused request never reaches the network: it is
 answered with a ``403`` response whose JSON body is ``{"error": "egress refused by GOAT:
 ..."}`` and whose ``x-goat-egress`` header is ``refused``. It is answered rather than
@@ -12,8 +12,9 @@ raised because an exception inside an httpx2 transport tears down a whole MCP co
 :func:`check_egress` asks the same question before connecting and raises
 :class:`~goat_core.errors.ProviderUnavailable`.
 
-The built-in rule (``goat_core.default_plugins.egress``) allows only URLs under the
-``egress`` prefixes of an enabled binding the user explicitly bound (DESIGN section 3).
+The built-in rule (``goat_core.plugins.builtin``) allows only URLs under the
+``egress`` prefixes of an enabled binding the user explicitly bound (docs/design.md,
+Credentials and egress).
 """
 
 from __future__ import annotations

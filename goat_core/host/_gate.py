@@ -1,9 +1,9 @@
 """The policy gate: how a provider's extra tools and a plugin's operations reach the scope's
 policy hooks (docs/design.md, Policy path).
 
-:class:`Gate` implements :class:`goat_core.provider.PolicyGate` for one call of one extra
+:class:`Gate` implements :class:`goat_core.contract.PolicyGate` for one call of one extra
 tool or operation, bound to one :class:`~goat_core.host.MemoryContext`. :func:`run_gated`
-runs the call and holds it to its declared :class:`~goat_core.provider.Access`: a ``read``
+runs the call and holds it to its declared :class:`~goat_core.contract.Access`: a ``read``
 call that passed nothing through a read policy, or that tried to write, is refused as a
 provider defect.
 """
@@ -47,7 +47,7 @@ def hidden_count(before: Sequence[PageSummary], kept: Sequence[PageSummary]) -> 
 
 
 class Gate:
-    """One call's :class:`~goat_core.provider.PolicyGate`.
+    """One call's :class:`~goat_core.contract.PolicyGate`.
 
     :param registry: the host's registry (the only caller of hooks).
     :param scope: the one scope the call serves. :param label: the store's label.

@@ -28,7 +28,7 @@ __all__ = [
     "scope_label",
 ]
 
-#: The provider of the embedded default Global store (DESIGN section 2).
+#: The provider of the embedded default Global store (docs/design.md, Bindings and providers).
 EMBEDDED_DEFAULT_PROVIDER = "markdown"
 #: The id of the synthetic binding an unbound Global scope uses.
 DEFAULT_BINDING_ID = "default"

@@ -1,9 +1,10 @@
-"""The connection supervisor: who owns each remote binding's session (DESIGN sections 4, 5).
+"""The connection supervisor: who owns each remote binding's session (docs/design.md,
+Remote providers and the supervisor).
 
 A host keeps one :class:`Supervisor` per process. It holds one *slot* per scope whose
 selected, enabled binding is a remote provider (``ProviderSpec.network``); local providers
 never come here. A slot owns the binding's published session (a :class:`Provider`), its
-last published :class:`~goat_core.models.Health` and its retry state.
+last published :class:`~goat_core.contract.Health` and its retry state.
 
 States of a slot and what moves it (``connecting`` is not a state: an attempt can be in
 flight in any state, and the last published status stays visible meanwhile)::
@@ -102,9 +103,10 @@ class RetryPolicy:
     """Timing of retries and rechecks, in seconds.
 
     :param base: the first backoff after a failed check; it doubles per consecutive
-        failure up to ``cap`` (the "short backoff" of DESIGN section 5).
+        failure up to ``cap`` (the "short backoff" of docs/design.md, Remote providers and
+        the supervisor).
     :param cap: the longest backoff.
-    :param recheck_interval: how often an open status view rechecks (15 s, DESIGN sec. 5).
+    :param recheck_interval: how often an open status view rechecks (15 s, docs/design.md).
     :param turn_wait: how long preparing a turn waits for a retry before going on without
         memory (the check itself runs on, owned by the supervisor).
     """

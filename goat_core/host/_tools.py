@@ -5,9 +5,10 @@ description, JSON input schema, ``readOnlyHint``/``destructiveHint`` annotations
 tool shape) for ``recall`` and ``remember`` always, ``reflect`` and ``feedback`` when the
 provider declares them, plus the provider's own extras (``Provider.model_tools()``).
 
-Every tool is bound to the context's one scope (DESIGN section 4): no argument names a
-scope, Pen, bank, URL, path or store, so a model cannot reach another scope. A provider
-extra whose schema has such a property is refused when the tool set is built.
+Every tool is bound to the context's one scope (docs/design.md, Hosts and tools): no
+argument names a scope, Pen, bank, URL, path or store, so a model cannot reach another
+scope. A provider extra whose schema has such a property is refused when the tool set is
+built.
 
 :meth:`ToolSet.call` validates arguments (unknown ones are refused) and returns JSON for
 the model: the same receipt and ``complete``/``degraded`` truth as the host API, or
