@@ -24,13 +24,7 @@ from goat_core.host._records import (
     Chat,
     scope_label,
 )
-from goat_core.host._supervisor import (
-    Clock,
-    RetryPolicy,
-    SessionState,
-    SlotStatus,
-    Supervisor,
-)
+from goat_core.host._supervisor import Clock, RetryPolicy, SessionState, SlotStatus, Supervisor
 from goat_core.host._sync import SyncMemoryContext, SyncMemoryHost
 from goat_core.host._tools import FORBIDDEN_ARGUMENTS, ToolDefinition, ToolSet
 from goat_core.host._turn import TRIVIAL_PROMPTS, TurnMemory, format_memory_block, is_trivial_prompt

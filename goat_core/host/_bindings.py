@@ -9,20 +9,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
-from goat_core.contract import (
-    Binding,
-    Derivation,
-    Health,
-    ProviderSpec,
-    Scope,
-    ScopeRequest,
-    Tone,
-)
-from goat_core.errors import (
-    BadInput,
-    ConfigError,
-    GoatError,
-)
+from goat_core.contract import Binding, Derivation, Health, ProviderSpec, Scope, ScopeRequest, Tone
+from goat_core.errors import BadInput, ConfigError, GoatError
 from goat_core.host._config import Config, binding_id_for
 from goat_core.host._context import MemoryContext
 from goat_core.host._credentials import CredentialStore, check_secret

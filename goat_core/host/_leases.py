@@ -3,14 +3,8 @@ follows (which servers a binding names; when a key may go to a changed binding).
 
 from __future__ import annotations
 
-from goat_core.contract import (
-    Binding,
-    Health,
-    Provider,
-)
-from goat_core.errors import (
-    GoatError,
-)
+from goat_core.contract import Binding, Health, Provider
+from goat_core.errors import GoatError
 from goat_core.host._supervisor import SessionState, Supervisor
 
 __all__ = ["RemoteLease", "same_servers", "unavailable_reason"]

@@ -10,14 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from goat_core.contract import (
-    Binding,
-    Health,
-    HealthCause,
-    Scope,
-    Tone,
-    normalize_pen_id,
-)
+from goat_core.contract import Binding, Health, HealthCause, Scope, Tone, normalize_pen_id
 
 __all__ = [
     "DEFAULT_BINDING_ID",

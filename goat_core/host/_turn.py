@@ -12,9 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from goat_core.contract import (
-    RecallItem,
-)
+from goat_core.contract import RecallItem
 
 __all__ = [
     "CHARS_PER_TOKEN",
