@@ -22,9 +22,9 @@ from goat_core.config import (
     load_config,
     save_config,
 )
+from goat_core.contract import Binding, Scope
 from goat_core.errors import ConfigError, Conflict, NotFound
 from goat_core.home import GoatHome
-from goat_core.models import Binding, Scope
 
 GLOBAL = Scope.global_()
 PEN_A = Scope.pen("alpha")

@@ -12,6 +12,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from goat_core import hookimpl
+from goat_core.contract import (
+    Consistency,
+    Health,
+    MemoryWrite,
+    PageSummary,
+    RecallItem,
+    RecallResult,
+    ReceiptStatus,
+    Scope,
+    ScopeRequest,
+    Tone,
+)
 from goat_core.errors import (
     BadInput,
     ConfigError,
@@ -30,18 +42,6 @@ from goat_core.host import (
     SyncMemoryHost,
     format_memory_block,
     is_trivial_prompt,
-)
-from goat_core.models import (
-    Consistency,
-    Health,
-    MemoryWrite,
-    PageSummary,
-    RecallItem,
-    RecallResult,
-    ReceiptStatus,
-    Scope,
-    ScopeRequest,
-    Tone,
 )
 
 HERE = Path(__file__).parent
@@ -838,8 +838,8 @@ async def test_a_draft_check_never_sends_the_saved_key_to_another_server(
 def test_same_servers_rule() -> None:
     """Which rebinding or draft may use a stored key: same provider and servers, the
     default port filled in; without egress URLs only identical settings count."""
+    from goat_core.contract import Binding
     from goat_core.host import _same_servers
-    from goat_core.models import Binding
 
     def b(*egress: str, provider: str = "p", **settings: str) -> Binding:
         return Binding(id="x", provider=provider, settings=settings, egress=egress)
@@ -868,8 +868,8 @@ class _TokenKey(ref.BankProvider):
 async def test_a_draft_key_is_validated_redacted_and_named_as_the_provider_declares(
     home: GoatHome,
 ) -> None:
+    from goat_core.contract import CredentialSpec
     from goat_core.logs import _REDACTOR
-    from goat_core.models import CredentialSpec
 
     plugin = _bank_like(
         "reference_token",

@@ -144,11 +144,10 @@ def test_real_failing_authenticated_call_logs_no_secret(
     loopback server answering 401 with the key echoed); httpx2/httpcore2 log at DEBUG; the
     provider raises AuthError with the response text and logs it with exc_info.
     """
+    from goat_core.contract import Binding
     from goat_core.credentials import CredentialStore
     from goat_core.egress import guarded_http_client
-    from goat_core.manager import PluginSettings, make_plugin_manager
-    from goat_core.models import Binding
-    from goat_core.registry import Registry
+    from goat_core.plugins import PluginSettings, Registry, make_plugin_manager
 
     monkeypatch.setattr(CredentialStore, "_keyring", lambda self: None)
     home = GoatHome.at(tmp_path / "home")

@@ -21,6 +21,22 @@ import pytest
 from pydantic import BaseModel, ConfigDict, Field
 
 from goat_core import hookimpl
+from goat_core.contract import (
+    Binding,
+    Capability,
+    CredentialSpec,
+    Health,
+    MemoryWrite,
+    Provider,
+    ProviderContext,
+    ProviderSpec,
+    RecallItem,
+    RecallResult,
+    Receipt,
+    ReceiptStatus,
+    Scope,
+    Tone,
+)
 from goat_core.errors import (
     AuthError,
     BadInput,
@@ -31,23 +47,7 @@ from goat_core.errors import (
 )
 from goat_core.home import GoatHome
 from goat_core.host import Chat, MemoryHost
-from goat_core.manager import PluginSettings, make_plugin_manager, register_plugin
-from goat_core.models import (
-    Binding,
-    Capability,
-    CredentialSpec,
-    Health,
-    MemoryWrite,
-    ProviderSpec,
-    RecallItem,
-    RecallResult,
-    Receipt,
-    ReceiptStatus,
-    Scope,
-    Tone,
-)
-from goat_core.provider import Provider, ProviderContext
-from goat_core.registry import Registry
+from goat_core.plugins import PluginSettings, Registry, make_plugin_manager, register_plugin
 from goat_core.supervisor import (
     RetryPolicy,
     SessionState,

@@ -19,12 +19,11 @@ from typing import Any
 import anyio
 import httpx2
 import pytest
+from goat_core.contract import Receipt, ReceiptStatus, Scope, Tone
 from goat_core.errors import GoatError, ProviderUnavailable
 from goat_core.home import GoatHome
 from goat_core.host import Chat, MemoryHost
-from goat_core.manager import PluginSettings
-from goat_core.models import Receipt, ReceiptStatus, Scope, Tone
-from goat_core.registry import Registry
+from goat_core.plugins import PluginSettings, Registry
 from goat_core.supervisor import RetryPolicy, SessionState
 from live_server import LiveServer
 

@@ -6,11 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from goat_core.contract import Scope
 from goat_core.home import GoatHome
 from goat_core.host import Chat, SyncMemoryHost
-from goat_core.manager import PluginSettings, make_plugin_manager, register_plugin
-from goat_core.models import Scope
-from goat_core.registry import Registry
+from goat_core.plugins import PluginSettings, Registry, make_plugin_manager, register_plugin
 
 import goat_markdown.plugin
 import goat_markdown.provider

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from goat_core.contract import MemoryWrite
 from goat_core.errors import BadInput, Conflict, PathError
-from goat_core.models import MemoryWrite
 from wiki_helpers import MakeWiki, write_tree
 
 from goat_wiki.provider import PageWrite, WikiProvider

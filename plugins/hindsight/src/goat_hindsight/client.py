@@ -212,7 +212,7 @@ class HindsightClient:
     :param settings: validated settings (server and bank).
     :param api_key: ``api_key() -> str | None``, read when connecting (credential store).
     :param http_client: ``http_client(**kwargs) -> httpx2.AsyncClient``, the egress-guarded
-        factory from :class:`~goat_core.provider.ProviderContext`.
+        factory from :class:`~goat_core.contract.ProviderContext`.
     :param transport: the inner httpx2 transport (tests: ``httpx2.MockTransport``); default
         a real ``httpx2.AsyncHTTPTransport``.
     :param sleep: ``await sleep(seconds)`` used for backoff waits (tests record them).
