@@ -753,11 +753,11 @@ class MarkdownProvider(FolderStoreProvider[filestore.StoredNote]):
         return result.model_copy(update={"degraded": degraded}) if degraded else result
 
     def _connections(self, ref: str) -> Connections:
-        from goat_core import links
+        from goat_core.filestore import connections
 
         scan, pages, paths = self._link_inputs()
         rel = self._resolve(ref, [(n.path, n.title, n.fm_id) for n in scan.notes])
-        return links.connections(pages, rel, paths)
+        return connections(pages, rel, paths)
 
     def _reindex(self, progress: Callable[[int, int], None] | None) -> dict[str, int]:
         walk, stats = self._sync_index(progress, watch=False)
