@@ -48,8 +48,6 @@ if TYPE_CHECKING:
     from goat_core.filestore._pages import PageRef, StoredNote
     from goat_core.filestore.search import IndexedDoc, SearchIndex
 
-__all__ = ["FolderStoreProvider", "FolderStoreSettings", "StoreRoot", "absolute_store_root"]
-
 
 def absolute_store_root(value: Path | None) -> Path | None:
     """Make ``root`` absolute (``~`` expanded, relative to the current directory at bind time)
