@@ -10,7 +10,7 @@ factory and driven through :class:`goat_core.contract.SyncProvider` (``reindex()
 ``recall()``), ``goat_core.filestore.walk_notes`` for the change scan and
 ``goat_core.filestore.parse_note`` (PyYAML's C loader) for the baseline. Every figure is
 measured in the same run, on a warm page cache (each vault is read once before timing).
-Targets are those of the markdown provider's issue and apply at 100k notes; at smaller sizes
+Targets apply at 100k notes; at smaller sizes
 the PASS/MISS column is indicative only. See benchmarks/README.md.
 """
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -332,3 +333,31 @@ def test_plugin_tests_import_no_private_goat_core_module() -> None:
                 if any(part.startswith("_") for part in name.split(".")):
                     offenders.append(f"{rel}:{line} imports {name}")
     assert not offenders, "\n".join(offenders)
+
+
+# -- citations --------------------------------------------------------------------------------
+#: What a citation of a document outside the repository, or of issue text, looks like. Cite
+#: ``docs/design.md, <Section>`` instead. ``shared/data/...`` is where the test vault is looked
+#: up, not a citation.
+OUTSIDE_CITATIONS = re.compile(
+    r"\bDESIGN\b"  # DESIGN section N, DESIGN.md
+    r"|\bSTYLE section"
+    r"|\bshared/(?!data/)[A-Za-z]"  # shared/research, shared/hindsight ...
+    r"|\b[Ii]ssues?\s+(?:\d|#\d|items?\b|\")"  # issue 6, issue #6, issue item 3, issue "X"
+)
+
+
+def test_docstrings_cite_only_files_in_the_repository() -> None:
+    files = [*(REPO / "goat_core").rglob("*.py"), *(REPO / "tests").rglob("*.py")]
+    for plugin in sorted((REPO / "plugins").iterdir()):
+        for sub in ("src", "tests", "benchmarks"):
+            files.extend((plugin / sub).rglob("*.py"))
+    offenders = []
+    for file in sorted(files):
+        rel = file.relative_to(REPO).as_posix()
+        if rel in HOST_MODULES_NOT_YET_MOVED or rel == "tests/test_architecture.py":
+            continue
+        for number, line in enumerate(file.read_text(encoding="utf-8").splitlines(), 1):
+            if OUTSIDE_CITATIONS.search(line):
+                offenders.append(f"{rel}:{number}: {line.strip()}")
+    assert not offenders, "cite docs/design.md, <Section> instead:\n" + "\n".join(offenders)

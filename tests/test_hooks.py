@@ -1,5 +1,6 @@
 """One test per hook spec, through :class:`Registry`, plus meta-tests that every hook is
-tested, documented and typed (the datasette and pytest house rules, STYLE section 9)."""
+tested, documented and typed (the datasette and pytest house rules; docs/design.md, Plugins
+and hooks)."""
 
 from __future__ import annotations
 

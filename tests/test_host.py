@@ -640,7 +640,8 @@ def test_sync_host_for_the_cli(home: GoatHome) -> None:
         host.context_for(Chat())
 
 
-# -- remote bindings go through the connection supervisor (issue 6) ------------------------------
+# -- remote bindings go through the connection supervisor ---------------------------------------
+# (docs/design.md, Remote providers and the supervisor)
 async def test_only_remote_bindings_are_supervised(host: MemoryHost) -> None:
     await host.bind(Scope.pen("local"), "markdown", {})
     await host.bind(Scope.pen("bank"), "reference_bank", BANK, connect=False)
@@ -672,7 +673,8 @@ async def test_refresh_is_a_live_check_with_causes(host: MemoryHost) -> None:
 
 async def test_a_broken_shared_bank_keeps_its_shared_bank_label(host: MemoryHost) -> None:
     """While a shared-bank binding is broken (no live session), status rows, contexts and
-    turns still call it the shared bank, never Pen memory (issue 5 item 9)."""
+    turns still call it the shared bank, never Pen memory (docs/design.md, Bindings and
+    providers)."""
     bad = {"server": "https://unreachable.example", "bank": "team"}
     await host.bind(Scope.pen("down"), "reference_bank", bad, connect=False)
     label = "shared bank `team` on `https://unreachable.example`"

@@ -138,7 +138,8 @@ def test_real_failing_authenticated_call_logs_no_secret(
     monkeypatch: pytest.MonkeyPatch,
     as_json: bool,
 ) -> None:
-    """Issue 2 item 10: the logs of a failing authenticated call hold no secret.
+    """The logs of a failing authenticated call hold no secret (docs/design.md, Credentials
+    and egress).
 
     The key takes the real path (credential store -> provider -> guarded httpx2 client ->
     loopback server answering 401 with the key echoed); httpx2/httpcore2 log at DEBUG; the

@@ -1,4 +1,5 @@
-"""The connection supervisor of remote bindings (issue 6), deterministic: no sleeps.
+"""The connection supervisor of remote bindings (docs/design.md, Remote providers and the
+supervisor), deterministic: no sleeps.
 
 A scripted fake remote provider (``spec.network=True``) talks to in-memory endpoints, one per
 ``(server, bank)``; each endpoint counts its network checks and can hold them on an anyio

@@ -1,4 +1,4 @@
-"""The contract tests every provider passes (DESIGN section 8).
+"""The contract tests every provider passes (docs/design.md, The conformance suite).
 
 Each test's docstring ends with a ``Troubleshooting:`` note for provider authors.
 """
@@ -42,7 +42,7 @@ from goat_core.testing.conformance.base import (
 
 __all__ = ["ProviderConformanceTests", "contract_violations"]
 
-#: Pen ids the suite expects :meth:`Scope.pen` to reject (DESIGN section 2).
+#: Pen ids the suite expects :meth:`Scope.pen` to reject (docs/design.md, Scopes).
 BAD_PEN_IDS = ("", " ", "a/b", "a:b", "50%", "../x", "café", "-x", ".x", "x" * 65, "a b", "a\nb")
 
 #: Stored text with query-syntax characters and the query that must find it.

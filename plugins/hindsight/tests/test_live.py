@@ -1,4 +1,4 @@
-"""goat-hindsight against a real Hindsight 1.1.0 server (issue item 10, live cases)."""
+"""goat-hindsight against a real Hindsight 1.1.0 server (live cases)."""
 
 from __future__ import annotations
 

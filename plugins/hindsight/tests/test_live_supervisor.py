@@ -1,5 +1,5 @@
-"""The connection supervisor against a real Hindsight 1.1.0 server (issue "Connection health
-and session ownership", item 4, live): stop the server's API mid-session -> status warn
+"""The connection supervisor against a real Hindsight 1.1.0 server (docs/design.md,
+Remote providers and the supervisor; live): stop the server's API mid-session -> status warn
 with the cause, the next turn's read reports failed context without raising; start it
 again on the same port -> the next turn or recheck recovers with no manual reconnect; the
 server's memory count proves that nothing was replayed.

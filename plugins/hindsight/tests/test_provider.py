@@ -1,4 +1,4 @@
-"""GOAT operations mapped onto Hindsight tools (issue item 7, 9), against the scripted server."""
+"""GOAT operations mapped onto Hindsight tools, against the scripted server."""
 
 from __future__ import annotations
 

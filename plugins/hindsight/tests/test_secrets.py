@@ -1,6 +1,6 @@
-"""The API key never leaves the Authorization header (issue item 3), with a sentinel key:
-not in logs (structlog and every stdlib logger at DEBUG), exceptions, reprs, receipts, JSON
-output, tool arguments or request bodies."""
+"""The API key never leaves the Authorization header (docs/design.md, Credentials and
+egress), with a sentinel key: not in logs (structlog and every stdlib logger at DEBUG),
+exceptions, reprs, receipts, JSON output, tool arguments or request bodies."""
 
 from __future__ import annotations
 

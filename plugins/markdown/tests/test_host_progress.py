@@ -1,5 +1,6 @@
-"""A host's progress sink reaches the store's first indexing inside a read (issue 4 item 6:
-a progress bar while a large store is first indexed), with one change scan per read."""
+"""A host's progress sink reaches the store's first indexing inside a read (docs/design.md,
+Reads and truth: a progress bar while a large store is first indexed), with one change scan
+per read."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Each known failure of the LLM Wiki pattern (issue "LLM Wiki provider"), with its exact
-input: made impossible, or reported by lint."""
+"""Each known failure of the LLM Wiki pattern (docs/design.md, Bindings and providers), with
+its exact input: made impossible, or reported by lint."""
 
 from __future__ import annotations
 

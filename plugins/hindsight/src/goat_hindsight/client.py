@@ -1,8 +1,7 @@
 """A typed client of ONE bank on Hindsight's single-bank Streamable HTTP MCP endpoint.
 
 ``{base_url}/mcp/{bank_id}/`` with the mcp 2.x SDK (which runs on httpx2). Behaviour follows
-the real Hindsight 1.1.0 server (``shared/research/hindsight-server.md``) and what the SDK
-raises where (``shared/research/mcp-sdk-keyring-structlog.md`` section 1.2):
+the real Hindsight 1.1.0 server and what the SDK raises where:
 
 - **Ownership.** The MCP connection lives in a runner task inside a small event loop thread
   the client owns (an anyio blocking portal). Callers on any loop hand calls over; a

@@ -1,6 +1,6 @@
 """The hindsight provider: GOAT operations on one shared Hindsight bank.
 
-Mapping (issue "Hindsight provider", item 7; Hindsight 1.1.0 tool shapes):
+Mapping (Hindsight 1.1.0 tool shapes):
 
 ==================  ===================================================================
 remember, feedback  ``retain(content, context)``; receipt ``queued`` with the operation id

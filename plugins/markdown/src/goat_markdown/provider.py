@@ -1,4 +1,5 @@
-"""The markdown provider: one folder of ``.md`` notes per scope (DESIGN section 5).
+"""The markdown provider: one folder of ``.md`` notes per scope (docs/design.md, Bindings
+and providers).
 
 Notes carry YAML frontmatter (``id``, ``title``, ``created``, ``updated``, ``tags``, ``kind``
 remember|feedback, ``source``). Notes written by Obsidian or by hand are read as they are and
