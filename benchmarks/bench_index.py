@@ -6,11 +6,11 @@
     python benchmarks/bench_index.py --work DIR      # where vaults and the GOAT home go
 
 Every measured path is the shipped code: the ``markdown`` provider built through its spec's
-factory and driven through :class:`goat_core.provider.SyncProvider` (``reindex()``,
-``recall()``), ``goat_core.files.walk_notes`` for the change scan and
-``goat_core.frontmatter.parse_note`` (PyYAML's C loader) for the baseline. Every figure is
+factory and driven through :class:`goat_core.contract.SyncProvider` (``reindex()``,
+``recall()``), ``goat_core.filestore.walk_notes`` for the change scan and
+``goat_core.filestore.parse_note`` (PyYAML's C loader) for the baseline. Every figure is
 measured in the same run, on a warm page cache (each vault is read once before timing).
-Targets are those of the markdown provider's issue and apply at 100k notes; at smaller sizes
+Targets apply at 100k notes; at smaller sizes
 the PASS/MISS column is indicative only. See benchmarks/README.md.
 """
 
@@ -35,11 +35,9 @@ sys.path.insert(0, str(HERE))
 
 from gen_vault import generate  # noqa: E402
 
-from goat_core.files import walk_notes  # noqa: E402
-from goat_core.frontmatter import parse_note  # noqa: E402
-from goat_core.home import GoatHome  # noqa: E402
-from goat_core.models import Binding, Scope  # noqa: E402
-from goat_core.provider import ProviderContext, SyncProvider  # noqa: E402
+from goat_core.contract import Binding, ProviderContext, Scope, SyncProvider  # noqa: E402
+from goat_core.filestore import parse_note, walk_notes  # noqa: E402
+from goat_core.host import GoatHome  # noqa: E402
 
 TARGET_SIZE = 100_000
 T = TypeVar("T")
@@ -334,7 +332,7 @@ def bench(size: int, work: Path, naive_n: int) -> Report:
         "  rare words p50 / common words p50",
         f"{pct(rare, 50) * 1000:.2f} ms / {pct(common, 50) * 1000:.2f} ms",
     )
-    from goat_core.search import SearchIndex
+    from goat_core.filestore.search import SearchIndex
 
     with SearchIndex(home.index_path(root), busy_timeout_s=30) as ix:
         s_times = [timed(partial(ix.search, q, limit=10))[0] for q in queries]

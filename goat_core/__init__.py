@@ -58,8 +58,7 @@ from goat_core.errors import (
 )
 from goat_core.filestore import StoreWorker
 from goat_core.hookspecs import hookimpl
-from goat_core.manager import ENTRY_POINT_GROUP, PluginSettings, make_plugin_manager
-from goat_core.registry import Registry
+from goat_core.plugins import ENTRY_POINT_GROUP, PluginSettings, Registry, make_plugin_manager
 
 __all__ = [
     "ENTRY_POINT_GROUP",

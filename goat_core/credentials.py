@@ -1,5 +1,12 @@
-"""Former home of the credential store, now in :mod:`goat_core.host`: re-exports the names
-this module had (import them from :mod:`goat_core.host`)."""
+"""Deprecated: ``goat_core.credentials`` is an old path; import from
+:mod:`goat_core.host._credentials` instead.
+
+This module was part of the host before goat_core was laid out in packages (see
+docs/architecture.md). It re-exports its old names unchanged and warns
+(``DeprecationWarning``) when imported.
+"""
+
+import warnings
 
 from goat_core.host._credentials import (
     KEYRING_SERVICE,
@@ -22,3 +29,11 @@ __all__ = [
     "prompt_secret",
     "read_secret_from_stdin",
 ]
+
+__deprecated__ = "goat_core.host._credentials"
+
+warnings.warn(
+    "goat_core.credentials is deprecated; import from goat_core.host._credentials instead",
+    DeprecationWarning,
+    stacklevel=2,
+)

@@ -1,5 +1,12 @@
-"""Former home of the egress guard of remote providers, now in :mod:`goat_core.host`:
-re-exports the names this module had (import them from :mod:`goat_core.host`)."""
+"""Deprecated: ``goat_core.egress`` is an old path; import from
+:mod:`goat_core.host._egress` instead.
+
+This module was part of the host before goat_core was laid out in packages (see
+docs/architecture.md). It re-exports its old names unchanged and warns
+(``DeprecationWarning``) when imported.
+"""
+
+import warnings
 
 from goat_core.host._egress import (
     EGRESS_HEADER,
@@ -16,3 +23,11 @@ __all__ = [
     "guarded_http_client",
     "guarded_transport",
 ]
+
+__deprecated__ = "goat_core.host._egress"
+
+warnings.warn(
+    "goat_core.egress is deprecated; import from goat_core.host._egress instead",
+    DeprecationWarning,
+    stacklevel=2,
+)

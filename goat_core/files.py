@@ -1,5 +1,12 @@
-"""Former home of the files helpers, now in :mod:`goat_core.filestore`: re-exports the names
-this module had (import them from :mod:`goat_core.filestore`)."""
+"""Deprecated: ``goat_core.files`` is an old path; import from :mod:`goat_core.filestore`
+instead.
+
+This module was the file helpers of file-based stores, before goat_core was laid out in
+packages. It re-exports its old names unchanged and warns (``DeprecationWarning``) when
+imported.
+"""
+
+import warnings
 
 from goat_core.filestore import (
     MISSING_ETAG,
@@ -34,3 +41,11 @@ __all__ = [
     "validate_store_root",
     "walk_notes",
 ]
+
+__deprecated__ = "goat_core.filestore"
+
+warnings.warn(
+    "goat_core.files is deprecated; import from goat_core.filestore instead",
+    DeprecationWarning,
+    stacklevel=2,
+)

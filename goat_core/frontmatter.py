@@ -1,5 +1,11 @@
-"""Former home of the frontmatter helpers, now in :mod:`goat_core.filestore`: re-exports the names
-this module had (import them from :mod:`goat_core.filestore`)."""
+"""Deprecated: ``goat_core.frontmatter`` is an old path; import from :mod:`goat_core.filestore`
+instead.
+
+This module was the frontmatter helpers, before goat_core was laid out in packages. It re-
+exports its old names unchanged and warns (``DeprecationWarning``) when imported.
+"""
+
+import warnings
 
 from goat_core.filestore import (
     FrontmatterError,
@@ -22,3 +28,11 @@ __all__ = [
     "render_note",
     "set_keys",
 ]
+
+__deprecated__ = "goat_core.filestore"
+
+warnings.warn(
+    "goat_core.frontmatter is deprecated; import from goat_core.filestore instead",
+    DeprecationWarning,
+    stacklevel=2,
+)

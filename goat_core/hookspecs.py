@@ -2,7 +2,7 @@
 
 Every hook is synchronous and must not do I/O; core raises :class:`TypeError` naming the
 plugin when an implementation returns something awaitable. Hooks are called through
-:class:`goat_core.registry.Registry`, never through ``pm.hook`` directly, so each plugin's
+:class:`goat_core.plugins.Registry`, never through ``pm.hook`` directly, so each plugin's
 result is attributed and one plugin's exception is recorded against it.
 """
 
@@ -16,7 +16,7 @@ import pluggy
 if TYPE_CHECKING:
     import click
 
-    from goat_core.models import (
+    from goat_core.contract import (
         Binding,
         MemoryWrite,
         PageSummary,
@@ -39,7 +39,7 @@ def goat_register_providers() -> Iterable[ProviderSpec]:  # type: ignore[empty-b
     """Return the providers this plugin ships. Called once per registry; must not do I/O
     or import heavy modules (build those inside ``ProviderSpec.factory``).
 
-    :returns: one :class:`~goat_core.models.ProviderSpec` per provider. Two plugins
+    :returns: one :class:`~goat_core.contract.ProviderSpec` per provider. Two plugins
         declaring the same provider name are both reported; the first loaded wins.
     """
 
@@ -49,7 +49,7 @@ def goat_resolve_scope(request: ScopeRequest) -> ScopeResolution | None:
     """Resolve what a host knows about a chat to exactly one scope.
 
     :param request: the chat's project id, working directory and pin.
-    :returns: a :class:`~goat_core.models.ScopeResolution`, or ``None`` to let the next
+    :returns: a :class:`~goat_core.contract.ScopeResolution`, or ``None`` to let the next
         plugin (and finally the built-in resolver) answer.
 
     A chat's ``project_id`` always decides: if a plugin answers a different scope for a

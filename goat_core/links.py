@@ -1,5 +1,11 @@
-"""Former home of the links helpers, now in :mod:`goat_core.filestore`: re-exports the names
-this module had (import them from :mod:`goat_core.filestore`)."""
+"""Deprecated: ``goat_core.links`` is an old path; import from :mod:`goat_core.filestore`
+instead.
+
+This module was the link parser and resolver, before goat_core was laid out in packages. It re-
+exports its old names unchanged and warns (``DeprecationWarning``) when imported.
+"""
+
+import warnings
 
 from goat_core.filestore import (
     LinkIndex,
@@ -18,3 +24,11 @@ __all__ = [
     "connections",
     "parse_links",
 ]
+
+__deprecated__ = "goat_core.filestore"
+
+warnings.warn(
+    "goat_core.links is deprecated; import from goat_core.filestore instead",
+    DeprecationWarning,
+    stacklevel=2,
+)

@@ -1,7 +1,7 @@
 """Logging: structlog for everything, with secrets redacted before anything is rendered.
 
 Libraries (goat_core and plugins) only call :func:`get_logger`. The ``goat`` CLI calls
-:func:`configure` once, which sets up this chain (DESIGN section 6)::
+:func:`configure` once, which sets up this chain (docs/design.md, Credentials and egress)::
 
     merge_contextvars -> add_log_level -> TimeStamper(utc) -> format_exc_info
         -> RedactSecrets -> JSONRenderer | ConsoleRenderer

@@ -1,6 +1,13 @@
-"""Plugin loading; moved to :mod:`goat_core.plugins` (this module re-exports it)."""
+"""Deprecated: ``goat_core.manager`` is an old path; import from :mod:`goat_core.plugins`
+instead.
+
+This module was plugin loading, before goat_core was laid out in packages. It re-exports its old
+names unchanged and warns (``DeprecationWarning``) when imported.
+"""
 
 from __future__ import annotations
+
+import warnings
 
 from goat_core.plugins._manager import (
     DEFAULT_PLUGINS,
@@ -19,3 +26,11 @@ __all__ = [
     "PluginSettings",
     "make_plugin_manager",
 ]
+
+__deprecated__ = "goat_core.plugins"
+
+warnings.warn(
+    "goat_core.manager is deprecated; import from goat_core.plugins instead",
+    DeprecationWarning,
+    stacklevel=2,
+)

@@ -1,7 +1,13 @@
-"""The HTML link map of ``goat map --html``; moved to :mod:`goat_core.cli._maphtml` (this
-module re-exports it)."""
+"""Deprecated: ``goat_core.maphtml`` is an old path with no public replacement.
+
+This module was the HTML link map of ``goat map --html``, before goat_core was laid out in
+packages. The map is now internal to the command line (``goat_core.cli._maphtml``); this module
+re-exports its old names unchanged and warns (``DeprecationWarning``) when imported.
+"""
 
 from __future__ import annotations
+
+import warnings
 
 from goat_core.cli._maphtml import (
     ATTACHMENTS_SHOWN_UP_TO,
@@ -20,3 +26,12 @@ __all__ = [
     "missing_target",
     "render_map_html",
 ]
+
+__deprecated__ = "goat_core.cli._maphtml"
+
+warnings.warn(
+    "goat_core.maphtml is deprecated: the HTML map is internal to 'goat map --html' "
+    "(goat_core.cli._maphtml)",
+    DeprecationWarning,
+    stacklevel=2,
+)

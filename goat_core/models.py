@@ -1,4 +1,11 @@
-"""The contract's value objects, at their old path: re-exported from :mod:`goat_core.contract`."""
+"""Deprecated: ``goat_core.models`` is an old path; import from :mod:`goat_core.contract`
+instead.
+
+This module was the contract's value objects, before goat_core was laid out in packages. It re-
+exports its old names unchanged and warns (``DeprecationWarning``) when imported.
+"""
+
+import warnings
 
 from goat_core.contract import (
     PEN_ID_PATTERN,
@@ -71,3 +78,11 @@ __all__ = [
     "derive_pen_id",
     "normalize_pen_id",
 ]
+
+__deprecated__ = "goat_core.contract"
+
+warnings.warn(
+    "goat_core.models is deprecated; import from goat_core.contract instead",
+    DeprecationWarning,
+    stacklevel=2,
+)

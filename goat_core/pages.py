@@ -1,5 +1,12 @@
-"""Former home of the pages helpers, now in :mod:`goat_core.filestore`: re-exports the names
-this module had (import them from :mod:`goat_core.filestore`)."""
+"""Deprecated: ``goat_core.pages`` is an old path; import from :mod:`goat_core.filestore`
+instead.
+
+This module was the pages helpers of file-based stores, before goat_core was laid out in
+packages. It re-exports its old names unchanged and warns (``DeprecationWarning``) when
+imported.
+"""
+
+import warnings
 
 from goat_core.filestore import (
     MARKUP_CHARS,
@@ -70,3 +77,11 @@ __all__ = [
     "str_list",
     "to_page",
 ]
+
+__deprecated__ = "goat_core.filestore"
+
+warnings.warn(
+    "goat_core.pages is deprecated; import from goat_core.filestore instead",
+    DeprecationWarning,
+    stacklevel=2,
+)

@@ -1,5 +1,11 @@
-"""Former home of the search index, now :mod:`goat_core.filestore.search`: re-exports the
-names this module had (import them from :mod:`goat_core.filestore.search`)."""
+"""Deprecated: ``goat_core.search`` is an old path; import from
+:mod:`goat_core.filestore.search` instead.
+
+This module was the search index, before goat_core was laid out in packages. It re-exports its
+old names unchanged and warns (``DeprecationWarning``) when imported.
+"""
+
+import warnings
 
 from goat_core.filestore.search import (
     ENGLISH_STOP_WORDS,
@@ -40,3 +46,11 @@ __all__ = [
     "query_terms",
     "search_terms",
 ]
+
+__deprecated__ = "goat_core.filestore.search"
+
+warnings.warn(
+    "goat_core.search is deprecated; import from goat_core.filestore.search instead",
+    DeprecationWarning,
+    stacklevel=2,
+)

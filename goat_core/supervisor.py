@@ -1,5 +1,12 @@
-"""Former home of the connection supervisor of remote bindings, now in :mod:`goat_core.host`:
-re-exports the names this module had (import them from :mod:`goat_core.host`)."""
+"""Deprecated: ``goat_core.supervisor`` is an old path; import from
+:mod:`goat_core.host._supervisor` instead.
+
+This module was part of the host before goat_core was laid out in packages (see
+docs/architecture.md). It re-exports its old names unchanged and warns
+(``DeprecationWarning``) when imported.
+"""
+
+import warnings
 
 from goat_core.host._supervisor import (
     Clock,
@@ -28,3 +35,11 @@ __all__ = [
     "digest",
     "transport_fingerprint",
 ]
+
+__deprecated__ = "goat_core.host._supervisor"
+
+warnings.warn(
+    "goat_core.supervisor is deprecated; import from goat_core.host._supervisor instead",
+    DeprecationWarning,
+    stacklevel=2,
+)

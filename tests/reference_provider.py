@@ -29,9 +29,8 @@ import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
 from goat_core import hookimpl
-from goat_core.errors import Ambiguous, NotFound, TooLarge
-from goat_core.manager import PluginSettings, make_plugin_manager, register_plugin
-from goat_core.models import (
+from goat_core.contract import (
+    Access,
     Capability,
     Connections,
     Consistency,
@@ -42,9 +41,13 @@ from goat_core.models import (
     LinkMap,
     LinkResolution,
     MemoryWrite,
+    ModelTool,
     Page,
     PageList,
     PageSummary,
+    PolicyGate,
+    Provider,
+    ProviderContext,
     ProviderSpec,
     RecallItem,
     RecallResult,
@@ -54,8 +57,8 @@ from goat_core.models import (
     Scope,
     normalize_pen_id,
 )
-from goat_core.provider import Access, ModelTool, PolicyGate, Provider, ProviderContext
-from goat_core.registry import Registry
+from goat_core.errors import Ambiguous, NotFound, TooLarge
+from goat_core.plugins import PluginSettings, Registry, make_plugin_manager, register_plugin
 
 WIKILINK = re.compile(r"\[\[([^\]|#]+)(?:#[^\]|]*)?(?:\|[^\]]*)?\]\]")
 WORD = re.compile(r"\w+")

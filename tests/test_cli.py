@@ -1033,7 +1033,8 @@ def test_the_readme_host_example_runs(home: Path, tmp_path: Path) -> None:
     assert (vault / "Release rhythm.md").is_file()
 
 
-# -- remote bindings: live status tones and drafts (issue 6) ---------------------------------------
+# -- remote bindings: live status tones and drafts ----------------------------------------------
+# (docs/design.md, Remote providers and the supervisor)
 REMOTE_PLUGIN = '''
 """A throwaway remote provider: its "server" is a log file; the bank name picks the answer."""
 from __future__ import annotations
@@ -1109,7 +1110,7 @@ def remote_dist(fake_dist: Path) -> Iterator[Path]:
 
 
 def contacts(home: Path) -> list[str]:
-    from goat_core.home import GoatHome
+    from goat_core.host import GoatHome
 
     log = GoatHome.at(home).data_dir / "contacts.log"
     return log.read_text().split() if log.exists() else []
@@ -1168,7 +1169,8 @@ def test_status_shows_truthful_tones_for_healthy_broken_disabled_and_legacy(
 def test_a_write_to_a_shared_bank_names_the_bank_not_just_the_scope(
     remote_dist: Path, home: Path
 ) -> None:
-    """Whatever scope selected it, a shared bank is named as itself (issue 3)."""
+    """Whatever scope selected it, a shared bank is named as itself (docs/design.md, Bindings
+    and providers)."""
     result = run(
         "bind", "--global", "fakeremote", "--set", "server=https://hs.example",
         "--set", "bank=main", "--no-connect",

@@ -13,7 +13,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from goat_core.config import (
+from goat_core.contract import Binding, Scope
+from goat_core.errors import ConfigError, Conflict, NotFound
+from goat_core.host import GoatHome
+from goat_core.host import _config as config_mod
+from goat_core.host._config import (
     CURRENT_SCHEMA,
     Config,
     binding_id_for,
@@ -21,10 +25,6 @@ from goat_core.config import (
     load_config,
     save_config,
 )
-from goat_core.errors import ConfigError, Conflict, NotFound
-from goat_core.home import GoatHome
-from goat_core.host import _config as config_mod
-from goat_core.models import Binding, Scope
 
 GLOBAL = Scope.global_()
 PEN_A = Scope.pen("alpha")

@@ -21,16 +21,16 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from goat_core import logs
-from goat_core.credentials import (
+from goat_core.contract import PEN_ID_PATTERN, Binding, CredentialSpec
+from goat_core.errors import BadInput, CredentialError
+from goat_core.host import GoatHome
+from goat_core.host._credentials import (
     CredentialStore,
     credential_env_var,
     missing_credential_message,
     prompt_secret,
     read_secret_from_stdin,
 )
-from goat_core.errors import BadInput, CredentialError
-from goat_core.home import GoatHome
-from goat_core.models import PEN_ID_PATTERN, Binding, CredentialSpec
 
 KEY = "sk-test-6f1d0c9a3b"
 

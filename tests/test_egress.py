@@ -14,14 +14,19 @@ import pytest
 from pydantic import BaseModel, ConfigDict
 
 from goat_core import hookimpl
-from goat_core.config import load_config, save_config
-from goat_core.egress import EGRESS_HEADER, check_egress, guarded_http_client
+from goat_core.contract import (
+    Binding,
+    Capability,
+    Health,
+    Provider,
+    ProviderContext,
+    ProviderSpec,
+    Scope,
+)
 from goat_core.errors import ProviderUnavailable
-from goat_core.home import GoatHome
-from goat_core.manager import PluginSettings, make_plugin_manager, register_plugin
-from goat_core.models import Binding, Capability, Health, ProviderSpec, Scope
-from goat_core.provider import Provider, ProviderContext
-from goat_core.registry import Registry
+from goat_core.host import GoatHome, load_config, save_config
+from goat_core.host._egress import EGRESS_HEADER, check_egress, guarded_http_client
+from goat_core.plugins import PluginSettings, Registry, make_plugin_manager, register_plugin
 
 PREFIX = "https://h.example/mcp/goat/"
 BOUND = Binding(id="pen-alpha", provider="remote", egress=(PREFIX,))

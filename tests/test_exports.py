@@ -12,11 +12,14 @@ import goat_core
 MODULES = [
     "goat_core.errors",
     "goat_core.hookspecs",
+    "goat_core.scope",
+    "goat_core.contract",
+    "goat_core.plugins",
+    # old paths, kept as deprecated re-exports (tests/test_deprecated_paths.py)
     "goat_core.manager",
     "goat_core.models",
     "goat_core.provider",
     "goat_core.registry",
-    "goat_core.scope",
 ]
 
 
@@ -35,6 +38,7 @@ def test_every_exported_name_resolves(name: str) -> None:
     assert getattr(goat_core, name) is not None
 
 
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
 @pytest.mark.parametrize("module", MODULES)
 def test_submodule_all_names_resolve(module: str) -> None:
     mod = importlib.import_module(module)
@@ -44,9 +48,9 @@ def test_submodule_all_names_resolve(module: str) -> None:
 
 
 def test_package_reexports_are_the_defining_objects() -> None:
-    from goat_core import errors, hookspecs, models
+    from goat_core import contract, errors, hookspecs
 
     assert goat_core.hookimpl is hookspecs.hookimpl
-    assert goat_core.Scope is models.Scope
+    assert goat_core.Scope is contract.Scope
     assert goat_core.ScopeError is errors.ScopeError
     assert isinstance(goat_core.__version__, str) and goat_core.__version__

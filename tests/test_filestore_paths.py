@@ -22,6 +22,7 @@ OLD_PATHS = {
 }
 
 
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
 @pytest.mark.parametrize("old", sorted(OLD_PATHS))
 def test_old_module_reexports_the_same_objects(old: str) -> None:
     module = importlib.import_module(old)

@@ -1,5 +1,6 @@
 """One test per hook spec, through :class:`Registry`, plus meta-tests that every hook is
-tested, documented and typed (the datasette and pytest house rules, STYLE section 9)."""
+tested, documented and typed (the datasette and pytest house rules; docs/design.md, Plugins
+and hooks)."""
 
 from __future__ import annotations
 
@@ -16,13 +17,14 @@ from click.testing import CliRunner
 from pydantic import BaseModel
 
 from goat_core import hookimpl, hookspecs
-from goat_core.errors import NotFound, Rejected, ScopeError
-from goat_core.models import (
+from goat_core.contract import (
     Binding,
     Capability,
     Derivation,
     MemoryWrite,
     PageSummary,
+    Provider,
+    ProviderContext,
     ProviderSpec,
     RecallItem,
     RecallResult,
@@ -32,8 +34,8 @@ from goat_core.models import (
     ScopeRequest,
     ScopeResolution,
 )
+from goat_core.errors import NotFound, Rejected, ScopeError
 from goat_core.plugins import PluginSettings, Registry, make_plugin_manager, register_plugin
-from goat_core.provider import Provider, ProviderContext
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "hooks.md"
 PEN = Scope.pen("client-x")

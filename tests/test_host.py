@@ -12,26 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from goat_core import hookimpl
-from goat_core.errors import (
-    BadInput,
-    ConfigError,
-    NotFound,
-    NotSupported,
-    ProviderUnavailable,
-    Rejected,
-    ScopeError,
-    TooLarge,
-)
-from goat_core.home import GoatHome
-from goat_core.host import (
-    Chat,
-    MemoryContext,
-    MemoryHost,
-    SyncMemoryHost,
-    format_memory_block,
-    is_trivial_prompt,
-)
-from goat_core.models import (
+from goat_core.contract import (
     Consistency,
     Health,
     MemoryWrite,
@@ -42,6 +23,25 @@ from goat_core.models import (
     Scope,
     ScopeRequest,
     Tone,
+)
+from goat_core.errors import (
+    BadInput,
+    ConfigError,
+    NotFound,
+    NotSupported,
+    ProviderUnavailable,
+    Rejected,
+    ScopeError,
+    TooLarge,
+)
+from goat_core.host import (
+    Chat,
+    GoatHome,
+    MemoryContext,
+    MemoryHost,
+    SyncMemoryHost,
+    format_memory_block,
+    is_trivial_prompt,
 )
 
 HERE = Path(__file__).parent
@@ -498,7 +498,7 @@ async def test_bind_network_provider_connects_and_keeps_key_out_of_config(
     assert outcome.credential_backend == "file"
     text = home.config_path.read_text("utf-8")
     assert "sk-test-123" not in text and "pen:team" in text
-    from goat_core.credentials import CredentialStore
+    from goat_core.host import CredentialStore
 
     assert CredentialStore(home).get("pen-team", "api_key") == "sk-test-123"
     with pytest.raises(ConfigError, match="declares no credential"):
@@ -509,7 +509,7 @@ async def test_failed_save_leaves_no_api_key_behind(
     host: MemoryHost, home: GoatHome, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr("goat_core.host._credentials.CredentialStore._keyring", lambda self: None)
-    from goat_core.credentials import CredentialStore
+    from goat_core.host import CredentialStore
 
     def full_disk(path: Path, data: bytes) -> None:
         raise OSError(28, "No space left on device")
@@ -531,7 +531,7 @@ async def test_failed_key_store_puts_the_previous_config_back(
     with pytest.raises(BadInput, match="line break"):
         await host.bind(Scope.pen("team"), "reference_bank", moved, api_key="sk\nnew")
     assert home.config_path.read_bytes() == saved
-    from goat_core.credentials import CredentialStore
+    from goat_core.host import CredentialStore
 
     assert CredentialStore(home).get("pen-team", "api_key") == "sk-old-1"
 
@@ -640,7 +640,8 @@ def test_sync_host_for_the_cli(home: GoatHome) -> None:
         host.context_for(Chat())
 
 
-# -- remote bindings go through the connection supervisor (issue 6) ------------------------------
+# -- remote bindings go through the connection supervisor ---------------------------------------
+# (docs/design.md, Remote providers and the supervisor)
 async def test_only_remote_bindings_are_supervised(host: MemoryHost) -> None:
     await host.bind(Scope.pen("local"), "markdown", {})
     await host.bind(Scope.pen("bank"), "reference_bank", BANK, connect=False)
@@ -672,7 +673,8 @@ async def test_refresh_is_a_live_check_with_causes(host: MemoryHost) -> None:
 
 async def test_a_broken_shared_bank_keeps_its_shared_bank_label(host: MemoryHost) -> None:
     """While a shared-bank binding is broken (no live session), status rows, contexts and
-    turns still call it the shared bank, never Pen memory (issue 5 item 9)."""
+    turns still call it the shared bank, never Pen memory (docs/design.md, Bindings and
+    providers)."""
     bad = {"server": "https://unreachable.example", "bank": "team"}
     await host.bind(Scope.pen("down"), "reference_bank", bad, connect=False)
     label = "shared bank `team` on `https://unreachable.example`"
@@ -729,7 +731,7 @@ async def test_turn_budget_goes_to_providers_that_count_tokens(home: GoatHome) -
 
 async def test_unbind_deletes_the_bindings_stored_key(home: GoatHome) -> None:
     """A later bind never silently reuses an old key: unbind deletes it."""
-    from goat_core.credentials import CredentialStore
+    from goat_core.host import CredentialStore
 
     registry = make_registry(ref.markdown_plugin, ref.bank_plugin)
     async with MemoryHost(home=home, registry=registry) as host:
@@ -752,7 +754,7 @@ async def test_draft_check_of_an_unbound_pen_names_the_missing_binding(host: Mem
 async def test_rebinding_to_another_server_drops_the_old_key(home: GoatHome) -> None:
     """A key stored for one server is never sent to another: rebinding the scope to a new
     server (or provider) without a key deletes the old one; rebinding unchanged keeps it."""
-    from goat_core.credentials import CredentialStore
+    from goat_core.host import CredentialStore
 
     registry = make_registry(ref.markdown_plugin, ref.bank_plugin)
     async with MemoryHost(home=home, registry=registry) as host:
@@ -804,7 +806,7 @@ async def test_a_draft_check_never_sends_the_saved_key_to_another_server(
     """The saved key goes to the saved provider's server only (bind's rule): a draft on the
     same server (another bank) uses it; a draft naming another server is checked without
     it, or with a key given for that check alone, which is never stored."""
-    from goat_core.credentials import CredentialStore
+    from goat_core.host import CredentialStore
 
     plugin = _bank_like("reference_keys", _KeySeen, lambda s: [f"{s.server}/banks/{s.bank}/"])
     _KeySeen.seen.clear()
@@ -838,8 +840,8 @@ async def test_a_draft_check_never_sends_the_saved_key_to_another_server(
 def test_same_servers_rule() -> None:
     """Which rebinding or draft may use a stored key: same provider and servers, the
     default port filled in; without egress URLs only identical settings count."""
+    from goat_core.contract import Binding
     from goat_core.host._leases import same_servers as _same_servers
-    from goat_core.models import Binding
 
     def b(*egress: str, provider: str = "p", **settings: str) -> Binding:
         return Binding(id="x", provider=provider, settings=settings, egress=egress)
@@ -868,8 +870,8 @@ class _TokenKey(ref.BankProvider):
 async def test_a_draft_key_is_validated_redacted_and_named_as_the_provider_declares(
     home: GoatHome,
 ) -> None:
+    from goat_core.contract import CredentialSpec
     from goat_core.logs import _REDACTOR
-    from goat_core.models import CredentialSpec
 
     plugin = _bank_like(
         "reference_token",
@@ -895,7 +897,7 @@ async def test_a_draft_of_a_scope_selecting_a_shared_binding_reads_that_bindings
 ) -> None:
     """A scope may select a binding of another id (a shared one): a draft on its server
     uses the key stored under that binding, never one stored under the scope's own id."""
-    from goat_core.credentials import CredentialStore
+    from goat_core.host import CredentialStore
 
     plugin = _bank_like("reference_keys2", _KeySeen)
     home.config_dir.mkdir(parents=True, exist_ok=True)

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from goat_core.contract import LinkResolution, PageSummary
 from goat_core.errors import NotFound, PathError
 from goat_core.filestore import (
     LinkIndex,
@@ -19,7 +20,6 @@ from goat_core.filestore import (
     connections,
     parse_links,
 )
-from goat_core.models import LinkResolution, PageSummary
 
 
 def one(text: str) -> ParsedLink:

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from goat_core import logs
 from goat_core.errors import AuthError, BadInput
-from goat_core.home import GoatHome
+from goat_core.host import GoatHome
 from goat_core.logs import REDACTED, RedactSecrets, configure, get_logger, register_secret
 
 
@@ -138,17 +138,16 @@ def test_real_failing_authenticated_call_logs_no_secret(
     monkeypatch: pytest.MonkeyPatch,
     as_json: bool,
 ) -> None:
-    """Issue 2 item 10: the logs of a failing authenticated call hold no secret.
+    """The logs of a failing authenticated call hold no secret (docs/design.md, Credentials
+    and egress).
 
     The key takes the real path (credential store -> provider -> guarded httpx2 client ->
     loopback server answering 401 with the key echoed); httpx2/httpcore2 log at DEBUG; the
     provider raises AuthError with the response text and logs it with exc_info.
     """
-    from goat_core.credentials import CredentialStore
-    from goat_core.egress import guarded_http_client
-    from goat_core.manager import PluginSettings, make_plugin_manager
-    from goat_core.models import Binding
-    from goat_core.registry import Registry
+    from goat_core.contract import Binding
+    from goat_core.host import CredentialStore, guarded_http_client
+    from goat_core.plugins import PluginSettings, Registry, make_plugin_manager
 
     monkeypatch.setattr(CredentialStore, "_keyring", lambda self: None)
     home = GoatHome.at(tmp_path / "home")

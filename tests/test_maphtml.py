@@ -26,8 +26,8 @@ from goat_core.cli._maphtml import (
     missing_target,
     render_map_html,
 )
-from goat_core.links import LinkIndex, build_link_map
-from goat_core.models import LinkMap, PageSummary
+from goat_core.contract import LinkMap, PageSummary
+from goat_core.filestore import LinkIndex, build_link_map
 
 EVIL = "</script><script>alert(1)</script><!--"
 

@@ -33,7 +33,7 @@ from goat_core.errors import (
     ProviderUnavailable,
     ScopeError,
 )
-from goat_core.home import GoatHome
+from goat_core.host import GoatHome
 
 # -- Receipt ---------------------------------------------------------------------------
 

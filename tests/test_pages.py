@@ -11,8 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from goat_core import filestore
+from goat_core.contract import Tone
 from goat_core.errors import Ambiguous, BadInput, NotFound, PathError, TooLarge
-from goat_core.models import Tone
 
 # -- listing cursors ------------------------------------------------------------------------
 

@@ -11,13 +11,19 @@ from typing import Any, ClassVar
 import pytest
 
 from goat_core import hookimpl
+from goat_core.contract import (
+    Access,
+    MemoryWrite,
+    ModelTool,
+    PageSummary,
+    PolicyGate,
+    ProviderOperation,
+    Receipt,
+    Scope,
+)
 from goat_core.errors import ConfigError, NotSupported, Rejected
-from goat_core.home import GoatHome
-from goat_core.host import Chat, MemoryHost
-from goat_core.manager import register_plugin
-from goat_core.models import MemoryWrite, PageSummary, Receipt, Scope
-from goat_core.provider import Access, ModelTool, PolicyGate, ProviderOperation
-from goat_core.tools import memory_tools
+from goat_core.host import Chat, GoatHome, MemoryHost, memory_tools
+from goat_core.plugins import register_plugin
 
 HERE = Path(__file__).parent
 if str(HERE) not in sys.path:

@@ -152,8 +152,7 @@ def evaluate(recall: Recall, cases: Sequence[tuple[str, Sequence[str]]]) -> Eval
 
 def description_cases(root: Path) -> list[tuple[str, tuple[str, ...]]]:
     """(frontmatter description, (its note,)) for every note of ``root`` that has one."""
-    from goat_core.files import walk_notes
-    from goat_core.frontmatter import parse_note
+    from goat_core.filestore import parse_note, walk_notes
 
     cases: list[tuple[str, tuple[str, ...]]] = []
     for f in walk_notes(root).files:
@@ -170,9 +169,8 @@ def markdown_store(root: Path, home_dir: Path) -> Iterator[Any]:
     under ``home_dir``, built the way a host builds it."""
     from goat_markdown.plugin import MarkdownSettings, spec
 
-    from goat_core.home import GoatHome
-    from goat_core.models import Binding, Scope
-    from goat_core.provider import ProviderContext, SyncProvider
+    from goat_core.contract import Binding, ProviderContext, Scope, SyncProvider
+    from goat_core.host import GoatHome
 
     settings = MarkdownSettings(root=root)
     context = ProviderContext(

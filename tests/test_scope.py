@@ -12,9 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from goat_core import hookimpl
-from goat_core.errors import ScopeError
-from goat_core.manager import PluginSettings, make_plugin_manager, register_plugin
-from goat_core.models import (
+from goat_core.contract import (
     PEN_ID_PATTERN,
     Derivation,
     Scope,
@@ -23,7 +21,8 @@ from goat_core.models import (
     derive_pen_id,
     normalize_pen_id,
 )
-from goat_core.registry import Registry
+from goat_core.errors import ScopeError
+from goat_core.plugins import PluginSettings, Registry, make_plugin_manager, register_plugin
 from goat_core.scope import normalize_remote_url, project_identity, resolve_request
 
 needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")

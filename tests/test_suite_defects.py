@@ -22,7 +22,7 @@ pytest_plugins = ["pytester"]
 SUBCLASS = """
 import pytest
 import reference_provider
-from goat_core.home import GoatHome
+from goat_core.host import GoatHome
 from goat_core.testing import ProviderConformanceTests
 from goat_core.testing.conformance import spec_factory
 
@@ -94,7 +94,7 @@ def test_sound_reference_fails_nothing(pytester: pytest.Pytester) -> None:
 def test_isolation_is_rechecked_after_each_passing_test(pytester: pytest.Pytester) -> None:
     extra = """
     async def test_opens_two_scopes(self, goat_stores):
-        from goat_core.models import Scope
+        from goat_core.contract import Scope
         await goat_stores.open(Scope.global_())
         await goat_stores.open(Scope.pen("elsewhere"))
 """

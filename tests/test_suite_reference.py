@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from goat_core.home import GoatHome
+from goat_core.host import GoatHome
 from goat_core.testing import ProviderConformanceTests
 from goat_core.testing.conformance import ProviderFactory, spec_factory
 

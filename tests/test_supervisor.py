@@ -1,4 +1,5 @@
-"""The connection supervisor of remote bindings (issue 6), deterministic: no sleeps.
+"""The connection supervisor of remote bindings (docs/design.md, Remote providers and the
+supervisor), deterministic: no sleeps.
 
 A scripted fake remote provider (``spec.network=True``) talks to in-memory endpoints, one per
 ``(server, bank)``; each endpoint counts its network checks and can hold them on an anyio
@@ -21,23 +22,14 @@ import pytest
 from pydantic import BaseModel, ConfigDict, Field
 
 from goat_core import hookimpl
-from goat_core.errors import (
-    AuthError,
-    BadInput,
-    CredentialError,
-    NotFound,
-    ProviderUnavailable,
-    Rejected,
-)
-from goat_core.home import GoatHome
-from goat_core.host import Chat, MemoryHost
-from goat_core.manager import PluginSettings, make_plugin_manager, register_plugin
-from goat_core.models import (
+from goat_core.contract import (
     Binding,
     Capability,
     CredentialSpec,
     Health,
     MemoryWrite,
+    Provider,
+    ProviderContext,
     ProviderSpec,
     RecallItem,
     RecallResult,
@@ -46,9 +38,16 @@ from goat_core.models import (
     Scope,
     Tone,
 )
-from goat_core.provider import Provider, ProviderContext
-from goat_core.registry import Registry
-from goat_core.supervisor import (
+from goat_core.errors import (
+    AuthError,
+    BadInput,
+    CredentialError,
+    NotFound,
+    ProviderUnavailable,
+    Rejected,
+)
+from goat_core.host import Chat, GoatHome, MemoryHost
+from goat_core.host._supervisor import (
     RetryPolicy,
     SessionState,
     Supervisor,
@@ -56,6 +55,7 @@ from goat_core.supervisor import (
     cause_of_error,
     digest,
 )
+from goat_core.plugins import PluginSettings, Registry, make_plugin_manager, register_plugin
 
 pytestmark = pytest.mark.anyio
 

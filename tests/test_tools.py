@@ -8,12 +8,9 @@ from typing import Any
 
 import pytest
 
+from goat_core.contract import Access, ModelTool, PolicyGate, Scope
 from goat_core.errors import ConfigError, ScopeError
-from goat_core.home import GoatHome
-from goat_core.host import Chat, MemoryHost
-from goat_core.models import Scope
-from goat_core.provider import Access, ModelTool, PolicyGate
-from goat_core.tools import FORBIDDEN_ARGUMENTS, memory_tools
+from goat_core.host import FORBIDDEN_ARGUMENTS, Chat, GoatHome, MemoryHost, memory_tools
 
 HERE = Path(__file__).parent
 if str(HERE) not in sys.path:

@@ -18,9 +18,9 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 
+from goat_core.cli._maphtml import render_map_html
+from goat_core.contract import LinkResolution, PageSummary
 from goat_core.filestore import LinkIndex, parse_links
-from goat_core.maphtml import render_map_html
-from goat_core.models import LinkResolution, PageSummary
 
 HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:

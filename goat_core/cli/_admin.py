@@ -26,8 +26,8 @@ from goat_core.cli._output import _debug, _err, _one_line, _table, _to_json, emi
 from goat_core.cli._root import _configure_logging
 
 if TYPE_CHECKING:
+    from goat_core.contract import Scope, ScopeRequest
     from goat_core.host import BindingStatus, BindOutcome, SyncMemoryHost
-    from goat_core.models import Scope, ScopeRequest
 
 #: ``status --watch`` re-renders this often (a recheck every 15 s, see ``docs/design.md``).
 WATCH_SECONDS = 15.0
@@ -154,7 +154,7 @@ def providers_cmd(as_json: bool) -> None:
 @json_option
 def scope_cmd(as_json: bool) -> None:
     """Show the scope the current directory resolves to, and how it was derived."""
-    from goat_core.models import ScopeRequest
+    from goat_core.contract import ScopeRequest
 
     resolution = _registry().resolve_scope(ScopeRequest(cwd=Path.cwd(), derive_from_cwd=True))
     data: dict[str, Any] = {
@@ -188,11 +188,11 @@ def _api_key_option(from_stdin: bool, prompt: bool) -> str | None:
     if from_stdin and prompt:
         raise click.UsageError("give either --api-key-stdin or --api-key-prompt, not both")
     if from_stdin:
-        from goat_core.credentials import read_secret_from_stdin
+        from goat_core.host._credentials import read_secret_from_stdin
 
         return read_secret_from_stdin(sys.stdin)
     if prompt:
-        from goat_core.credentials import prompt_secret
+        from goat_core.host._credentials import prompt_secret
 
         return prompt_secret()
     return None
@@ -452,7 +452,7 @@ def status_cmd(as_json: bool, watch: bool, interval: float, times: int, home: Pa
     provider's own health, so a healthy attached folder is accent here and quiet there.
 
     With --watch, check and render again every 15 s until Ctrl-C."""
-    from goat_core.models import ScopeRequest
+    from goat_core.contract import ScopeRequest
 
     rendered = 0
     request = ScopeRequest(cwd=Path.cwd(), derive_from_cwd=True)

@@ -39,8 +39,8 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from goat_core.links import parse_links
-from goat_core.models import Connections, LinkMap, LinkResolution
+from goat_core.contract import Connections, LinkMap, LinkResolution
+from goat_core.filestore import parse_links
 
 #: Missing attachments are drawn by default only up to this many (the legend toggles them).
 ATTACHMENTS_SHOWN_UP_TO = 20
@@ -204,9 +204,9 @@ def render_map_html(
 ) -> str:
     """Render ``link_map`` as one self-contained HTML page (see the module docstring).
 
-    :param link_map: pages as nodes and links as edges (``goat_core.links.build_link_map``).
+    :param link_map: pages as nodes and links as edges (``goat_core.filestore.build_link_map``).
     :param title: shown in the page header and ``<title>``; any text is safe (escaped).
-    :param connections: optional per-page :class:`~goat_core.models.Connections` (keyed by
+    :param connections: optional per-page :class:`~goat_core.contract.Connections` (keyed by
         page id) whose outgoing links, with line, alias, heading and block, the Connections
         view lists; without it the view lists the map's edges from the page.
     :returns: the HTML document as a string (UTF-8 when written).

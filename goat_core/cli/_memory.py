@@ -14,8 +14,8 @@ from goat_core.cli._options import _scope, memory_options, open_memory
 from goat_core.cli._output import _err, _one_line, _table, _to_json, emit_json
 
 if TYPE_CHECKING:
+    from goat_core.contract import Receipt
     from goat_core.host import SyncMemoryContext
-    from goat_core.models import Receipt
 
 #: ``reindex`` shows a progress bar (on stderr) when at least this many files are indexed.
 PROGRESS_THRESHOLD = 200
@@ -118,7 +118,7 @@ def refresh_cmd(operation_id: str, pen: str | None, as_json: bool, home: Path | 
     """What became of a queued write: OPERATION_ID is the one its receipt printed.
 
     Exit 0 while it is stored or still queued, 5 when the provider reports it failed."""
-    from goat_core.models import Receipt, ReceiptStatus
+    from goat_core.contract import Receipt, ReceiptStatus
 
     if not operation_id.strip() or len(operation_id) > 200:
         raise click.BadParameter("an operation id is 1-200 characters", param_hint="OPERATION_ID")

@@ -11,9 +11,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 if TYPE_CHECKING:
-    from goat_core.home import GoatHome
-    from goat_core.host import SyncMemoryContext, SyncMemoryHost
-    from goat_core.models import Scope
+    from goat_core.contract import Scope
+    from goat_core.host import GoatHome, SyncMemoryContext, SyncMemoryHost
     from goat_core.plugins import Registry
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -92,7 +91,7 @@ def _parse_sets(sets: Sequence[str]) -> dict[str, str]:
 
 
 def _scope(pen: str | None) -> Scope:
-    from goat_core.models import Scope
+    from goat_core.contract import Scope
 
     return Scope.global_() if pen is None else Scope.pen(pen)
 
@@ -125,7 +124,7 @@ def _registry(*, strict: bool | None = None) -> Registry:
 
 
 def _home(home: Path | None) -> GoatHome:
-    from goat_core.home import GoatHome
+    from goat_core.host import GoatHome
 
     return GoatHome.from_env(home)
 

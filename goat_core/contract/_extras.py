@@ -70,7 +70,7 @@ class PolicyGate(Protocol):
         self, write: MemoryWrite, store: Callable[[MemoryWrite], Awaitable[T]]
     ) -> T | Receipt:
         """:meth:`inspect`, then ``await store(inspected_write)``; a refusal returns a
-        ``rejected`` :class:`~goat_core.models.Receipt` and ``store`` is never called."""
+        ``rejected`` :class:`~goat_core.contract.Receipt` and ``store`` is never called."""
         ...
 
     def recall(self, query: str, result: RecallResult) -> RecallResult:

@@ -215,7 +215,7 @@ class Page(BaseModel):
 
 
 class LinkResolution(StrEnum):
-    """How a link's target was found (Obsidian rules; see ``goat_core.links``).
+    """How a link's target was found (Obsidian rules; see ``goat_core.filestore``).
 
     ``exact``: a folder-qualified path matched. ``name``: a bare name matched one file by file
     name. ``ambiguous``: a bare name matched several files; the one Obsidian picks is the

@@ -8,8 +8,8 @@ Two steps, both pure (no I/O):
    ``[t](<Some Note.md>)``, ``![alt](img.png)``), skipping code, comments and frontmatter.
 2. :class:`LinkResolver` resolves a parsed link against every file path of a store, and
    :class:`LinkIndex` (or :func:`build_link_map` / :func:`connections`) turns a store's notes
-   into a :class:`~goat_core.models.LinkMap` and per-page
-   :class:`~goat_core.models.Connections`.
+   into a :class:`~goat_core.contract.LinkMap` and per-page
+   :class:`~goat_core.contract.Connections`.
 
 Sources of the rules: Obsidian's help vault, ``Linking notes and files/Internal links.md``
 (link formats, folder paths from the vault root, heading/sub-heading/block subpaths, other
@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from typing import Literal
 from urllib.parse import unquote
 
+from goat_core.contract import Connections, Edge, Link, LinkMap, LinkResolution, PageSummary
 from goat_core.errors import NotFound, PathError
-from goat_core.models import Connections, Edge, Link, LinkMap, LinkResolution, PageSummary
 
 
 @dataclass(frozen=True)
@@ -610,7 +610,7 @@ class LinkResolver:
     def resolve(self, link: ParsedLink, source: str) -> Link:
         """Resolve ``link`` written in the note at ``source`` (a store-relative path).
 
-        :returns: a :class:`~goat_core.models.Link` with ``target`` (a page id, an attachment
+        :returns: a :class:`~goat_core.contract.Link` with ``target`` (a page id, an attachment
             path, or ``None``) and ``resolution``; the other fields are copied from ``link``.
         """
         target, resolution = self.resolve_target(link.target_text, source)
@@ -774,7 +774,7 @@ class LinkIndex:
 def build_link_map(
     pages: Iterable[tuple[PageSummary, str]], paths: Iterable[str] | None = None
 ) -> LinkMap:
-    """The :class:`~goat_core.models.LinkMap` of ``pages`` (see :class:`LinkIndex`)."""
+    """The :class:`~goat_core.contract.LinkMap` of ``pages`` (see :class:`LinkIndex`)."""
     return LinkIndex(pages, paths).link_map()
 
 

@@ -6,7 +6,7 @@ written once:
 - **Reading**: :func:`read_note` reads and parses one file into a :class:`StoredNote`
   (content hash, title from frontmatter ``title`` else the file name, unparsable frontmatter
   or invalid UTF-8 kept as ``error``); :func:`refresh_notes` re-reads only the files whose
-  ``(mtime_ns, size)`` changed; :func:`to_page` turns a note into a :class:`~goat_core.models.
+  ``(mtime_ns, size)`` changed; :func:`to_page` turns a note into a :class:`~goat_core.contract.
   Page`.
 - **Resolving**: :func:`resolve_page_ref` finds the one page a user's reference names (path,
   frontmatter ``id``, path without ``.md``, then a unique title or file name ignoring case),
@@ -18,7 +18,7 @@ written once:
 - **Naming**: :func:`generated_title` titles untitled text by its first words.
 
 Nothing here knows a provider: messages name the store as the caller says (``store``,
-``wiki``; :meth:`~goat_core.provider.Provider.label`).
+``wiki``; :meth:`~goat_core.contract.Provider.label`).
 """
 
 from __future__ import annotations
@@ -35,10 +35,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from goat_core.contract import Health, Page, PageSummary, RecallItem
 from goat_core.errors import Ambiguous, BadInput, NotFound, TooLarge
 from goat_core.filestore._files import contain, etag
 from goat_core.filestore._frontmatter import jsonable, parse_note
-from goat_core.models import Health, Page, PageSummary, RecallItem
 
 # Pages use the search index (never the reverse), imported where first needed: it loads
 # sqlite3, which a caller that only reads or names notes never needs.
@@ -211,7 +211,7 @@ def refresh_notes(
 
 
 def to_page(note: StoredNote, provenance_keys: Sequence[str]) -> Page:
-    """The :class:`~goat_core.models.Page` of a note; ``provenance`` holds the frontmatter
+    """The :class:`~goat_core.contract.Page` of a note; ``provenance`` holds the frontmatter
     values of ``provenance_keys`` that are present, plus ``error`` for an unparsable note."""
     data = note.data
     provenance: dict[str, Any] = {k: jsonable(data[k]) for k in provenance_keys if k in data}

@@ -1,11 +1,11 @@
 """The skeleton every folder-of-Markdown provider shares (markdown, wiki).
 
 - :class:`FolderStoreSettings` and :data:`StoreRoot`: the ``root`` setting, made absolute and
-  refused where the store would refuse it (:func:`goat_core.files.validate_store_root`).
+  refused where the store would refuse it (:func:`goat_core.filestore.validate_store_root`).
 - :class:`FolderStoreProvider`: opening the store (the Pen id check, the root, lock, search
   index path and worker), the search index's life, the note helpers every such store needs
   (load, index, resolve, page, health) and the async facade that runs each operation on the
-  store's :class:`~goat_core.provider.StoreWorker`.
+  store's :class:`~goat_core.filestore.StoreWorker`.
 
 A subclass implements the operations (``_write``, ``_forget``, ``_recall``, ``_list_pages``,
 ``_get_page``, ``_link_map``, ``_connections``, ``_reindex``) and ``_load``, all called on the
@@ -25,34 +25,34 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Generic, TypeVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from goat_core.errors import PathError, ScopeError
-from goat_core.files import StoreLock, validate_store_root
-from goat_core.models import (
+from goat_core.contract import (
     Connections,
     Health,
     LinkMap,
     MemoryWrite,
     Page,
     PageList,
+    Provider,
+    ProviderContext,
     ProviderSpec,
     RecallResult,
     Receipt,
     ReceiptStatus,
     normalize_pen_id,
 )
-from goat_core.provider import Provider, ProviderContext, StoreWorker
+from goat_core.errors import PathError, ScopeError
+from goat_core.filestore._files import StoreLock, validate_store_root
+from goat_core.filestore._worker import StoreWorker
 
 if TYPE_CHECKING:
-    from goat_core.pages import PageRef, StoredNote
-    from goat_core.search import IndexedDoc, SearchIndex
-
-__all__ = ["FolderStoreProvider", "FolderStoreSettings", "StoreRoot", "absolute_store_root"]
+    from goat_core.filestore._pages import PageRef, StoredNote
+    from goat_core.filestore.search import IndexedDoc, SearchIndex
 
 
 def absolute_store_root(value: Path | None) -> Path | None:
     """Make ``root`` absolute (``~`` expanded, relative to the current directory at bind time)
     so a Pen never splits across folders, and refuse what the store would refuse: ``/``, a
-    home directory itself, a missing folder (``goat_core.files`` rules).
+    home directory itself, a missing folder (``goat_core.filestore`` rules).
 
     :raises ValueError: naming the rule, for pydantic to report.
     """
@@ -86,7 +86,7 @@ class FolderStoreSettings(BaseModel):
     )
 
 
-#: The note type a store reads (``goat_core.pages.StoredNote`` or a subclass).
+#: The note type a store reads (``goat_core.filestore.StoredNote`` or a subclass).
 NoteT = TypeVar("NoteT", bound="StoredNote")
 
 
@@ -95,7 +95,7 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
 
     Opening: a forged, non-canonical Pen id is refused; ``root`` comes from the settings
     (``None``: the scope's default store under the GOAT home, created ``0700``); the store
-    gets a cross-process :class:`~goat_core.files.StoreLock`, a search index file
+    gets a cross-process :class:`~goat_core.filestore.StoreLock`, a search index file
     (``GoatHome.index_path(root, index_name)``, opened on first use) and a worker thread.
 
     :param context: the scope, binding, validated settings and GOAT home.
@@ -113,7 +113,7 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
     healthy: ClassVar[str] = "notes in {root}"
     #: Frontmatter keys whose value is a note's indexed description.
     description_keys: ClassVar[tuple[str, ...]] = ("description",)
-    #: Frontmatter keys a :class:`~goat_core.models.Page` carries as provenance.
+    #: Frontmatter keys a :class:`~goat_core.contract.Page` carries as provenance.
     page_keys: ClassVar[tuple[str, ...]] = ()
     #: Characters dropped from untitled text before it is titled (``None``: Markdown's).
     title_markup: ClassVar[str | None] = None
@@ -163,20 +163,20 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
 
     def _index_open(self) -> SearchIndex:
         if self._index is None:
-            from goat_core.pages import open_search_index
+            from goat_core.filestore._pages import open_search_index
 
             self._index = open_search_index(self._index_path)
         return self._index
 
     def _indexed_doc(self, note: NoteT) -> IndexedDoc:
-        from goat_core.pages import indexed_doc
+        from goat_core.filestore._pages import indexed_doc
 
         return indexed_doc(note, description_keys=self.description_keys)
 
     def _index_note(self, rel: str) -> NoteT | None:
         """Re-read one note the store just wrote and update its index entry; the note, or
         ``None`` when it is not readable."""
-        from goat_core.pages import index_note
+        from goat_core.filestore._pages import index_note
 
         note = self._load(rel)
         if note is not None:
@@ -190,13 +190,13 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
     def _resolve(self, ref: str, refs: Iterable[PageRef], *, exact_paths: bool = False) -> str:
         """The path of the one note ``ref`` names: its path (with or without ``.md``),
         frontmatter ``id``, then a unique title or file name ignoring case (NFC)
-        (:func:`goat_core.pages.resolve_page_ref`).
+        (:func:`goat_core.filestore.resolve_page_ref`).
 
         :param refs: ``(path, title, frontmatter id)`` of every note.
         :raises NotFound: nothing matches. :raises Ambiguous: several do.
         :raises PathError: an unsafe path (traversal, absolute...).
         """
-        from goat_core.pages import resolve_page_ref
+        from goat_core.filestore._pages import resolve_page_ref
 
         return resolve_page_ref(
             ref,
@@ -208,17 +208,17 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
         )
 
     def _page(self, note: NoteT) -> Page:
-        from goat_core.pages import to_page
+        from goat_core.filestore._pages import to_page
 
         return to_page(note, self.page_keys)
 
     def _check_text(self, write: MemoryWrite) -> str:
-        from goat_core.pages import checked_text
+        from goat_core.filestore._pages import checked_text
 
         return checked_text(write.text, self.spec.max_input_chars, noun=self.noun)
 
     def _generated_title(self, text: str) -> str:
-        from goat_core.pages import MARKUP_CHARS, generated_title
+        from goat_core.filestore._pages import MARKUP_CHARS, generated_title
 
         markup = MARKUP_CHARS if self.title_markup is None else self.title_markup
         return generated_title(text, markup=markup)
@@ -229,7 +229,7 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
         )
 
     def _check(self) -> Health:
-        from goat_core.pages import folder_health
+        from goat_core.filestore._pages import folder_health
 
         return folder_health(self.root, noun=self.noun, healthy=self.healthy.format(root=self.root))
 
@@ -293,7 +293,7 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
 
         :raises BadInput: ``limit`` outside 1..100 or an empty query.
         """
-        from goat_core.pages import check_recall_args
+        from goat_core.filestore._pages import check_recall_args
 
         check_recall_args(query, limit)
         return await self._worker.run(self._recall, query, limit)
@@ -303,7 +303,7 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
 
         :raises BadInput: ``limit`` outside 1..1000 or a cursor this store did not issue.
         """
-        from goat_core.pages import check_list_limit
+        from goat_core.filestore._pages import check_list_limit
 
         check_list_limit(limit)
         return await self._worker.run(self._list_pages, limit, cursor)

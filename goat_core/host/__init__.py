@@ -10,7 +10,7 @@ store, the egress guard of remote providers and their connection :class:`Supervi
 The modules behind this package are private; import from ``goat_core.host``.
 """
 
-from goat_core.host._config import Config, load_config, save_config
+from goat_core.host._config import Config, legacy_decoders, load_config, save_config
 from goat_core.host._context import MemoryContext, memory_tools
 from goat_core.host._credentials import CredentialStore
 from goat_core.host._egress import EGRESS_HEADER, guarded_http_client
@@ -26,10 +26,12 @@ from goat_core.host._records import (
 )
 from goat_core.host._supervisor import Clock, RetryPolicy, SessionState, SlotStatus, Supervisor
 from goat_core.host._sync import SyncMemoryContext, SyncMemoryHost
-from goat_core.host._tools import FORBIDDEN_ARGUMENTS, ToolDefinition, ToolSet
+from goat_core.host._tools import FORBIDDEN_ARGUMENTS, CoreTool, ToolDefinition, ToolSet
 from goat_core.host._turn import TRIVIAL_PROMPTS, TurnMemory, format_memory_block, is_trivial_prompt
 
 __all__ = [
+    "CoreTool",
+    "legacy_decoders",
     "APP_NAME",
     "DEFAULT_BINDING_ID",
     "EGRESS_HEADER",

@@ -25,8 +25,6 @@ from goat_core.host._records import (
 )
 from goat_core.host._supervisor import SessionState, transport_fingerprint
 
-__all__ = ["HostBindings"]
-
 
 def _is_default_store(scope: Scope, binding: Binding) -> bool:
     """Whether ``binding`` serves the embedded default store (tone ``quiet``; docs/design.md,

@@ -54,18 +54,6 @@ from goat_core.errors import ConfigError, Conflict, NotFound, ScopeError
 from goat_core.filestore import atomic_write
 from goat_core.host._home import GoatHome
 
-__all__ = [
-    "CURRENT_SCHEMA",
-    "Config",
-    "LegacyBinding",
-    "LegacyDecoder",
-    "binding_id_for",
-    "legacy_decoders",
-    "load_config",
-    "save_config",
-    "write_owner_only",
-]
-
 #: The ``schema_version`` this GOAT writes.
 CURRENT_SCHEMA = 1
 

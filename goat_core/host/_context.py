@@ -48,8 +48,6 @@ from goat_core.host._turn import (
 )
 from goat_core.plugins import Registry
 
-__all__ = ["ContextHost", "MemoryContext", "memory_tools"]
-
 
 class ContextHost(Protocol):
     """What a :class:`MemoryContext` needs of the host that made it."""

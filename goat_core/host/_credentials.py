@@ -35,17 +35,6 @@ from goat_core.host._config import write_owner_only
 from goat_core.host._home import GoatHome
 from goat_core.logs import get_logger, register_secret
 
-__all__ = [
-    "KEYRING_SERVICE",
-    "KEYRING_TIMEOUT",
-    "CredentialStore",
-    "check_secret",
-    "credential_env_var",
-    "missing_credential_message",
-    "prompt_secret",
-    "read_secret_from_stdin",
-]
-
 #: Seconds any single keyring call may take before the file store is used instead.
 KEYRING_TIMEOUT = 3.0
 #: Keyring service name; the account is ``"<binding_id>/<name>"``.

@@ -32,13 +32,6 @@ from goat_core.plugins import Registry
 if TYPE_CHECKING:
     import httpx2
 
-__all__ = [
-    "EGRESS_HEADER",
-    "TRANSPORT_OPTIONS",
-    "check_egress",
-    "guarded_http_client",
-    "guarded_transport",
-]
 
 #: Response header set on a refusal (``x-goat-egress: refused``).
 EGRESS_HEADER = "x-goat-egress"

@@ -29,8 +29,6 @@ from goat_core.contract import (
 from goat_core.errors import ConfigError, NotFound, Rejected
 from goat_core.plugins import Registry
 
-__all__ = ["Gate", "check_access", "hidden_count", "hidden_reason", "run_gated"]
-
 T = TypeVar("T")
 
 

@@ -22,8 +22,6 @@ from pathlib import Path
 
 from goat_core.contract import Scope
 
-__all__ = ["APP_NAME", "GoatHome"]
-
 APP_NAME = "goat-memory"
 
 

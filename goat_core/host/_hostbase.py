@@ -34,8 +34,6 @@ from goat_core.host._supervisor import Clock, RetryPolicy, Supervisor, Target, d
 from goat_core.host._turn import TurnMemory
 from goat_core.plugins import Registry
 
-__all__ = ["HostBase"]
-
 
 def _validation_message(exc: ValidationError) -> str:
     parts = []

@@ -7,8 +7,6 @@ from goat_core.contract import Binding, Health, Provider
 from goat_core.errors import GoatError
 from goat_core.host._supervisor import SessionState, Supervisor
 
-__all__ = ["RemoteLease", "same_servers", "unavailable_reason"]
-
 
 class RemoteLease:
     """A remote context's view of its slot: the supervisor's current session, looked up on

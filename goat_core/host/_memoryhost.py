@@ -30,8 +30,6 @@ from __future__ import annotations
 
 from goat_core.host._bindings import HostBindings
 
-__all__ = ["MemoryHost"]
-
 
 class MemoryHost(HostBindings):
     """The async host API (the CLI and the MCP server are thin layers over it).

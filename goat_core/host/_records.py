@@ -12,15 +12,6 @@ from pydantic import BaseModel, ConfigDict
 
 from goat_core.contract import Binding, Health, HealthCause, Scope, Tone, normalize_pen_id
 
-__all__ = [
-    "DEFAULT_BINDING_ID",
-    "EMBEDDED_DEFAULT_PROVIDER",
-    "BindOutcome",
-    "BindingStatus",
-    "Chat",
-    "scope_label",
-]
-
 #: The provider of the embedded default Global store (docs/design.md, Bindings and providers).
 EMBEDDED_DEFAULT_PROVIDER = "markdown"
 #: The id of the synthetic binding an unbound Global scope uses.

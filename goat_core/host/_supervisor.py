@@ -60,20 +60,6 @@ from goat_core.contract import Binding, Health, HealthCause, Provider, ProviderS
 from goat_core.errors import GoatError
 from goat_core.logs import get_logger
 
-__all__ = [
-    "Clock",
-    "MonotonicClock",
-    "Reconciled",
-    "RetryPolicy",
-    "SessionState",
-    "SlotStatus",
-    "Supervisor",
-    "Target",
-    "cause_of_error",
-    "digest",
-    "transport_fingerprint",
-]
-
 log = get_logger("goat_core.supervisor")
 
 

@@ -31,8 +31,6 @@ from goat_core.host._tools import ToolSet
 from goat_core.host._turn import TurnMemory
 from goat_core.plugins import Registry
 
-__all__ = ["SyncMemoryContext", "SyncMemoryHost"]
-
 T = TypeVar("T")
 
 

@@ -39,15 +39,6 @@ from goat_core.contract import (
 from goat_core.errors import BadInput, ConfigError, GoatError, NotFound, ScopeError
 from goat_core.host._gate import Gate, check_access, run_gated
 
-__all__ = [
-    "FORBIDDEN_ARGUMENTS",
-    "CoreTool",
-    "ToolDefinition",
-    "ToolContext",
-    "ToolSet",
-    "build_tools",
-]
-
 #: Property names no tool schema may have (they would let a model pick another store).
 FORBIDDEN_ARGUMENTS = frozenset(
     {

@@ -14,16 +14,6 @@ from pydantic import BaseModel, ConfigDict
 
 from goat_core.contract import RecallItem
 
-__all__ = [
-    "CHARS_PER_TOKEN",
-    "TRIVIAL_PROMPTS",
-    "TURN_RECALL_LIMIT",
-    "Outcome",
-    "TurnMemory",
-    "format_memory_block",
-    "is_trivial_prompt",
-]
-
 #: Prompts that never trigger automatic recall (compared case-insensitively, without
 #: trailing ``.!?`` and surrounding whitespace). Slash commands (``/help``) skip too.
 TRIVIAL_PROMPTS = frozenset(

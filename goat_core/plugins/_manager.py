@@ -5,7 +5,7 @@ silently skips duplicate names, so GOAT loads each entry point of group
 ``goat_core.plugins`` in isolation, in a deterministic order (name, then distribution):
 
 - a plugin whose import, registration or hook names fail is recorded as a
-  :class:`~goat_core.models.PluginLoadFailure` (with its traceback); the rest still load;
+  :class:`~goat_core.contract.PluginLoadFailure` (with its traceback); the rest still load;
 - a second distribution using an entry-point name already taken is reported (``duplicate``);
 - a distribution whose ``Requires-Dist`` on ``goat-core`` excludes this version is reported
   (``incompatible``) and never imported;
@@ -31,9 +31,9 @@ import pluggy
 
 from goat_core import hookspecs
 from goat_core._version import __version__
+from goat_core.contract import PluginLoadFailure
 from goat_core.errors import PluginLoadError
 from goat_core.hookspecs import PROJECT_NAME
-from goat_core.models import PluginLoadFailure
 
 ENTRY_POINT_GROUP = "goat_core.plugins"
 

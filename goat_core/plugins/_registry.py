@@ -11,8 +11,7 @@ import inspect
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from goat_core.errors import GoatError, NotFound, ProviderUnavailable, Rejected, ScopeError
-from goat_core.models import (
+from goat_core.contract import (
     Binding,
     MemoryWrite,
     PageSummary,
@@ -24,6 +23,7 @@ from goat_core.models import (
     ScopeRequest,
     ScopeResolution,
 )
+from goat_core.errors import GoatError, NotFound, ProviderUnavailable, Rejected, ScopeError
 from goat_core.plugins._manager import GoatPluginManager, PluginSettings, make_plugin_manager
 
 if TYPE_CHECKING:

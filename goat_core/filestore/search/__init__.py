@@ -61,7 +61,7 @@ corruption; the index is then rebuilt from scratch (it holds nothing that the fi
 A schema version change also rebuilds.
 
 Threading: a :class:`SearchIndex` owns a single connection and must be used from one thread at a
-time (the store's :class:`~goat_core.provider.StoreWorker`); it may be created on another thread.
+time (the store's :class:`~goat_core.filestore.StoreWorker`); it may be created on another thread.
 """
 
 from goat_core.filestore.search._index import (

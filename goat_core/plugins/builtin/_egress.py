@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
+from goat_core.contract import Binding
 from goat_core.hookspecs import hookimpl
-from goat_core.models import Binding
 
 
 def _under(url: str, prefix: str) -> bool:

@@ -3,8 +3,8 @@ plugin's answer comes first. The rules live in :mod:`goat_core.scope`."""
 
 from __future__ import annotations
 
+from goat_core.contract import ScopeRequest, ScopeResolution
 from goat_core.hookspecs import hookimpl
-from goat_core.models import ScopeRequest, ScopeResolution
 
 
 @hookimpl(trylast=True)

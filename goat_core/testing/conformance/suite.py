@@ -1,4 +1,4 @@
-"""The contract tests every provider passes (DESIGN section 8).
+"""The contract tests every provider passes (docs/design.md, The conformance suite).
 
 Each test's docstring ends with a ``Troubleshooting:`` note for provider authors.
 """
@@ -14,8 +14,7 @@ from typing import Any
 import anyio
 import pytest
 
-from goat_core.errors import BadInput, NotSupported, ScopeError, TooLarge
-from goat_core.models import (
+from goat_core.contract import (
     Capability,
     Connections,
     Consistency,
@@ -24,6 +23,7 @@ from goat_core.models import (
     MemoryWrite,
     PageList,
     PageSummary,
+    Provider,
     ProviderSpec,
     Receipt,
     ReceiptStatus,
@@ -31,7 +31,7 @@ from goat_core.models import (
     Scope,
     ScopeKind,
 )
-from goat_core.provider import Provider
+from goat_core.errors import BadInput, NotSupported, ScopeError, TooLarge
 from goat_core.testing.conformance.base import (
     ConformanceBase,
     StoreSet,
@@ -42,7 +42,7 @@ from goat_core.testing.conformance.base import (
 
 __all__ = ["ProviderConformanceTests", "contract_violations"]
 
-#: Pen ids the suite expects :meth:`Scope.pen` to reject (DESIGN section 2).
+#: Pen ids the suite expects :meth:`Scope.pen` to reject (docs/design.md, Scopes).
 BAD_PEN_IDS = ("", " ", "a/b", "a:b", "50%", "../x", "café", "-x", ".x", "x" * 65, "a b", "a\nb")
 
 #: Stored text with query-syntax characters and the query that must find it.
@@ -120,8 +120,7 @@ class ProviderConformanceTests(ConformanceBase):
         ``<entry_point_name> = "<package>.plugin"`` and reinstall the distribution (entry
         points are read from installed metadata, not from your source tree).
         """
-        from goat_core.manager import PluginSettings, make_plugin_manager
-        from goat_core.registry import Registry
+        from goat_core.plugins import PluginSettings, Registry, make_plugin_manager
 
         pm = make_plugin_manager(PluginSettings(load=(self.entry_point_name,), strict=True))
         assert pm.has_plugin(self.entry_point_name), (
@@ -367,7 +366,7 @@ class ProviderConformanceTests(ConformanceBase):
         makes the factory or the first operation raise :class:`BadInput`.
 
         Troubleshooting: validate ``context.scope.pen_id`` with
-        ``goat_core.models.normalize_pen_id`` before using it in a path or a key.
+        ``goat_core.contract.normalize_pen_id`` before using it in a path or a key.
         """
         for bad in BAD_PEN_IDS:
             with pytest.raises(ScopeError):

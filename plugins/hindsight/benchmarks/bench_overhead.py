@@ -25,8 +25,8 @@ from typing import Any
 
 import anyio
 import httpx2
-from goat_core.home import GoatHome
-from goat_core.models import MemoryWrite
+from goat_core.contract import MemoryWrite
+from goat_core.host import GoatHome
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 

@@ -1,6 +1,6 @@
 """A scripted stand-in for Hindsight 1.1.0's single-bank MCP endpoint, as an
 ``httpx2.MockTransport`` handler (no sockets). Its answers copy the recorded wire shapes of
-the real server (``shared/hindsight/probe-out-chunks``): one text block holding the compact
+the real server as recorded: one text block holding the compact
 JSON of ``structuredContent``, SSE framing, ``mcp-session-id`` headers, 401 JSON bodies and
 ``404 Session not found`` after a restart.
 

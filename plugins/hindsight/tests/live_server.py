@@ -19,12 +19,9 @@ from typing import Any
 
 import httpx2
 import pytest
-from goat_core.egress import guarded_http_client
-from goat_core.home import GoatHome
-from goat_core.manager import PluginSettings, make_plugin_manager
-from goat_core.models import Binding, Scope
-from goat_core.provider import ProviderContext
-from goat_core.registry import Registry
+from goat_core.contract import Binding, ProviderContext, Scope
+from goat_core.host import GoatHome, guarded_http_client
+from goat_core.plugins import PluginSettings, Registry, make_plugin_manager
 
 from goat_hindsight.plugin import egress_urls, spec
 from goat_hindsight.provider import HindsightProvider

@@ -1,4 +1,4 @@
-"""The MCP client against a scripted Hindsight (issue items 4-6), through httpx2.MockTransport."""
+"""The MCP client against a scripted Hindsight, through httpx2.MockTransport."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""goat-hindsight against a real Hindsight 1.1.0 server (issue item 10, live cases)."""
+"""goat-hindsight against a real Hindsight 1.1.0 server (live cases)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from goat_core.contract import MemoryWrite, ReceiptStatus, Scope
 from goat_core.errors import ProviderUnavailable
-from goat_core.home import GoatHome
-from goat_core.models import MemoryWrite, ReceiptStatus, Scope
+from goat_core.host import GoatHome
 from goat_core.testing.conformance import eventually
 from live_server import LiveServer, live_provider
 
@@ -100,8 +100,7 @@ async def test_unknown_bank_is_reported_and_still_absent(
 
 
 async def test_egress_guard_refuses_an_unbound_url(tmp_path: Path, live_server: LiveServer) -> None:
-    from goat_core.models import Binding
-    from goat_core.provider import ProviderContext
+    from goat_core.contract import Binding, ProviderContext
     from live_server import guarded_factory
 
     from goat_hindsight.plugin import spec

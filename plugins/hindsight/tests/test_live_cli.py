@@ -1,5 +1,5 @@
 """The real ``goat`` console script against a real Hindsight 1.1.0 server with MCP auth on
-(issue "Hindsight provider", item 10 and "Done when": ``goat`` binds, checks, remembers,
+(end to end: ``goat`` binds, checks, remembers,
 recalls, reflects and browses a real bank; nothing in config, logs, output or errors
 contains the key).
 

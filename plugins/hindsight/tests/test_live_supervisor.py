@@ -1,5 +1,5 @@
-"""The connection supervisor against a real Hindsight 1.1.0 server (issue "Connection health
-and session ownership", item 4, live): stop the server's API mid-session -> status warn
+"""The connection supervisor against a real Hindsight 1.1.0 server (docs/design.md,
+Remote providers and the supervisor; live): stop the server's API mid-session -> status warn
 with the cause, the next turn's read reports failed context without raising; start it
 again on the same port -> the next turn or recheck recovers with no manual reconnect; the
 server's memory count proves that nothing was replayed.
@@ -19,13 +19,10 @@ from typing import Any
 import anyio
 import httpx2
 import pytest
+from goat_core.contract import Receipt, ReceiptStatus, Scope, Tone
 from goat_core.errors import GoatError, ProviderUnavailable
-from goat_core.home import GoatHome
-from goat_core.host import Chat, MemoryHost
-from goat_core.manager import PluginSettings
-from goat_core.models import Receipt, ReceiptStatus, Scope, Tone
-from goat_core.registry import Registry
-from goat_core.supervisor import RetryPolicy, SessionState
+from goat_core.host import Chat, GoatHome, MemoryHost, RetryPolicy, SessionState
+from goat_core.plugins import PluginSettings, Registry
 from live_server import LiveServer
 
 from goat_hindsight.provider import HindsightProvider

@@ -11,12 +11,10 @@ from pathlib import Path
 
 import pytest
 from fake_hindsight import ALL_TOOLS
-from goat_core.config import legacy_decoders, load_config, save_config
+from goat_core.contract import Capability, Consistency, Scope
 from goat_core.errors import ConfigError
-from goat_core.home import GoatHome
-from goat_core.manager import PluginSettings, make_plugin_manager
-from goat_core.models import Capability, Consistency, Scope
-from goat_core.registry import Registry
+from goat_core.host import GoatHome, legacy_decoders, load_config, save_config
+from goat_core.plugins import PluginSettings, Registry, make_plugin_manager
 
 import goat_hindsight
 from goat_hindsight.client import ALLOWED_TOOLS

@@ -1,4 +1,4 @@
-"""GOAT operations mapped onto Hindsight tools (issue item 7, 9), against the scripted server."""
+"""GOAT operations mapped onto Hindsight tools, against the scripted server."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from conftest import SENTINEL_KEY, SERVER, make_context
 from fake_hindsight import ALL_TOOLS, FakeHindsight
+from goat_core.contract import MemoryWrite, Receipt, ReceiptStatus, Scope, ScopeKind, Tone
 from goat_core.errors import BadInput, NotFound, NotSupported, ProviderUnavailable, TooLarge
-from goat_core.home import GoatHome
-from goat_core.models import MemoryWrite, Receipt, ReceiptStatus, Scope, ScopeKind, Tone
+from goat_core.host import GoatHome
 
 from goat_hindsight.errors import BankNotFound, HindsightAuthError
 from goat_hindsight.plugin import spec

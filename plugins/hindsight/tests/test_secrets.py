@@ -1,6 +1,6 @@
-"""The API key never leaves the Authorization header (issue item 3), with a sentinel key:
-not in logs (structlog and every stdlib logger at DEBUG), exceptions, reprs, receipts, JSON
-output, tool arguments or request bodies."""
+"""The API key never leaves the Authorization header (docs/design.md, Credentials and
+egress), with a sentinel key: not in logs (structlog and every stdlib logger at DEBUG),
+exceptions, reprs, receipts, JSON output, tool arguments or request bodies."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ import pytest
 import structlog
 from conftest import SENTINEL_KEY
 from fake_hindsight import FakeHindsight
+from goat_core.contract import MemoryWrite
 from goat_core.errors import GoatError
-from goat_core.models import MemoryWrite
 
 from goat_hindsight.provider import HindsightProvider
 

@@ -1,4 +1,4 @@
-"""Settings rules (issue item 2), each with exact accepted and rejected inputs."""
+"""Settings rules, each with exact accepted and rejected inputs."""
 
 from __future__ import annotations
 

@@ -10,10 +10,9 @@ import json
 import sys
 from pathlib import Path
 
+from goat_core.contract import Binding, MemoryWrite, ProviderContext, Scope, SyncProvider
 from goat_core.errors import Conflict
-from goat_core.home import GoatHome
-from goat_core.models import Binding, MemoryWrite, Scope
-from goat_core.provider import ProviderContext, SyncProvider
+from goat_core.host import GoatHome
 
 from goat_markdown.plugin import MarkdownSettings, spec
 

@@ -9,8 +9,8 @@ import time
 from pathlib import Path
 
 import filelock
-from goat_core.files import atomic_write, etag
-from goat_core.home import GoatHome
+from goat_core.filestore import atomic_write, etag
+from goat_core.host import GoatHome
 
 WORKER = Path(__file__).with_name("_append_worker.py")
 

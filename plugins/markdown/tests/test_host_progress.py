@@ -1,16 +1,15 @@
-"""A host's progress sink reaches the store's first indexing inside a read (issue 4 item 6:
-a progress bar while a large store is first indexed), with one change scan per read."""
+"""A host's progress sink reaches the store's first indexing inside a read (docs/design.md,
+Reads and truth: a progress bar while a large store is first indexed), with one change scan
+per read."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-from goat_core.home import GoatHome
-from goat_core.host import Chat, SyncMemoryHost
-from goat_core.manager import PluginSettings, make_plugin_manager, register_plugin
-from goat_core.models import Scope
-from goat_core.registry import Registry
+from goat_core.contract import Scope
+from goat_core.host import Chat, GoatHome, SyncMemoryHost
+from goat_core.plugins import PluginSettings, Registry, make_plugin_manager, register_plugin
 
 import goat_markdown.plugin
 import goat_markdown.provider

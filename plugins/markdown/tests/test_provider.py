@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from conftest import MakeStore
 from goat_core import Registry
+from goat_core.contract import Capability, Consistency, MemoryWrite, ReceiptStatus, Scope, ScopeKind
 from goat_core.errors import (
     Ambiguous,
     BadInput,
@@ -21,10 +22,9 @@ from goat_core.errors import (
     ScopeError,
     TooLarge,
 )
-from goat_core.frontmatter import parse_note
-from goat_core.home import GoatHome
-from goat_core.manager import PluginSettings
-from goat_core.models import Capability, Consistency, MemoryWrite, ReceiptStatus, Scope, ScopeKind
+from goat_core.filestore import parse_note
+from goat_core.host import GoatHome
+from goat_core.plugins import PluginSettings
 from pydantic import ValidationError
 
 from goat_markdown.plugin import MarkdownSettings, spec
@@ -75,7 +75,8 @@ def test_plugin_import_is_cheap() -> None:
 
     code = (
         "import sys, goat_markdown.plugin as p; p.goat_register_providers();"
-        "print(sorted(m for m in ('yaml','sqlite3','goat_markdown.provider','goat_core.search')"
+        "print(sorted(m for m in ('yaml','sqlite3','goat_markdown.provider',"
+        "'goat_core.filestore.search')"
         " if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -133,8 +134,7 @@ def test_explicit_root_must_exist(home: GoatHome, tmp_path: Path) -> None:
 
 def _unvalidated_store(home: GoatHome, root: Path) -> None:
     """Build a provider from settings that bypassed validation (``model_construct``)."""
-    from goat_core.models import Binding
-    from goat_core.provider import ProviderContext
+    from goat_core.contract import Binding, ProviderContext
 
     settings = MarkdownSettings.model_construct(root=root)
     context = ProviderContext(

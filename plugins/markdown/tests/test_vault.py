@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO, MakeStore
-from goat_core.frontmatter import parse_note
-from goat_core.models import LinkResolution
+from goat_core.contract import LinkResolution
+from goat_core.filestore import parse_note
 from goat_core.testing.fixtures import copy_test_vault, locate_test_vault
 
 

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import hypothesis
 import pytest
-from goat_core.home import GoatHome
+from goat_core.host import GoatHome
 from goat_core.testing.fixtures import folder_stores, home, vault  # noqa: F401 (fixtures)
 from wiki_helpers import MakeWiki
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from goat_core.home import GoatHome
+from goat_core.host import GoatHome
 from goat_core.testing import ProviderConformanceTests
 from goat_core.testing.conformance import ProviderFactory, spec_factory
 

@@ -1,5 +1,5 @@
-"""Each known failure of the LLM Wiki pattern (issue "LLM Wiki provider"), with its exact
-input: made impossible, or reported by lint."""
+"""Each known failure of the LLM Wiki pattern (docs/design.md, Bindings and providers), with
+its exact input: made impossible, or reported by lint."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from goat_core.contract import MemoryWrite
 from goat_core.errors import BadInput, Conflict, PathError
-from goat_core.models import MemoryWrite
 from wiki_helpers import MakeWiki, write_tree
 
 from goat_wiki.provider import PageWrite, WikiProvider

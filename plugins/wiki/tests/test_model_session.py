@@ -8,11 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from goat_core.home import GoatHome
-from goat_core.host import Chat, MemoryHost
-from goat_core.manager import PluginSettings, make_plugin_manager, register_plugin
-from goat_core.models import Scope
-from goat_core.registry import Registry
+from goat_core.contract import Scope
+from goat_core.host import Chat, GoatHome, MemoryHost
+from goat_core.plugins import PluginSettings, Registry, make_plugin_manager, register_plugin
 from wiki_helpers import write_tree
 
 import goat_wiki.plugin

@@ -18,12 +18,10 @@ import pytest
 from click.testing import CliRunner, Result
 from goat_core import hookimpl
 from goat_core.cli import cli
+from goat_core.contract import MemoryWrite, PageSummary, RecallResult, Scope
 from goat_core.errors import Rejected
-from goat_core.home import GoatHome
-from goat_core.host import Chat, MemoryHost
-from goat_core.manager import PluginSettings, make_plugin_manager, register_plugin
-from goat_core.models import MemoryWrite, PageSummary, RecallResult, Scope
-from goat_core.registry import Registry
+from goat_core.host import Chat, GoatHome, MemoryHost
+from goat_core.plugins import PluginSettings, Registry, make_plugin_manager, register_plugin
 from wiki_helpers import write_tree
 
 import goat_wiki.plugin

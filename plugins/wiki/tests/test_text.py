@@ -136,7 +136,7 @@ def test_plugin_import_is_cheap() -> None:
     code = (
         "import sys, goat_wiki.plugin as p; p.spec(); "
         "heavy = [m for m in ('yaml', 'sqlite3', 'goat_wiki.provider', 'goat_wiki.cli', "
-        "'goat_core.search') if m in sys.modules]; print(heavy)"
+        "'goat_core.filestore.search') if m in sys.modules]; print(heavy)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
@@ -145,8 +145,7 @@ def test_plugin_import_is_cheap() -> None:
 
 def test_entry_point_registers_provider_and_commands() -> None:
     import click
-    from goat_core.manager import PluginSettings, make_plugin_manager
-    from goat_core.registry import Registry
+    from goat_core.plugins import PluginSettings, Registry, make_plugin_manager
 
     registry = Registry(make_plugin_manager(PluginSettings(load=("wiki",), strict=True)))
     assert "wiki" in registry.providers()

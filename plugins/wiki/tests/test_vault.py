@@ -14,7 +14,7 @@ import hashlib
 from pathlib import Path
 
 import pytest
-from goat_core.models import LinkResolution
+from goat_core.contract import LinkResolution
 from goat_core.testing.fixtures import copy_test_vault
 from wiki_helpers import MakeWiki
 

@@ -1,8 +1,7 @@
 """A typed client of ONE bank on Hindsight's single-bank Streamable HTTP MCP endpoint.
 
 ``{base_url}/mcp/{bank_id}/`` with the mcp 2.x SDK (which runs on httpx2). Behaviour follows
-the real Hindsight 1.1.0 server (``shared/research/hindsight-server.md``) and what the SDK
-raises where (``shared/research/mcp-sdk-keyring-structlog.md`` section 1.2):
+the real Hindsight 1.1.0 server and what the SDK raises where:
 
 - **Ownership.** The MCP connection lives in a runner task inside a small event loop thread
   the client owns (an anyio blocking portal). Callers on any loop hand calls over; a
@@ -212,7 +211,7 @@ class HindsightClient:
     :param settings: validated settings (server and bank).
     :param api_key: ``api_key() -> str | None``, read when connecting (credential store).
     :param http_client: ``http_client(**kwargs) -> httpx2.AsyncClient``, the egress-guarded
-        factory from :class:`~goat_core.provider.ProviderContext`.
+        factory from :class:`~goat_core.contract.ProviderContext`.
     :param transport: the inner httpx2 transport (tests: ``httpx2.MockTransport``); default
         a real ``httpx2.AsyncHTTPTransport``.
     :param sleep: ``await sleep(seconds)`` used for backoff waits (tests record them).

@@ -9,14 +9,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from goat_core.contract import Capability, Consistency, CredentialSpec, ProviderSpec
 from goat_core.hookspecs import hookimpl
-from goat_core.models import Capability, Consistency, CredentialSpec, ProviderSpec
 
 from goat_hindsight import __version__
 from goat_hindsight.settings import HindsightSettings, mcp_url, parse_settings
 
 if TYPE_CHECKING:
-    from goat_core.provider import Provider, ProviderContext
+    from goat_core.contract import Provider, ProviderContext
 
 __all__ = [
     "API_KEY_HELP",

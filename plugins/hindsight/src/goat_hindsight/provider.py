@@ -1,6 +1,6 @@
 """The hindsight provider: GOAT operations on one shared Hindsight bank.
 
-Mapping (issue "Hindsight provider", item 7; Hindsight 1.1.0 tool shapes):
+Mapping (Hindsight 1.1.0 tool shapes):
 
 ==================  ===================================================================
 remember, feedback  ``retain(content, context)``; receipt ``queued`` with the operation id
@@ -33,13 +33,14 @@ from typing import Any
 
 import anyio
 import httpx2
-from goat_core.errors import BadInput, GoatError, NotFound, ProviderUnavailable, TooLarge
-from goat_core.models import (
+from goat_core.contract import (
     Health,
     MemoryWrite,
     Page,
     PageList,
     PageSummary,
+    Provider,
+    ProviderContext,
     ProviderSpec,
     RecallItem,
     RecallResult,
@@ -49,7 +50,7 @@ from goat_core.models import (
     credential_env_var,
     normalize_pen_id,
 )
-from goat_core.provider import Provider, ProviderContext
+from goat_core.errors import BadInput, GoatError, NotFound, ProviderUnavailable, TooLarge
 
 from goat_hindsight.client import Backoff, Deadlines, HindsightClient, Limits
 from goat_hindsight.errors import MemoryNotFound, ToolRejected, WriteOutcomeUnknown

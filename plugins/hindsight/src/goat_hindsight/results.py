@@ -1,12 +1,11 @@
 """Validation of tool results from Hindsight's single-bank MCP endpoint (no I/O, no mcp).
 
 Hindsight 1.1.0 answers every tool with exactly one text block holding the compact JSON of
-its result plus ``structuredContent`` holding the same object (recorded in
-``shared/hindsight/probe-out-chunks/calls.json``). It reports failures two ways: argument
-errors and unknown tools as ``isError: true`` with a plain-text block, and errors inside a
-tool as a normal result whose object carries ``"error"`` or ``"status": "error"``. Both are
-tool rejections (:class:`ToolRejected`); anything that is not a well-formed object is a
-:class:`ProtocolViolation`.
+its result plus ``structuredContent`` holding the same object (as recorded from the real
+server). It reports failures two ways: argument errors and unknown tools as ``isError: true``
+with a plain-text block, and errors inside a tool as a normal result whose object carries
+``"error"`` or ``"status": "error"``. Both are tool rejections (:class:`ToolRejected`);
+anything that is not a well-formed object is a :class:`ProtocolViolation`.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ credential and lives only in the credential store. GOAT builds the MCP endpoint
 ``{base_url}/mcp/{bank_id}/`` itself (Hindsight's single-bank endpoint), so neither field may
 smuggle a path, a query or credentials into it.
 
-Rules (issue "Hindsight provider", item 2; each message names its rule):
+Rules (each message names its rule):
 
 - ``bank_id``: 1 to 64 characters, each a lowercase ASCII letter, a digit, ``-`` or ``_``.
   Nothing is normalised: ``Bank`` is rejected, not lowercased.

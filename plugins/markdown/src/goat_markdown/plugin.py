@@ -8,15 +8,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from goat_core.contract import Capability, Consistency, ProviderSpec
 from goat_core.filestore import FolderStoreSettings, StoreRoot
 from goat_core.hookspecs import hookimpl
-from goat_core.models import Capability, Consistency, ProviderSpec
 from pydantic import Field
 
 from goat_markdown import __version__
 
 if TYPE_CHECKING:
-    from goat_core.provider import Provider, ProviderContext
+    from goat_core.contract import Provider, ProviderContext
 
 __all__ = ["MarkdownSettings", "goat_register_providers", "spec"]
 

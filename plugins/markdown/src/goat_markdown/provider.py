@@ -1,11 +1,12 @@
-"""The markdown provider: one folder of ``.md`` notes per scope (DESIGN section 5).
+"""The markdown provider: one folder of ``.md`` notes per scope (docs/design.md, Bindings
+and providers).
 
 Notes carry YAML frontmatter (``id``, ``title``, ``created``, ``updated``, ``tags``, ``kind``
 remember|feedback, ``source``). Notes written by Obsidian or by hand are read as they are and
 never rewritten unless a remember or feedback targets them; then only the ``updated`` line
 changes and a dated entry is appended.
 
-Every blocking call runs on the store's :class:`~goat_core.provider.StoreWorker`, which also
+Every blocking call runs on the store's :class:`~goat_core.filestore.StoreWorker`, which also
 owns the SQLite search index (``GoatHome.index_path(root)``). Each call starts with one cheap
 change scan (a stat walk) and syncs the index, which reads and parses only the notes whose
 ``(mtime, size)`` changed; a long-lived host's provider replaces the scan by a file watcher
@@ -14,7 +15,7 @@ unparsable-frontmatter problems then come from the index, and only the notes a c
 or edits are read (recall: the hits; pages: the page shown or listed). Only ``link_map`` and
 ``connections`` read every note, each once (kept between calls of one process and refreshed
 when mtime or size change). Read-modify-write cycles hold the store's cross-process
-:class:`~goat_core.files.StoreLock` and re-check the note's content hash just before the
+:class:`~goat_core.filestore.StoreLock` and re-check the note's content hash just before the
 rename, so concurrent updates either both land or one gets
 :class:`~goat_core.errors.Conflict`.
 """
@@ -33,41 +34,44 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from goat_core import pages as core_pages
-from goat_core.errors import (
-    Conflict,
-    NotFound,
-    PathError,
-)
-from goat_core.files import (
-    MISSING_ETAG,
-    NoteFile,
-    WalkResult,
-    atomic_write,
-    contain,
-    etag,
-    fsync_dir,
-    safe_title_filename,
-    walk_notes,
-)
-from goat_core.filestore import FolderStoreProvider
-from goat_core.frontmatter import append_entry, parse_note, render_note, set_keys
-from goat_core.logs import get_logger
-from goat_core.models import (
+from goat_core import filestore
+from goat_core.contract import (
     Connections,
     LinkMap,
     MemoryWrite,
     Page,
     PageList,
     PageSummary,
+    ProviderContext,
     ProviderSpec,
     RecallResult,
     Receipt,
 )
-from goat_core.provider import ProviderContext
+from goat_core.errors import (
+    Conflict,
+    NotFound,
+    PathError,
+)
+from goat_core.filestore import (
+    MISSING_ETAG,
+    FolderStoreProvider,
+    NoteFile,
+    WalkResult,
+    append_entry,
+    atomic_write,
+    contain,
+    etag,
+    fsync_dir,
+    parse_note,
+    render_note,
+    safe_title_filename,
+    set_keys,
+    walk_notes,
+)
+from goat_core.logs import get_logger
 
 if TYPE_CHECKING:
-    from goat_core.search import DocInfo, SyncStats
+    from goat_core.filestore.search import DocInfo, SyncStats
 
 __all__ = ["MarkdownProvider"]
 
@@ -78,13 +82,13 @@ _REPORTED: set[tuple[str, str]] = set()
 _REPORTED_LOCK = threading.Lock()
 
 #: What the provider knows about one note file (refreshed when mtime or size change).
-_Note = core_pages.StoredNote
+_Note = filestore.StoredNote
 #: What page resolution needs of a note: ``(path, title, frontmatter id)``.
-_Ref = core_pages.PageRef
-_now = core_pages.now_utc
-_stem = core_pages.file_stem
-_fold = core_pages.fold
-_nfc = core_pages.nfc
+_Ref = filestore.PageRef
+_now = filestore.now_utc
+_stem = filestore.file_stem
+_fold = filestore.fold
+_nfc = filestore.nfc
 
 
 def _stamp(moment: datetime) -> str:
@@ -302,7 +306,7 @@ class _Scan:
     notes: list[_Note] = field(default_factory=list)
 
 
-class MarkdownProvider(FolderStoreProvider[core_pages.StoredNote]):
+class MarkdownProvider(FolderStoreProvider[filestore.StoredNote]):
     """A store of Markdown notes for one scope (the store skeleton and the async facade:
     :class:`~goat_core.filestore.FolderStoreProvider`).
 
@@ -317,7 +321,7 @@ class MarkdownProvider(FolderStoreProvider[core_pages.StoredNote]):
     ``notes``, ``skipped`` and ``unparsable``.
 
     **Following external edits.** The first call of an object runs the full change scan
-    (:func:`~goat_core.files.walk_notes` plus an index sync: O(notes) stats, then only changed
+    (:func:`~goat_core.filestore.walk_notes` plus an index sync: O(notes) stats, then only changed
     notes are read), so a one-shot command never starts anything. The second call that syncs
     starts a recursive `watchdog <https://pypi.org/project/watchdog/>`_ observer on the root
     (Linux inotify only; elsewhere, or when it cannot start, e.g. the inotify watch limit is
@@ -371,7 +375,7 @@ class MarkdownProvider(FolderStoreProvider[core_pages.StoredNote]):
     # -- helpers on the worker thread -----------------------------------------------------------
     def _load(self, rel: str, mtime_ns: int = 0, size: int = 0) -> _Note | None:
         """Read and parse one note, or ``None`` if it vanished or is unreadable."""
-        note = core_pages.read_note(self.root, rel, mtime_ns, size)
+        note = filestore.read_note(self.root, rel, mtime_ns, size)
         if note is None:
             return None
         error = note.error
@@ -388,14 +392,14 @@ class MarkdownProvider(FolderStoreProvider[core_pages.StoredNote]):
         """Every note parsed, for the link map: stat every note, re-read only those that
         changed since this object last read them (kept in ``_cache``)."""
         walk = walk_notes(self.root)
-        return _Scan(walk=walk, notes=core_pages.refresh_notes(walk.files, self._cache, self._load))
+        return _Scan(walk=walk, notes=filestore.refresh_notes(walk.files, self._cache, self._load))
 
     @staticmethod
     def _degraded(
         skipped: Iterable[tuple[str, str]], problems: Iterable[tuple[str, str]]
     ) -> list[str]:
         """Unparsable notes (``<path>: <problem>; read as body``), then walk skips."""
-        return core_pages.degraded_reasons(problems, skipped)
+        return filestore.degraded_reasons(problems, skipped)
 
     def _sync_index(
         self, progress: Callable[[int, int], None] | None = None, *, watch: bool = True
@@ -411,7 +415,7 @@ class MarkdownProvider(FolderStoreProvider[core_pages.StoredNote]):
             self._watch.settle()
             self._watch.take()  # the walk below sees every change reported so far
         walk = walk_notes(self.root)
-        load = core_pages.index_loader(self._load, self._cache, self._indexed_doc)
+        load = filestore.index_loader(self._load, self._cache, self._indexed_doc)
         # the walk's entries go in as they are (copying 100k of them costs more than the check)
         # a read reports through the host's sink (a first indexing can take minutes)
         sink = progress if progress is not None else self.context.progress
@@ -489,7 +493,7 @@ class MarkdownProvider(FolderStoreProvider[core_pages.StoredNote]):
         """Sync the index for the reported paths only: folders are re-walked (notes under a
         folder that moved away are removed, notes under a new one added), files re-read or
         removed. ``False`` when a full scan is needed (a symlink, an unreadable entry)."""
-        from goat_core.search import FileStat
+        from goat_core.filestore.search import FileStat
 
         known = self._known
         assert known is not None
@@ -624,7 +628,7 @@ class MarkdownProvider(FolderStoreProvider[core_pages.StoredNote]):
         docs = self._documents()
         exact = [d for d in docs if d.title == title or _nfc(_stem(d.path)) == title]
         if len(exact) > 1:
-            raise core_pages.ambiguous_pages(title, [d.path for d in exact])
+            raise filestore.ambiguous_pages(title, [d.path for d in exact])
         heading = _stamp(_now()) + (" feedback" if kind == "feedback" else "")
         if exact:  # the index named it; the note itself is re-read here, under the lock
             return self._append(self._must_load(exact[0].path), heading, text)
@@ -702,7 +706,7 @@ class MarkdownProvider(FolderStoreProvider[core_pages.StoredNote]):
             note = self._load(hit.path)  # only the hits are read (at most ``limit`` files)
             source = note.data.get("source") if note is not None else None
             items.append(
-                core_pages.recall_item(
+                filestore.recall_item(
                     hit, note, source=str(source) if isinstance(source, str) else None
                 )
             )
@@ -717,10 +721,10 @@ class MarkdownProvider(FolderStoreProvider[core_pages.StoredNote]):
     def _list_pages(self, limit: int, cursor: str | None) -> PageList:
         walk, _stats = self._sync_index()
         ordered = [f.path for f in walk.files]  # already in page order
-        chunk, more, next_cursor = core_pages.page_window(ordered, limit, cursor, issuer="store")
+        chunk, more, next_cursor = filestore.page_window(ordered, limit, cursor, issuer="store")
         degraded = self._degraded(walk.skipped, self._index_open().problems())
         # only the listed notes are read (etag, updated, title)
-        items, unread = core_pages.page_summaries(chunk, self._load)
+        items, unread = filestore.page_summaries(chunk, self._load)
         degraded += unread
         unreadable = len(items) < len(chunk) or any("not readable" in r for _, r in walk.skipped)
         return PageList(
@@ -741,7 +745,7 @@ class MarkdownProvider(FolderStoreProvider[core_pages.StoredNote]):
         return scan, pages, paths
 
     def _link_map(self) -> LinkMap:
-        from goat_core.links import build_link_map
+        from goat_core.filestore import build_link_map
 
         scan, pages, paths = self._link_inputs()
         result = build_link_map(pages, paths)
@@ -750,11 +754,11 @@ class MarkdownProvider(FolderStoreProvider[core_pages.StoredNote]):
         return result.model_copy(update={"degraded": degraded}) if degraded else result
 
     def _connections(self, ref: str) -> Connections:
-        from goat_core import links
+        from goat_core.filestore import connections
 
         scan, pages, paths = self._link_inputs()
         rel = self._resolve(ref, [(n.path, n.title, n.fm_id) for n in scan.notes])
-        return links.connections(pages, rel, paths)
+        return connections(pages, rel, paths)
 
     def _reindex(self, progress: Callable[[int, int], None] | None) -> dict[str, int]:
         walk, stats = self._sync_index(progress, watch=False)

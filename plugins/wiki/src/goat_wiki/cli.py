@@ -1,7 +1,7 @@
 """``goat wiki ...``: ingest, lint and write, on the wiki bound to Global or a Pen.
 
-Each command opens the scope's memory through :class:`goat_core.host.SyncMemoryHost` (the
-same plugins, config and GOAT home as every other ``goat`` command) and refuses a scope whose
+Each command opens the scope's memory with :func:`goat_core.cli.open_memory` (the same
+plugins, config and GOAT home as every other ``goat`` command) and refuses a scope whose
 binding is not a wiki. Errors are :mod:`goat_core.errors` classes; the root ``goat`` group
 turns them into one line on stderr and their exit code. Progress bars go to stderr.
 """
@@ -44,19 +44,12 @@ def _wiki(home: Path | None, pen: str | None) -> Iterator[Callable[..., Any]]:
     :raises ScopeError: an invalid Pen id (before any I/O). :raises NotSupported: the scope
         is not bound to a wiki. :raises ProviderUnavailable: the scope has no memory.
     """
+    from goat_core.cli import open_memory
+    from goat_core.contract import Scope
     from goat_core.errors import NotSupported
-    from goat_core.home import GoatHome
-    from goat_core.host import Chat, SyncMemoryHost
-    from goat_core.manager import PluginSettings
-    from goat_core.models import Scope
-    from goat_core.registry import Registry
 
     scope = Scope.pen(pen) if pen is not None else Scope.global_()
-    host = SyncMemoryHost(
-        home=GoatHome.from_env(home), registry=Registry.load(PluginSettings.from_env())
-    )
-    try:
-        memory = host.context_for(Chat(project_id=scope.pen_id))
+    with open_memory(home, scope.pen_id) as memory:
         context = memory.context
         if context.available and (context.spec is None or context.spec.name != "wiki"):
             name = context.spec.name if context.spec else "none"
@@ -65,8 +58,6 @@ def _wiki(home: Path | None, pen: str | None) -> Iterator[Callable[..., Any]]:
                 f"'goat bind{' --pen ' + scope.pen_id if scope.pen_id else ''} wiki'"
             )
         yield lambda name, *a, **kw: memory.run_operation(name, *a, **kw)
-    finally:
-        host.close()
 
 
 def _emit(data: Any) -> None:

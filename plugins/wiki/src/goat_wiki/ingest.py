@@ -12,10 +12,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from goat_core import pages as core_pages
+from goat_core import filestore
+from goat_core.contract import MemoryWrite
 from goat_core.errors import BadInput, NotFound, PathError, Rejected
-from goat_core.files import MISSING_ETAG, atomic_write, contain, current_etag, etag
-from goat_core.models import MemoryWrite
+from goat_core.filestore import MISSING_ETAG, atomic_write, contain, current_etag, etag
 
 from goat_wiki.journal import WikiJournal
 from goat_wiki.layout import str_or_items
@@ -25,9 +25,9 @@ __all__ = ["WikiSources", "origin_changed"]
 
 _MAX_SOURCE_BYTES = 50 * 1024 * 1024
 _READ_SOURCE_CHARS = 100_000
-_now = core_pages.now_utc
-_nfc = core_pages.nfc
-_sort_key = core_pages.page_order
+_now = filestore.now_utc
+_nfc = filestore.nfc
+_sort_key = filestore.page_order
 
 
 class WikiSources(WikiJournal):

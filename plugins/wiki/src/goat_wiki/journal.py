@@ -1,7 +1,7 @@
 """Keeping ``index.md`` and ``log.md`` true: the intent journal every write goes through.
 
 Every write (page write, remember, feedback, forget, ingest, lint fixes) runs under the store's
-cross-process :class:`~goat_core.files.StoreLock` and follows an intent journal kept under the
+cross-process :class:`~goat_core.filestore.StoreLock` and follows an intent journal kept under the
 GOAT home: journal, page file, ``index.md`` line, ``log.md`` entry, journal removed. A journal
 left by a crash is completed on the next call (:meth:`WikiJournal._recover`, which every read's
 index sync runs first), so the index and log never drift from what was written.
@@ -13,10 +13,17 @@ import json
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from goat_core import pages as core_pages
+from goat_core import filestore
 from goat_core.errors import Conflict
-from goat_core.files import MISSING_ETAG, WalkResult, atomic_write, current_etag, etag, walk_notes
-from goat_core.frontmatter import append_entry
+from goat_core.filestore import (
+    MISSING_ETAG,
+    WalkResult,
+    append_entry,
+    atomic_write,
+    current_etag,
+    etag,
+    walk_notes,
+)
 from goat_core.logs import get_logger
 
 from goat_wiki import text as wt
@@ -25,7 +32,7 @@ from goat_wiki.layout import KINDS, Layout, WikiNote, WikiStore, one_line
 __all__ = ["WikiJournal"]
 
 log = get_logger("goat_wiki")
-_now = core_pages.now_utc
+_now = filestore.now_utc
 
 
 class WikiJournal(WikiStore):
@@ -35,12 +42,12 @@ class WikiJournal(WikiStore):
         self, progress: Callable[[int, int], None] | None = None
     ) -> tuple[WalkResult, Layout]:
         """The change scan: one stat walk, then an index sync loading only changed pages."""
-        from goat_core.search import FileStat
+        from goat_core.filestore.search import FileStat
 
         self._recover()
         walk = walk_notes(self.root)
         layout = self._layout()
-        load = core_pages.index_loader(self._load, self._cache, self._indexed_doc)
+        load = filestore.index_loader(self._load, self._cache, self._indexed_doc)
         files = (FileStat(f.path, f.mtime_ns, f.size) for f in self._page_files(walk, layout))
         # a read reports through the host's sink (a first indexing can take minutes)
         sink = progress if progress is not None else self.context.progress

@@ -19,20 +19,25 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from goat_core import pages as core_pages
+from goat_core import filestore
+from goat_core.contract import ProviderContext, ProviderSpec
 from goat_core.errors import BadInput, Conflict
-from goat_core.files import MISSING_ETAG, WalkResult, atomic_write, walk_notes
-from goat_core.filestore import FolderStoreProvider
-from goat_core.frontmatter import parse_note, render_note
-from goat_core.models import ProviderSpec
-from goat_core.provider import ProviderContext
+from goat_core.filestore import (
+    MISSING_ETAG,
+    FolderStoreProvider,
+    WalkResult,
+    atomic_write,
+    parse_note,
+    render_note,
+    walk_notes,
+)
 
 from goat_wiki import text as wt
 from goat_wiki.settings import WikiSettings
 from goat_wiki.sources import MANIFEST_NAME, Manifest
 
 if TYPE_CHECKING:
-    from goat_core.links import LinkIndex
+    from goat_core.filestore import LinkIndex
 
 __all__ = [
     "KINDS",
@@ -50,9 +55,9 @@ __all__ = [
 MARKER_KEY = "goat-wiki"
 #: The provider's own files, by kind.
 KINDS = ("index", "log", "schema")
-_stem = core_pages.file_stem
-_nfc = core_pages.nfc
-_str_list = core_pages.str_list
+_stem = filestore.file_stem
+_nfc = filestore.nfc
+_str_list = filestore.str_list
 
 
 def one_line(text: str) -> str:
@@ -71,8 +76,8 @@ def str_or_items(value: Any) -> list[Any]:
     return [value]
 
 
-class WikiNote(core_pages.StoredNote):
-    """A page file as read (see :class:`goat_core.pages.StoredNote`)."""
+class WikiNote(filestore.StoredNote):
+    """A page file as read (see :class:`goat_core.filestore.StoredNote`)."""
 
     @property
     def is_wiki_page(self) -> bool:
@@ -133,7 +138,7 @@ class WikiStore(FolderStoreProvider[WikiNote]):
     description_keys = ("summary", "description")
     page_keys = ("sources", "type", "summary", "created", "updated", "remembered_by")
     #: Markup dropped before untitled text is titled: Markdown's, plus table pipes.
-    title_markup = core_pages.MARKUP_CHARS + "|"
+    title_markup = filestore.MARKUP_CHARS + "|"
     shared_ids_ambiguous = False
 
     settings: WikiSettings
@@ -349,7 +354,7 @@ class WikiStore(FolderStoreProvider[WikiNote]):
 
     # == pages as read ===========================================================================
     def _load(self, rel: str, mtime_ns: int = 0, size: int = 0) -> WikiNote | None:
-        note = core_pages.read_note(self.root, rel, mtime_ns, size, noun="page")
+        note = filestore.read_note(self.root, rel, mtime_ns, size, noun="page")
         return None if note is None else WikiNote(**vars(note))
 
     def _scan(self) -> Scan:
@@ -357,11 +362,11 @@ class WikiStore(FolderStoreProvider[WikiNote]):
         re-reading only pages changed since this object last read them."""
         walk = walk_notes(self.root)
         layout = self._layout()
-        notes = core_pages.refresh_notes(self._page_files(walk, layout), self._cache, self._load)
+        notes = filestore.refresh_notes(self._page_files(walk, layout), self._cache, self._load)
         return Scan(walk=walk, layout=layout, notes=notes)
 
     def _link_index(self, scan: Scan) -> LinkIndex:
-        from goat_core.links import LinkIndex
+        from goat_core.filestore import LinkIndex
 
         paths = [f.path for f in scan.walk.files] + list(scan.walk.attachments)
         return LinkIndex([(n.summary(), n.text) for n in scan.notes], paths)

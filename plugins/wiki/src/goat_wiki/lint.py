@@ -11,17 +11,17 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from goat_core import pages as core_pages
+from goat_core import filestore
+from goat_core.contract import LinkResolution, MemoryWrite
 from goat_core.errors import Rejected
-from goat_core.files import MISSING_ETAG, atomic_write, current_etag, walk_notes
-from goat_core.models import LinkResolution, MemoryWrite
+from goat_core.filestore import MISSING_ETAG, atomic_write, current_etag, walk_notes
 
 from goat_wiki import text as wt
 from goat_wiki.ingest import WikiSources, origin_changed
 from goat_wiki.layout import Layout, Scan, Schema, WikiNote, str_or_items
 
 __all__ = ["Finding", "LintReport", "WikiLint"]
-_sort_key = core_pages.page_order
+_sort_key = filestore.page_order
 
 
 @dataclass(frozen=True)
@@ -119,7 +119,7 @@ class WikiLint(WikiSources):
     ) -> list[Finding]:
         """Rewrite bare links to their unique folder-qualified target and unescape alias pipes
         outside tables; one atomic, etag-checked write and one log entry per page."""
-        from goat_core.links import parse_links
+        from goat_core.filestore import parse_links
 
         by_page: dict[str, list[Finding]] = {}
         for f in fixable:
@@ -191,7 +191,7 @@ class WikiLint(WikiSources):
     def _page_findings(self, rel: str) -> list[Finding]:
         """Findings about one page just written, without reading every page: its links are
         resolved against a stat walk; only link targets with a heading or block are read."""
-        from goat_core.links import LinkResolver, parse_links
+        from goat_core.filestore import LinkResolver, parse_links
 
         walk = walk_notes(self.root)
         layout = self._layout()

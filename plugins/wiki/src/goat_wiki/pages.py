@@ -1,9 +1,10 @@
 """Pages: writing them (``write_page``, remember, feedback, forget) and reading them
 (recall, listing, one page, any file by name, the link map and connections).
 
-Reads start with one stat walk and a :class:`~goat_core.search.SearchIndex` sync that loads
-only changed pages; recall, listing and single-page reads never read every page. The link map,
-connections and lint read every page (each once per change, cached by mtime and size).
+Reads start with one stat walk and a :class:`~goat_core.filestore.search.SearchIndex` sync
+that loads only changed pages; recall, listing and single-page reads never read every page.
+The link map, connections and lint read every page (each once per change, cached by mtime and
+size).
 """
 
 from __future__ import annotations
@@ -14,19 +15,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from goat_core import pages as core_pages
-from goat_core.errors import BadInput, Conflict, NotFound, PathError, TooLarge
-from goat_core.files import (
-    MISSING_ETAG,
-    atomic_write,
-    contain,
-    etag,
-    fsync_dir,
-    safe_title_filename,
-    walk_notes,
-)
-from goat_core.frontmatter import append_entry, parse_note, render_note, set_keys
-from goat_core.models import (
+from goat_core import filestore
+from goat_core.contract import (
     Connections,
     LinkMap,
     LinkResolution,
@@ -36,16 +26,30 @@ from goat_core.models import (
     RecallResult,
     Receipt,
 )
+from goat_core.errors import BadInput, Conflict, NotFound, PathError, TooLarge
+from goat_core.filestore import (
+    MISSING_ETAG,
+    append_entry,
+    atomic_write,
+    contain,
+    etag,
+    fsync_dir,
+    parse_note,
+    render_note,
+    safe_title_filename,
+    set_keys,
+    walk_notes,
+)
 
 from goat_wiki import text as wt
 from goat_wiki.layout import KINDS, MARKER_KEY, Layout, one_line, str_or_items
 from goat_wiki.lint import WikiLint
 
 __all__ = ["PageWrite", "WikiPages"]
-_now = core_pages.now_utc
-_stem = core_pages.file_stem
-_fold = core_pages.fold
-_nfc = core_pages.nfc
+_now = filestore.now_utc
+_stem = filestore.file_stem
+_fold = filestore.fold
+_nfc = filestore.nfc
 
 
 @dataclass(frozen=True)
@@ -113,7 +117,7 @@ class WikiPages(WikiLint):
                 exact if len(exact) == 1 else []
             )
         if len(exact) > 1:
-            raise core_pages.ambiguous_pages(name, exact)
+            raise filestore.ambiguous_pages(name, exact)
         if exact:
             return exact[0]
         key = _fold(name)
@@ -378,9 +382,9 @@ class WikiPages(WikiLint):
         items = []
         for hit in results.hits:
             items.append(
-                core_pages.recall_item(hit, self._load(hit.path), source=f"wiki page {hit.path}")
+                filestore.recall_item(hit, self._load(hit.path), source=f"wiki page {hit.path}")
             )
-        degraded = core_pages.degraded_reasons(index.problems(), walk.skipped)
+        degraded = filestore.degraded_reasons(index.problems(), walk.skipped)
         degraded += [d for d in results.degraded if d not in degraded]
         # A ranked top-``limit`` is not degraded: ``complete=False`` says more matched.
         return RecallResult(
@@ -393,9 +397,9 @@ class WikiPages(WikiLint):
     def _list_pages(self, limit: int, cursor: str | None) -> PageList:
         walk, layout = self._sync()
         ordered = [f.path for f in self._page_files(walk, layout)]
-        chunk, more, next_cursor = core_pages.page_window(ordered, limit, cursor, issuer="wiki")
-        degraded = core_pages.degraded_reasons(self._index_open().problems(), walk.skipped)
-        items, unread = core_pages.page_summaries(chunk, self._load)
+        chunk, more, next_cursor = filestore.page_window(ordered, limit, cursor, issuer="wiki")
+        degraded = filestore.degraded_reasons(self._index_open().problems(), walk.skipped)
+        items, unread = filestore.page_summaries(chunk, self._load)
         degraded += unread
         return PageList(
             items=tuple(items),
@@ -444,7 +448,7 @@ class WikiPages(WikiLint):
             for e in result.edges
         )
         result = result.model_copy(update={"edges": edges})
-        problems = core_pages.degraded_reasons(
+        problems = filestore.degraded_reasons(
             [(n.path, n.error) for n in scan.notes if n.error], scan.walk.skipped
         )
         return result.model_copy(update={"degraded": tuple(problems)}) if problems else result

@@ -22,8 +22,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from goat_core.models import MemoryWrite
-from goat_core.provider import ModelTool, ProviderOperation
+from goat_core.contract import MemoryWrite, ModelTool, ProviderOperation
 
 from goat_wiki.layout import MARKER_KEY
 from goat_wiki.lint import Finding, LintReport

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from goat_core.errors import BadInput
-from goat_core.files import atomic_write
+from goat_core.filestore import atomic_write
 
 __all__ = ["MANIFEST_NAME", "Manifest", "Source"]
 
@@ -36,7 +36,7 @@ class Source:
     :param original: the path relative to what was ingested, including the ingested
         folder's own name (``docs/a/readme.md``; a single file: its name).
     :param origin: the absolute path it was read from (to tell a changed file from a new one).
-    :param hash: content hash (``goat_core.files.etag``: 32 hex digits of SHA-256).
+    :param hash: content hash (``goat_core.filestore.etag``: 32 hex digits of SHA-256).
     :param size: bytes. :param mtime_ns: the origin's modification time when ingested.
     :param ingested: UTC ISO 8601 time of ingest.
     :param superseded_by: id of a newer version of the same origin, if one was ingested.

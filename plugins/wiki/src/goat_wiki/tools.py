@@ -1,10 +1,10 @@
 """Model-facing wiki tools and the operations behind ``goat wiki ...``, both run by the host
-through a :class:`~goat_core.provider.PolicyGate` (docs/design.md, Policy path).
+through a :class:`~goat_core.contract.PolicyGate` (docs/design.md, Policy path).
 
 Six tools bound to one wiki (no scope, store, path or folder argument; the host refuses such
 schemas): ``wiki_read_page``, ``wiki_write_page``, ``wiki_search``, ``wiki_list_pages``,
 ``wiki_lint`` and ``wiki_ingest_status``. Every call is validated here and in the provider:
-a page reference cannot leave the wiki root (``goat_core.files.contain`` rules), a write
+a page reference cannot leave the wiki root (``goat_core.filestore.contain`` rules), a write
 cannot target the raw folder, a folder the schema does not define, or the index, log or
 schema files, which only the provider writes.
 
@@ -22,9 +22,15 @@ from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from goat_core.contract import (
+    Access,
+    MemoryWrite,
+    ModelTool,
+    PageSummary,
+    PolicyGate,
+    ProviderOperation,
+)
 from goat_core.errors import BadInput, NotFound
-from goat_core.models import MemoryWrite, PageSummary
-from goat_core.provider import Access, ModelTool, PolicyGate, ProviderOperation
 
 if TYPE_CHECKING:
     from goat_wiki.provider import LintReport, PageWrite, WikiProvider
