@@ -166,20 +166,29 @@ def _recall(
     )
     scope = served.scope
     path = socket_path(home.data_dir, scope)
+    fallback = ""
     if path is not None and path.exists():
         try:
             reply = ask_local(path, scope, prompt, budget, timeout)
-        except (OSError, ValueError):
-            pass  # no running server after all: recall here
+        except (OSError, ValueError) as exc:  # no running server after all: recall here
+            fallback = f" (the running server did not answer: {type(exc).__name__})"
         else:
-            return _result(scope.key, reply.get("block") or "", reply.get("outcome"),
-                           reply.get("reason"), budget, via="server")
+            return _result(
+                scope.key,
+                reply.get("block") or "",
+                reply.get("outcome"),
+                reply.get("reason"),
+                budget,
+                via="server",
+            )
 
     async def turn() -> HookResult:
         async with MemoryHost(home=home, registry=registry) as host:
             return await _turn(host, scope, prompt, budget)
 
-    return anyio.run(turn)
+    result = anyio.run(turn)
+    result.reason += fallback
+    return result
 
 
 def _result(

@@ -19,6 +19,8 @@ import hashlib
 import json
 import os
 import socket
+import stat
+import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -36,16 +38,33 @@ _MAX_PATH = 100  # sun_path is 108 bytes on Linux, 104 on macOS
 
 
 def socket_path(data_dir: Path, scope: Scope) -> Path | None:
-    """Where the server of ``scope`` for this home listens (``None``: path too long)."""
+    """Where the server of ``scope`` for this home listens: under the home's data folder,
+    or, when that path is too long for a Unix socket, in an owner-only folder under the
+    runtime or temp directory named by a digest of the home and scope (``None``: no safe
+    place)."""
     name = hashlib.sha256(scope.key.encode()).hexdigest()[:16]
     path = data_dir / "run" / f"serve-{name}.sock"
+    if len(os.fsencode(path)) <= _MAX_PATH:
+        return path
+    key = hashlib.sha256(f"{data_dir.resolve()}\0{scope.key}".encode()).hexdigest()[:20]
+    base = Path(os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir())
+    folder = base / f"goat-{os.getuid()}"
+    try:
+        folder.mkdir(mode=0o700, exist_ok=True)
+        info = folder.lstat()
+    except OSError:
+        return None
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
+        return None  # someone else's folder, or open to others: no socket there
+    path = folder / f"serve-{key}.sock"
     return path if len(os.fsencode(path)) <= _MAX_PATH else None
 
 
 def _prepare(path: Path) -> bool:
     """Make the owner-only directory; clear a stale socket. ``False``: one is live."""
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    os.chmod(path.parent, 0o700)
+    if path.parent.stat().st_uid == os.getuid():
+        os.chmod(path.parent, 0o700)
     if not path.exists():
         return True
     probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
