@@ -35,7 +35,9 @@ def _require_mcp() -> None:
 
 
 @click.command("serve")
-@click.option("--pen", "pens", metavar="ID", multiple=True, help="Serve this Pen (repeatable with --http).")
+@click.option(
+    "--pen", "pens", metavar="ID", multiple=True, help="Serve this Pen (repeatable with --http)."
+)
 @click.option("--global", "global_", is_flag=True, help="Serve Global memory.")
 @click.option(
     "--from-dir",
@@ -51,7 +53,9 @@ def _require_mcp() -> None:
     default=None,
     help="With --from-dir: serve this scope instead (default: $GOAT_PIN; empty: derive).",
 )
-@click.option("--http", "http", metavar="[HOST:]PORT", default=None, help="Streamable HTTP instead of stdio.")
+@click.option(
+    "--http", "http", metavar="[HOST:]PORT", default=None, help="Streamable HTTP instead of stdio."
+)
 @click.option(
     "--allow-origin",
     "origins",
@@ -135,9 +139,8 @@ def serve_token_cmd(new: bool, home: Path | None) -> None:
     With --new, a random token is stored (OS keyring, else an owner-only file) and printed
     once on stdout, for the client's configuration. Without it, says whether one is stored.
     """
+    from goat_core.host import GoatHome
     from goat_core.serve._http import TOKEN_BINDING, TOKEN_NAME, new_token
-
-    from goat_core.host import GoatHome  # noqa: I001
 
     goat_home: GoatHome = _home(home)
     from goat_core.credentials import CredentialStore
@@ -174,9 +177,27 @@ def _number(value: str | None, default: float, name: str, *, integer: bool) -> f
 
 
 @hook_group.command("claude-code")
-@click.option("--budget", "budget", metavar="CHARS", default=None, help="Most characters of context (default 4000).")
-@click.option("--deadline", "deadline", metavar="SECONDS", default=None, help="Give up after this long (default 3).")
-@click.option("--pin", "pin", metavar="global|pen:ID", default=None, help="As goat serve --pin (default: $GOAT_PIN).")
+@click.option(
+    "--budget",
+    "budget",
+    metavar="CHARS",
+    default=None,
+    help="Most characters of context (default 4000).",
+)
+@click.option(
+    "--deadline",
+    "deadline",
+    metavar="SECONDS",
+    default=None,
+    help="Give up after this long (default 3).",
+)
+@click.option(
+    "--pin",
+    "pin",
+    metavar="global|pen:ID",
+    default=None,
+    help="As goat serve --pin (default: $GOAT_PIN).",
+)
 @home_option
 def hook_claude_code(
     budget: str | None, deadline: str | None, pin: str | None, home: Path | None
@@ -199,8 +220,14 @@ def hook_claude_code(
             text = sys.stdin.buffer.read(MAX_INPUT_BYTES).decode("utf-8", "replace")
             goat_home = _home(home) if home is not None else None
             box.append(
-                run_hook(text, env=os.environ, home=goat_home, budget=chars, pin=pin,
-                         timeout=max(0.1, seconds - 0.2))
+                run_hook(
+                    text,
+                    env=os.environ,
+                    home=goat_home,
+                    budget=chars,
+                    pin=pin,
+                    timeout=max(0.1, seconds - 0.2),
+                )
             )
         except BaseException as exc:  # fail open, whatever happened
             box.append(HookResult(reason=f"internal error ({type(exc).__name__})"))
@@ -223,8 +250,20 @@ def doctor_group() -> None:
 
 
 @doctor_group.command("claude-code")
-@click.option("--dir", "directory", metavar="DIR", default=None, help="The project directory (default: $CLAUDE_PROJECT_DIR, else the current one).")
-@click.option("--pin", "pin", metavar="global|pen:ID", default=None, help="The plugin's scope_pin setting (default: $GOAT_PIN).")
+@click.option(
+    "--dir",
+    "directory",
+    metavar="DIR",
+    default=None,
+    help="The project directory (default: $CLAUDE_PROJECT_DIR, else the current one).",
+)
+@click.option(
+    "--pin",
+    "pin",
+    metavar="global|pen:ID",
+    default=None,
+    help="The plugin's scope_pin setting (default: $GOAT_PIN).",
+)
 @json_option
 @home_option
 def doctor_claude_code(
@@ -240,8 +279,9 @@ def doctor_claude_code(
     directory = directory or os.environ.get("CLAUDE_PROJECT_DIR") or os.getcwd()
     pin = pin if pin is not None else os.environ.get(PIN_ENV)
     registry = _registry()
+    # the server (--from-dir) and the hook ($CLAUDE_PROJECT_DIR, else cwd) resolve through
+    # this one function with the one pin setting; the plugin's tests run both commands
     server = resolve_serve_scope(registry, from_dir=directory, pin=pin)
-    hook = resolve_serve_scope(registry, from_dir=directory, pin=pin)
     problems: list[str] = []
     with SyncMemoryHost(home=_home(home), registry=registry) as host:
         context = host.context_for(Chat(project_id=server.scope.pen_id))
@@ -252,8 +292,6 @@ def doctor_claude_code(
         problems.append("`goat` is not on PATH: Claude Code runs `goat serve` and `goat hook`")
     if importlib.util.find_spec("mcp") is None:
         problems.append(f"the MCP SDK is missing: pip install '{_SERVE_EXTRA}'")
-    if server.scope != hook.scope:
-        problems.append(f"server and hook disagree: {server.scope.key} vs {hook.scope.key}")
     if not available:
         problems.append(reason or f"{label} has no memory")
     data: dict[str, Any] = {
@@ -261,8 +299,6 @@ def doctor_claude_code(
         "scope": server.scope.key,
         "how": server.how,
         "identity": server.identity,
-        "server_scope": server.scope.key,
-        "hook_scope": hook.scope.key,
         "label": label,
         "provider": provider,
         "memory": available,
@@ -273,9 +309,11 @@ def doctor_claude_code(
         emit_json(data)
     else:
         click.echo(f"directory   {directory}")
-        click.echo(f"scope       {server.scope.key} ({server.how}"
-                   + (f": {server.identity}" if server.identity else "") + ")")
-        click.echo(f"server      {server.scope.key}   hook  {hook.scope.key}")
+        click.echo(
+            f"scope       {server.scope.key} ({server.how}"
+            + (f": {server.identity}" if server.identity else "")
+            + ")"
+        )
         click.echo(f"memory      {label}" + (f" via {provider}" if provider else ": none"))
         click.echo(f"goat        {goat or 'not on PATH'}")
         for problem in problems:

@@ -139,7 +139,9 @@ class ScopedEndpoints:
             return
         if self.loopback_only:
             host = headers.get("host", "")
-            name = host.rsplit(":", 1)[0].strip("[]") if not host.endswith("]") else host.strip("[]")
+            name = (
+                host.rsplit(":", 1)[0].strip("[]") if not host.endswith("]") else host.strip("[]")
+            )
             if not is_loopback(name):
                 await _reply(send, 421, "Host is not a loopback name")
                 return
@@ -233,7 +235,9 @@ async def _serve(
 
             token = CredentialStore(host.home).get(TOKEN_BINDING, TOKEN_NAME)
             if not token:
-                raise CredentialError("no token in the credential store: run goat serve-token --new")
+                raise CredentialError(
+                    "no token in the credential store: run goat serve-token --new"
+                )
         if not is_loopback(host_name) and token is None:
             raise BadInput(
                 f"--http {host_name}:{port} is not loopback: a bearer token is required "
@@ -248,8 +252,13 @@ async def _serve(
             loopback_only=is_loopback(host_name),
         )
         config = uvicorn.Config(
-            app, host=host_name, port=port, log_level="warning", lifespan="on",
-            limit_concurrency=64, timeout_graceful_shutdown=2,
+            app,
+            host=host_name,
+            port=port,
+            log_level="warning",
+            lifespan="on",
+            limit_concurrency=64,
+            timeout_graceful_shutdown=2,
         )
         server = uvicorn.Server(config)
         import sys

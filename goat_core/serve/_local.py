@@ -162,5 +162,6 @@ def ask_local(path: Path, scope: Scope, prompt: str, budget: int, timeout: float
             data += chunk
     reply = json.loads(data)
     if not isinstance(reply, dict) or "error" in reply or reply.get("scope") != scope.key:
-        raise ValueError(f"the running server refused: {reply.get('error') if isinstance(reply, dict) else reply}")
+        why = reply.get("error") if isinstance(reply, dict) else reply
+        raise ValueError(f"the running server refused: {why}")
     return reply

@@ -241,7 +241,9 @@ class ServedScope:
         return {"scope": self.served.scope.key, "store": label}
 
     def _error(self, kind: str, message: str, context: MemoryContext | None) -> ToolOutcome:
-        return ToolOutcome({**self._meta(context), "error": {"type": kind, "message": message}}, True)
+        return ToolOutcome(
+            {**self._meta(context), "error": {"type": kind, "message": message}}, True
+        )
 
     async def call(self, name: str, arguments: Mapping[str, Any] | None) -> ToolOutcome:
         """Run tool ``name``; never raises for a tool's own failure (a tool error instead)."""
@@ -283,7 +285,9 @@ class ServedScope:
         except GoatError as exc:
             return self._error(type(exc).__name__, str(exc), context)
         except Exception as exc:  # never a traceback, never a secret from a message
-            return self._error("InternalError", f"tool {name} failed ({type(exc).__name__})", context)
+            return self._error(
+                "InternalError", f"tool {name} failed ({type(exc).__name__})", context
+            )
 
     async def _browse(
         self, context: MemoryContext, name: str, arguments: dict[str, Any]

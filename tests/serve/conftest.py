@@ -75,8 +75,10 @@ def home(tmp_path: Path) -> Iterator[Path]:
 def git(cwd: Path, *args: str) -> str:
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
     env.update(
-        GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@example.com",
-        GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@example.com",
+        GIT_AUTHOR_NAME="t",
+        GIT_AUTHOR_EMAIL="t@example.com",
+        GIT_COMMITTER_NAME="t",
+        GIT_COMMITTER_EMAIL="t@example.com",
     )
     return subprocess.run(
         ["git", "-C", str(cwd), *args], env=env, capture_output=True, text=True, check=True

@@ -19,8 +19,24 @@ from goat_core.serve import PROTOCOL_VERSIONS, ServedScope, build_server, resolv
 
 pytestmark = pytest.mark.anyio
 
-FORBIDDEN = {"scope", "pen", "pen_id", "project", "bank", "bank_id", "url", "path", "root",
-             "folder", "directory", "store", "vault", "provider", "server", "endpoint"}
+FORBIDDEN = {
+    "scope",
+    "pen",
+    "pen_id",
+    "project",
+    "bank",
+    "bank_id",
+    "url",
+    "path",
+    "root",
+    "folder",
+    "directory",
+    "store",
+    "vault",
+    "provider",
+    "server",
+    "endpoint",
+}
 
 
 @pytest.fixture
@@ -67,7 +83,9 @@ def _props(schema: Any) -> set[str]:
     return out
 
 
-@pytest.mark.parametrize("mode,version", [("auto", PROTOCOL_VERSIONS[0]), ("legacy", PROTOCOL_VERSIONS[1])])
+@pytest.mark.parametrize(
+    "mode,version", [("auto", PROTOCOL_VERSIONS[0]), ("legacy", PROTOCOL_VERSIONS[1])]
+)
 async def test_both_protocol_versions_list_tools(connect: Connect, mode: str, version: str) -> None:
     async with connect(mode, global_=True) as client:
         assert client.protocol_version == version
@@ -81,7 +99,12 @@ async def test_annotations_tell_the_truth_and_no_scope_argument(connect: Connect
     for name, tool in tools.items():
         a = tool.annotations
         assert a is not None
-        assert None not in (a.read_only_hint, a.destructive_hint, a.idempotent_hint, a.open_world_hint)
+        assert None not in (
+            a.read_only_hint,
+            a.destructive_hint,
+            a.idempotent_hint,
+            a.open_world_hint,
+        )
         assert a.open_world_hint is False  # markdown declares no network use
         assert not (_props(tool.input_schema) & FORBIDDEN), name
     for name in ("recall", "pages", "show"):
@@ -94,8 +117,9 @@ async def test_annotations_tell_the_truth_and_no_scope_argument(connect: Connect
 
 async def test_every_tool_and_resource_round_trips(connect: Connect, host: MemoryHost) -> None:
     async with connect(global_=True) as client:
-        r = await client.call_tool("remember", {"text": "The deploy key rotates every 90 days",
-                                                "title": "Deploy notes"})
+        r = await client.call_tool(
+            "remember", {"text": "The deploy key rotates every 90 days", "title": "Deploy notes"}
+        )
         assert not r.is_error, r.content
         assert r.structured_content["scope"] == "global"
         assert r.structured_content["status"] == "stored"
@@ -129,12 +153,14 @@ async def test_every_tool_and_resource_round_trips(connect: Connect, host: Memor
         assert scope["scope"] == "global" and scope["provider"] == "markdown"
         assert scope["label"] == "Global memory" and scope["how"] == "--global"
 
-        page_uri = [u for u in uris if u.startswith("goat://page/")][0]
+        page_uri = next(u for u in uris if u.startswith("goat://page/"))
         page = json.loads((await client.read_resource(page_uri)).contents[0].text)
         assert page["id"] == page_id and page["scope"] == "global"
 
 
-async def test_pen_writes_are_invisible_through_other_scopes(connect: Connect, host: MemoryHost) -> None:
+async def test_pen_writes_are_invisible_through_other_scopes(
+    connect: Connect, host: MemoryHost
+) -> None:
     for pen in ("alpha", "beta"):
         await host.bind(Scope.pen(pen), "markdown", {})
     async with connect(pen="alpha") as client:
@@ -171,7 +197,9 @@ async def test_unbound_pen_answers_how_to_bind_and_never_uses_global(connect: Co
         assert scope["available"] is False and scope["scope"] == "pen:unbound-pen"
 
 
-async def test_binding_while_serving_takes_effect_next_call(connect: Connect, host: MemoryHost) -> None:
+async def test_binding_while_serving_takes_effect_next_call(
+    connect: Connect, host: MemoryHost
+) -> None:
     async with connect(pen="later") as client:
         assert (await client.call_tool("recall", {"query": "x"})).is_error
         await host.bind(Scope.pen("later"), "markdown", {})
@@ -214,7 +242,7 @@ async def test_bad_input_is_a_clear_tool_error_and_stores_nothing(
 
 async def test_query_syntax_is_plain_text(connect: Connect) -> None:
     async with connect(global_=True) as client:
-        await client.call_tool("remember", {"text": "title:foo OR (bar AND \"baz"})
+        await client.call_tool("remember", {"text": 'title:foo OR (bar AND "baz'})
         for query in ('title:foo OR (bar AND "baz', "NEAR(a b) * ^ -x", "a AND", '"'):
             r = await client.call_tool("recall", {"query": query})
             assert not r.is_error, (query, r.content)

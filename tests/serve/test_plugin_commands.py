@@ -71,7 +71,11 @@ def run_plugin_hook(home: Path, project: Path, prompt: str) -> tuple[dict[str, A
     }
     proc = subprocess.run(
         ["/bin/sh", "-c", expand(command["command"], env)],
-        input=json.dumps(payload), env=env, cwd=project, capture_output=True, text=True,
+        input=json.dumps(payload),
+        env=env,
+        cwd=project,
+        capture_output=True,
+        text=True,
         timeout=command.get("timeout", 60),
     )
     lines = [line for line in proc.stdout.splitlines() if line.strip()]
@@ -107,8 +111,7 @@ def places(tmp_path: Path) -> dict[str, Path]:
     git(repo, "worktree", "add", "-q", str(worktree), "-b", "feature")
     plain = tmp_path / "notes-folder"
     plain.mkdir()
-    return {"repo": repo, "worktree": worktree, "subfolder": repo / "src" / "deep",
-            "plain": plain}
+    return {"repo": repo, "worktree": worktree, "subfolder": repo / "src" / "deep", "plain": plain}
 
 
 async def test_plugin_commands_agree_in_four_places(home: Path, places: dict[str, Path]) -> None:
@@ -135,15 +138,21 @@ async def test_the_pin_setting_moves_server_and_hook_together(home: Path, tmp_pa
     env = claude_env(home, project)
     env["user_config.scope_pin"] = "global"
     command, args = server_command()
-    params = StdioServerParameters(command=command, args=[expand(a, env) for a in args], env=env,
-                                   cwd=project)
+    params = StdioServerParameters(
+        command=command, args=[expand(a, env) for a in args], env=env, cwd=project
+    )
     async with Client(params) as client:
         scope = json.loads((await client.read_resource("goat://scope")).contents[0].text)
         await client.call_tool("remember", {"text": "pinned pelican fact"})
     assert scope["scope"] == "global" and scope["how"] == "pin"
-    proc = subprocess.run(["/bin/sh", "-c", expand(hook_command()["command"], env)],
-                          input=json.dumps({"prompt": "pelican fact?", "cwd": str(project)}),
-                          env=env, capture_output=True, text=True, timeout=30)
+    proc = subprocess.run(
+        ["/bin/sh", "-c", expand(hook_command()["command"], env)],
+        input=json.dumps({"prompt": "pelican fact?", "cwd": str(project)}),
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     out = json.loads(proc.stdout)
     assert "pinned pelican fact" in out["hookSpecificOutput"]["additionalContext"]
 
@@ -174,8 +183,12 @@ def test_the_hook_fails_open(
     before = _notes(home)
     out, err, code = run_hook(home, payload, *args)
     assert code == 0
-    assert out == {"hookSpecificOutput": {"hookEventName": "UserPromptSubmit",
-                                          "additionalContext": out["hookSpecificOutput"]["additionalContext"]}}
+    assert out == {
+        "hookSpecificOutput": {
+            "hookEventName": "UserPromptSubmit",
+            "additionalContext": out["hookSpecificOutput"]["additionalContext"],
+        }
+    }
     if why:
         assert out["hookSpecificOutput"]["additionalContext"] == ""
         assert why in err, err
@@ -187,8 +200,14 @@ def test_the_hook_keeps_its_budget_and_writes_no_prompt(home: Path, tmp_path: Pa
         goat(home, "remember", f"budget heron note {n} " + "long text " * 300)
     prompt = "tell me about the budget heron secret-prompt-marker"
     for budget in (200, 700, 1500, 4000):
-        out, err, code = run_hook(home, {"prompt": prompt, "cwd": str(tmp_path)}, "--budget",
-                                  str(budget), "--pin", "global")
+        out, err, code = run_hook(
+            home,
+            {"prompt": prompt, "cwd": str(tmp_path)},
+            "--budget",
+            str(budget),
+            "--pin",
+            "global",
+        )
         context = out["hookSpecificOutput"]["additionalContext"]
         assert code == 0 and len(context) <= budget, (budget, len(context), err)
         if budget == 200:  # too small for one item: no context, and it says why
@@ -202,8 +221,11 @@ def test_the_hook_keeps_its_budget_and_writes_no_prompt(home: Path, tmp_path: Pa
 
 async def test_the_hook_asks_a_running_server_of_the_same_home(home: Path, tmp_path: Path) -> None:
     goat(home, "remember", "the running server knows the otter fact")
-    params = StdioServerParameters(command=str(Path(goat_env(home)["PATH"].split(":")[0]) / "goat"),
-                                   args=["serve", "--global"], env=goat_env(home))
+    params = StdioServerParameters(
+        command=str(Path(goat_env(home)["PATH"].split(":")[0]) / "goat"),
+        args=["serve", "--global"],
+        env=goat_env(home),
+    )
     async with Client(params) as client:
         await client.list_tools()
         from goat_core.contract import Scope
@@ -216,7 +238,9 @@ async def test_the_hook_asks_a_running_server_of_the_same_home(home: Path, tmp_p
                 break
             await anyio.sleep(0.1)
         out, err, code = await anyio.to_thread.run_sync(
-            lambda: run_hook(home, {"prompt": "otter fact?", "cwd": str(tmp_path)}, "--pin", "global")
+            lambda: run_hook(
+                home, {"prompt": "otter fact?", "cwd": str(tmp_path)}, "--pin", "global"
+            )
         )
     assert code == 0
     assert "(server)" in err, err

@@ -103,14 +103,19 @@ async def test_two_servers_on_one_store_lose_no_write(home: Path) -> None:
 
 def _inspector() -> str | None:
     found = os.environ.get("GOAT_MCP_INSPECTOR") or shutil.which("mcp-inspector")
-    cached = Path.home() / ".cache" / "goat-mcp-inspector" / "node_modules" / ".bin" / "mcp-inspector"
+    cached = (
+        Path.home() / ".cache" / "goat-mcp-inspector" / "node_modules" / ".bin" / "mcp-inspector"
+    )
     return found or (str(cached) if cached.exists() else None)
 
 
 def _inspect(home: Path, inspector: str, *args: str) -> tuple[int, Any]:
     proc = subprocess.run(
         [inspector, "--cli", GOAT, "serve", "--global", *args],
-        env=goat_env(home), capture_output=True, text=True, timeout=120,
+        env=goat_env(home),
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     try:
         data = json.loads(proc.stdout)
@@ -130,12 +135,28 @@ def test_the_inspector_cli_lists_tools_and_round_trips(home: Path) -> None:
     names = {t["name"] for t in tools["tools"]}
     assert {"recall", "remember", "pages", "show"} <= names
     assert all("annotations" in t for t in tools["tools"])
-    code, stored = _inspect(home, inspector, "--method", "tools/call", "--tool-name", "remember",
-                            "--tool-arg", "text=Inspector says the ferry leaves at nine")
+    code, stored = _inspect(
+        home,
+        inspector,
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "remember",
+        "--tool-arg",
+        "text=Inspector says the ferry leaves at nine",
+    )
     assert code == 0 and stored["isError"] is False, stored
     assert stored["structuredContent"]["scope"] == "global"
-    code, recalled = _inspect(home, inspector, "--method", "tools/call", "--tool-name", "recall",
-                              "--tool-arg", "query=ferry")
+    code, recalled = _inspect(
+        home,
+        inspector,
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "recall",
+        "--tool-arg",
+        "query=ferry",
+    )
     assert code == 0 and recalled["isError"] is False
     assert "ferry leaves at nine" in recalled["structuredContent"]["items"][0]["text"]
     code, scope = _inspect(home, inspector, "--method", "resources/read", "--uri", "goat://scope")
