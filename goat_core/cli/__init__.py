@@ -50,7 +50,7 @@ store, HTML map and progress bar are imported by the commands that use them, so
 
 from __future__ import annotations
 
-from goat_core.cli import _admin, _map, _memory
+from goat_core.cli import _admin, _map, _memory, _serve
 from goat_core.cli._options import (
     home_option,
     json_option,
@@ -76,6 +76,6 @@ __all__ = [
     "pen_option",
 ]
 
-for _command in (*_admin.COMMANDS, *_memory.COMMANDS, *_map.COMMANDS):
+for _command in (*_admin.COMMANDS, *_memory.COMMANDS, *_map.COMMANDS, *_serve.COMMANDS):
     cli.add_command(_command)
 del _command

@@ -315,6 +315,10 @@ def check_cmd(
         if draft is not None:
             draft = _over_saved(host, scope, draft)
         health = host.check(scope, draft=draft, api_key=api_key)
+        if draft is None:  # an explicit check lets `goat hook` try a remote binding again
+            from goat_core.serve import clear_hook_state
+
+            clear_hook_state(host.home.data_dir, scope)
     if as_json:
         emit_json(
             {

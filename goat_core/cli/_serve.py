@@ -1,0 +1,327 @@
+"""``goat serve`` (MCP on stdio or Streamable HTTP), ``goat hook claude-code`` (the
+UserPromptSubmit hook) and ``goat doctor claude-code`` (what both would resolve).
+
+``goat serve`` diverts stdout before any plugin is imported; ``goat hook`` never imports
+mcp and always exits 0 with exactly one JSON object on stdout.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import click
+
+from goat_core.cli._options import _home, home_option, json_option
+from goat_core.cli._output import emit_json
+from goat_core.errors import BadInput, ProviderUnavailable
+
+_SERVE_EXTRA = "goat-core[serve]"
+
+
+def _require_mcp() -> None:
+    import importlib.util
+
+    if importlib.util.find_spec("mcp") is None:
+        raise ProviderUnavailable(
+            f"goat serve needs the MCP SDK: pip install '{_SERVE_EXTRA}' (or pipx inject "
+            "goat-core mcp)"
+        )
+
+
+@click.command("serve")
+@click.option(
+    "--pen", "pens", metavar="ID", multiple=True, help="Serve this Pen (repeatable with --http)."
+)
+@click.option("--global", "global_", is_flag=True, help="Serve Global memory.")
+@click.option(
+    "--from-dir",
+    "from_dir",
+    metavar="DIR",
+    default=None,
+    help="Serve the scope DIR resolves to, as `goat scope` resolves it (a pin overrides).",
+)
+@click.option(
+    "--pin",
+    "pin",
+    metavar="global|pen:ID",
+    default=None,
+    help="With --from-dir: serve this scope instead (default: $GOAT_PIN; empty: derive).",
+)
+@click.option(
+    "--http", "http", metavar="[HOST:]PORT", default=None, help="Streamable HTTP instead of stdio."
+)
+@click.option(
+    "--allow-origin",
+    "origins",
+    metavar="ORIGIN",
+    multiple=True,
+    help="With --http: an Origin allowed to call (repeatable; default: none).",
+)
+@click.option(
+    "--token-file",
+    "token_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="With --http: an owner-only file holding the bearer token (required off loopback).",
+)
+@click.option(
+    "--token-from-store",
+    "token_store",
+    is_flag=True,
+    help="With --http: the bearer token from the credential store (`goat serve-token`).",
+)
+@home_option
+def serve_cmd(
+    pens: tuple[str, ...],
+    global_: bool,
+    from_dir: str | None,
+    pin: str | None,
+    http: str | None,
+    origins: tuple[str, ...],
+    token_file: Path | None,
+    token_store: bool,
+    home: Path | None,
+) -> None:
+    """Serve one scope's memory over MCP (stdio unless --http).
+
+    The scope is fixed at start: --pen ID, --global, or --from-dir DIR. An unbound Pen gets no
+    memory (never Global's): the server stays up and every tool says how to bind it.
+    With --http, each scope named at start has its own endpoint: /mcp/global, /mcp/pen/<id>.
+    """
+    if http is None:
+        from goat_core.serve._stdio import divert_stdout
+
+        fd = divert_stdout()  # before mcp or any plugin is imported
+        _require_mcp()
+        if len(pens) > 1:
+            raise BadInput("stdio serves one scope: give one --pen ID (several only with --http)")
+        if (token_file or token_store or origins) and http is None:
+            raise BadInput("--token-file, --token-from-store and --allow-origin go with --http")
+        from goat_core.serve._stdio import run_stdio
+
+        run_stdio(
+            home=_home(home),
+            pen=pens[0] if pens else None,
+            global_=global_,
+            from_dir=from_dir,
+            pin=pin,
+            protocol_fd=fd,
+        )
+        return
+    _require_mcp()
+    if from_dir is not None:
+        raise BadInput("--http serves scopes named at start: --global and/or --pen ID")
+    from goat_core.serve._http import run_http
+
+    run_http(
+        home=_home(home),
+        listen=http,
+        pens=pens,
+        global_=global_,
+        origins=origins,
+        token_file=token_file,
+        token_from_store=token_store,
+    )
+
+
+@click.command("serve-token")
+@click.option("--new", "new", is_flag=True, help="Make a new random token and store it.")
+@home_option
+def serve_token_cmd(new: bool, home: Path | None) -> None:
+    """Keep the bearer token of `goat serve --http --token-from-store` in the credential store.
+
+    With --new, a random token is stored (OS keyring, else an owner-only file) and printed
+    once on stdout, for the client's configuration. Without it, says whether one is stored.
+    """
+    from goat_core.host import GoatHome
+    from goat_core.serve._http import TOKEN_BINDING, TOKEN_NAME, new_token
+
+    goat_home: GoatHome = _home(home)
+    from goat_core.credentials import CredentialStore
+
+    store = CredentialStore(goat_home)
+    if new:
+        token = new_token()
+        backend = store.set(TOKEN_BINDING, TOKEN_NAME, token)
+        click.echo(token)
+        click.echo(f"stored in the {backend} credential store", err=True)
+        return
+    stored = store.get(TOKEN_BINDING, TOKEN_NAME)
+    click.echo("a token is stored" if stored else "no token stored: goat serve-token --new")
+
+
+# -- the hook ---------------------------------------------------------------------------------
+@click.group("hook")
+def hook_group() -> None:
+    """Agent hooks (exit 0 always; reasons on stderr)."""
+
+
+def _number(value: str | None, default: float, name: str, *, integer: bool) -> float:
+    if value is None:
+        return default
+    try:
+        number = int(value) if integer else float(value)
+    except ValueError:
+        click.echo(f"goat hook: {name} {value!r} is not a number; using {default}", err=True)
+        return default
+    if number < 0:
+        click.echo(f"goat hook: {name} must not be negative; using {default}", err=True)
+        return default
+    return number
+
+
+@hook_group.command("claude-code")
+@click.option(
+    "--budget",
+    "budget",
+    metavar="CHARS",
+    default=None,
+    help="Most characters of context (default 4000).",
+)
+@click.option(
+    "--deadline",
+    "deadline",
+    metavar="SECONDS",
+    default=None,
+    help="Give up after this long (default 3).",
+)
+@click.option(
+    "--pin",
+    "pin",
+    metavar="global|pen:ID",
+    default=None,
+    help="As goat serve --pin (default: $GOAT_PIN).",
+)
+@home_option
+def hook_claude_code(
+    budget: str | None, deadline: str | None, pin: str | None, home: Path | None
+) -> None:
+    """Claude Code's (and Codex CLI's) UserPromptSubmit hook: the memory block of the
+    project's scope as additionalContext. Reads the hook JSON on stdin; prints exactly one
+    JSON object; exits 0 on every failure (the reason goes to stderr)."""
+    from goat_core.serve._hook import MAX_INPUT_BYTES, HookResult
+    from goat_core.serve._stdio import divert_stdout
+
+    fd = divert_stdout()
+    chars = int(_number(budget, 4000, "--budget", integer=True))
+    seconds = _number(deadline, 3.0, "--deadline", integer=False)
+    box: list[HookResult] = []
+
+    def work() -> None:
+        try:
+            from goat_core.serve._hook import run_hook
+
+            text = sys.stdin.buffer.read(MAX_INPUT_BYTES).decode("utf-8", "replace")
+            goat_home = _home(home) if home is not None else None
+            box.append(
+                run_hook(
+                    text,
+                    env=os.environ,
+                    home=goat_home,
+                    budget=chars,
+                    pin=pin,
+                    timeout=max(0.1, seconds - 0.2),
+                )
+            )
+        except BaseException as exc:  # fail open, whatever happened
+            box.append(HookResult(reason=f"internal error ({type(exc).__name__})"))
+
+    worker = threading.Thread(target=work, name="goat-hook", daemon=True)
+    worker.start()
+    worker.join(seconds)
+    result = box[0] if box else HookResult(reason=f"deadline of {seconds:g} s passed: no context")
+    os.write(fd, (json.dumps(result.to_json(), ensure_ascii=False) + "\n").encode("utf-8"))
+    where = result.scope or "no scope"
+    sys.stderr.write(f"goat hook: {where} ({result.via}): {result.reason or 'ok'}\n")
+    sys.stderr.flush()
+    os._exit(0)  # never wait on a worker past the deadline; nothing is left to flush
+
+
+# -- the doctor -------------------------------------------------------------------------------
+@click.group("doctor")
+def doctor_group() -> None:
+    """Check an integration's setup."""
+
+
+@doctor_group.command("claude-code")
+@click.option(
+    "--dir",
+    "directory",
+    metavar="DIR",
+    default=None,
+    help="The project directory (default: $CLAUDE_PROJECT_DIR, else the current one).",
+)
+@click.option(
+    "--pin",
+    "pin",
+    metavar="global|pen:ID",
+    default=None,
+    help="The plugin's scope_pin setting (default: $GOAT_PIN).",
+)
+@json_option
+@home_option
+def doctor_claude_code(
+    directory: str | None, pin: str | None, as_json: bool, home: Path | None
+) -> None:
+    """Would the plugin's server and hook resolve the scope you expect, with memory?"""
+    import importlib.util
+
+    from goat_core.cli._options import _registry
+    from goat_core.host import Chat, SyncMemoryHost
+    from goat_core.serve._scope import PIN_ENV, resolve_serve_scope
+
+    directory = directory or os.environ.get("CLAUDE_PROJECT_DIR") or os.getcwd()
+    pin = pin if pin is not None else os.environ.get(PIN_ENV)
+    registry = _registry()
+    # the server (--from-dir) and the hook ($CLAUDE_PROJECT_DIR, else cwd) resolve through
+    # this one function with the one pin setting; the plugin's tests run both commands
+    server = resolve_serve_scope(registry, from_dir=directory, pin=pin)
+    problems: list[str] = []
+    with SyncMemoryHost(home=_home(home), registry=registry) as host:
+        context = host.context_for(Chat(project_id=server.scope.pen_id))
+        label, available, reason = context.label, context.available, context.reason
+        provider = context.spec.name if context.spec is not None else None
+    goat = shutil.which("goat")
+    if goat is None:
+        problems.append("`goat` is not on PATH: Claude Code runs `goat serve` and `goat hook`")
+    if importlib.util.find_spec("mcp") is None:
+        problems.append(f"the MCP SDK is missing: pip install '{_SERVE_EXTRA}'")
+    if not available:
+        problems.append(reason or f"{label} has no memory")
+    data: dict[str, Any] = {
+        "directory": directory,
+        "scope": server.scope.key,
+        "how": server.how,
+        "identity": server.identity,
+        "label": label,
+        "provider": provider,
+        "memory": available,
+        "goat": goat,
+        "problems": problems,
+    }
+    if as_json:
+        emit_json(data)
+    else:
+        click.echo(f"directory   {directory}")
+        click.echo(
+            f"scope       {server.scope.key} ({server.how}"
+            + (f": {server.identity}" if server.identity else "")
+            + ")"
+        )
+        click.echo(f"memory      {label}" + (f" via {provider}" if provider else ": none"))
+        click.echo(f"goat        {goat or 'not on PATH'}")
+        for problem in problems:
+            click.echo(f"problem     {problem}")
+        if not problems:
+            click.echo("ok          the plugin's server and hook will use this scope")
+    if problems:
+        raise ProviderUnavailable(f"{len(problems)} problem(s): " + "; ".join(problems))
+
+
+COMMANDS = (serve_cmd, serve_token_cmd, hook_group, doctor_group)

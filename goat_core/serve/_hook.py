@@ -1,0 +1,256 @@
+"""``goat hook claude-code``: Claude Code's UserPromptSubmit hook (Codex CLI's too).
+
+Reads the hook's JSON on stdin (``session_id``, ``cwd``, ``prompt``, ...), resolves the scope
+from ``$CLAUDE_PROJECT_DIR``, else ``cwd``, exactly as ``goat serve --from-dir`` does (same
+function, same pin setting), and answers with exactly one JSON object::
+
+    {"hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": "..."}}
+
+The context is the fenced block of ``prepare_turn`` within the character budget. It fails
+open: any error, an unbound scope or a trivial prompt gives an empty context and exit 0,
+with the reason on stderr only (the deadline is kept by the command, see ``goat_core.cli``).
+It never writes memory and keeps no prompt or recalled text on disk.
+
+Each prompt is a fresh process, so the supervisor's rules for a remote binding are kept
+across processes: a running ``goat serve`` of the same home and scope is asked first (its
+supervisor already keeps them); otherwise backoff and auth-failure state live in a small file
+under the GOAT home: after an auth failure no request is sent until the binding (settings
+or key) changes or ``goat check`` runs (:func:`clear_hook_state`).
+
+Never imports mcp.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import tempfile
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from goat_core.contract import Scope
+    from goat_core.host import GoatHome, MemoryContext, MemoryHost
+
+HOOK_EVENT = "UserPromptSubmit"
+#: Backoff after a failed remote read: doubles from this many seconds up to the cap.
+BACKOFF_FIRST_SECONDS = 5.0
+BACKOFF_MAX_SECONDS = 300.0
+#: Largest hook input read from stdin (a very long prompt is cut for recall, never stored).
+MAX_INPUT_BYTES = 1_000_000
+
+
+@dataclass
+class HookResult:
+    """What the hook prints (``context``) and says on stderr (``reason``)."""
+
+    context: str = ""
+    reason: str = ""
+    scope: str | None = None
+    via: str = "in-process"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "hookSpecificOutput": {
+                "hookEventName": HOOK_EVENT,
+                "additionalContext": self.context,
+            }
+        }
+
+
+def _state_path(data_dir: Path, scope: Scope) -> Path:
+    name = hashlib.sha256(scope.key.encode()).hexdigest()[:16]
+    return data_dir / "state" / f"hook-{name}.json"
+
+
+def _read_state(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _write_state(path: Path, state: dict[str, Any]) -> None:
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".hook-", dir=path.parent)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        json.dump(state, f)
+    os.replace(tmp, path)
+
+
+def clear_hook_state(data_dir: Path, scope: Scope | None = None) -> None:
+    """Forget the hook's backoff and auth-failure state (what ``goat check`` does), for
+    ``scope`` or, with ``None``, every scope."""
+    if scope is not None:
+        _state_path(data_dir, scope).unlink(missing_ok=True)
+        return
+    folder = data_dir / "state"
+    for path in folder.glob("hook-*.json") if folder.is_dir() else ():
+        path.unlink(missing_ok=True)
+
+
+def parse_input(text: str) -> tuple[str, str | None]:
+    """``(prompt, cwd)`` of the hook's JSON input. :raises ValueError: not a hook input."""
+    data = json.loads(text)
+    if not isinstance(data, dict):
+        raise ValueError("hook input is not a JSON object")
+    prompt = data.get("prompt")
+    if not isinstance(prompt, str):
+        raise ValueError("hook input has no prompt string")
+    cwd = data.get("cwd")
+    return prompt, cwd if isinstance(cwd, str) and cwd else None
+
+
+def run_hook(
+    stdin_text: str,
+    *,
+    env: Mapping[str, str],
+    home: GoatHome | None = None,
+    budget: int = 4000,
+    pin: str | None = None,
+    timeout: float = 3.0,
+) -> HookResult:
+    """The hook's answer for one prompt (never raises for a GOAT or input problem: the
+    result's ``reason`` says why there is no context).
+
+    :param env: the hook's environment (``CLAUDE_PROJECT_DIR``, ``GOAT_PIN``).
+    :param timeout: how long a running server may take to answer.
+    """
+    from goat_core.errors import GoatError
+
+    try:
+        prompt, cwd = parse_input(stdin_text)
+    except ValueError as exc:
+        return HookResult(reason=f"unusable hook input: {exc}")
+    from goat_core.host import is_trivial_prompt
+
+    if is_trivial_prompt(prompt):
+        return HookResult(reason="trivial prompt: no recall")
+    if budget <= 0:
+        return HookResult(reason="no budget for memory")
+    directory = env.get("CLAUDE_PROJECT_DIR") or cwd
+    if not directory:
+        return HookResult(reason="no project directory: neither $CLAUDE_PROJECT_DIR nor cwd")
+    try:
+        return _recall(prompt, directory, env, home, budget, pin, timeout)
+    except GoatError as exc:
+        return HookResult(reason=f"{type(exc).__name__}: {exc}")
+
+
+def _recall(
+    prompt: str,
+    directory: str,
+    env: Mapping[str, str],
+    home: GoatHome | None,
+    budget: int,
+    pin: str | None,
+    timeout: float,
+) -> HookResult:
+    import anyio
+
+    from goat_core.host import GoatHome, MemoryHost
+    from goat_core.plugins import PluginSettings, Registry
+    from goat_core.serve._local import ask_local, socket_path
+    from goat_core.serve._scope import PIN_ENV, resolve_serve_scope
+
+    home = home if home is not None else GoatHome.from_env()
+    registry = Registry.load(PluginSettings.from_env())
+    served = resolve_serve_scope(
+        registry, from_dir=directory, pin=pin if pin is not None else env.get(PIN_ENV)
+    )
+    scope = served.scope
+    path = socket_path(home.data_dir, scope)
+    fallback = ""
+    if path is not None and path.exists():
+        try:
+            reply = ask_local(path, scope, prompt, budget, timeout)
+        except (OSError, ValueError) as exc:  # no running server after all: recall here
+            fallback = f" (the running server did not answer: {type(exc).__name__})"
+        else:
+            return _result(
+                scope.key,
+                reply.get("block") or "",
+                reply.get("outcome"),
+                reply.get("reason"),
+                budget,
+                via="server",
+            )
+
+    async def turn() -> HookResult:
+        async with MemoryHost(home=home, registry=registry) as host:
+            return await _turn(host, scope, prompt, budget)
+
+    result = anyio.run(turn)
+    result.reason += fallback
+    return result
+
+
+def _result(
+    scope: str, block: str, outcome: Any, reason: Any, budget: int, via: str = "in-process"
+) -> HookResult:
+    if len(block) > budget:  # never over the budget, whoever composed the block
+        return HookResult(reason=f"block over the budget of {budget}", scope=scope, via=via)
+    why = f"{outcome}" + (f": {reason}" if reason else "")
+    return HookResult(context=block, reason=why, scope=scope, via=via)
+
+
+async def _turn(host: MemoryHost, scope: Scope, prompt: str, budget: int) -> HookResult:
+    from goat_core.host import Chat
+
+    context = host.context_for(Chat(project_id=scope.pen_id))
+    if context.spec is None or not context.spec.network:
+        turn = await context.prepare_turn(prompt, budget)
+        return _result(scope.key, turn.block, turn.outcome, turn.reason, budget)
+    return await _remote_turn(host, context, scope, prompt, budget)
+
+
+async def _remote_turn(
+    host: MemoryHost, context: MemoryContext, scope: Scope, prompt: str, budget: int
+) -> HookResult:
+    """A turn of a remote binding with the supervisor's rules kept across processes."""
+    from goat_core.host import SessionState
+
+    path = _state_path(host.home.data_dir, scope)
+    identity = host.supervisor.identity(scope.key)
+    state = _read_state(path)
+    if state.get("identity") != identity:
+        state = {}
+    if state.get("state") == SessionState.AUTH_FAILED.value:
+        return HookResult(
+            reason=f"{context.label}: authentication failed earlier; no retry until the "
+            "binding changes or `goat check` runs",
+            scope=scope.key,
+        )
+    until = float(state.get("until") or 0)
+    if state.get("state") == SessionState.UNAVAILABLE.value and time.time() < until:
+        return HookResult(
+            reason=f"{context.label} was unavailable; next try in {until - time.time():.0f} s",
+            scope=scope.key,
+        )
+    turn = await context.prepare_turn(prompt, budget)
+    status = host.supervisor.status(scope.key)
+    now_state = status.state if status is not None else None
+    if now_state is SessionState.AUTH_FAILED:
+        _write_state(path, {"identity": identity, "state": now_state.value})
+    elif now_state is SessionState.UNAVAILABLE:
+        failures = int(state.get("failures") or 0) + 1
+        wait = min(BACKOFF_MAX_SECONDS, BACKOFF_FIRST_SECONDS * 2 ** (failures - 1))
+        _write_state(
+            path,
+            {
+                "identity": identity,
+                "state": now_state.value,
+                "failures": failures,
+                "until": time.time() + wait,
+            },
+        )
+    else:
+        with contextlib.suppress(OSError):
+            path.unlink(missing_ok=True)
+    return _result(scope.key, turn.block, turn.outcome, turn.reason, budget)

@@ -1,0 +1,268 @@
+"""``goat serve --http [HOST:]PORT``: Streamable HTTP, one endpoint per scope.
+
+Only the scopes named at start are served: ``/mcp/global`` and ``/mcp/pen/<id>``; any other
+path answers 404. Each endpoint has its own session manager, so a session id is known only
+to the endpoint that issued it (elsewhere: 404). In front of every endpoint:
+
+- loopback by default; any other address requires a bearer token, read from an owner-only
+  file (``--token-file``) or the credential store (``--token-from-store``), never a flag value;
+- a ``Host`` header outside loopback names is refused (421) on a loopback bind, and an
+  ``Origin`` outside ``--allow-origin`` (default: none) gets 403 (DNS rebinding);
+- a request body over :data:`MAX_BODY_BYTES` gets 413 (and one without a length, 411); a
+  tool result is bounded by :data:`~goat_core.serve._tools.MAX_RESULT_BYTES`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ipaddress
+import json
+import os
+import secrets
+import stat
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from goat_core.errors import BadInput, CredentialError
+
+if TYPE_CHECKING:
+    from goat_core.host import GoatHome
+    from goat_core.serve._tools import ServedScope
+
+#: Where ``goat serve-token`` keeps the bearer token in the credential store.
+TOKEN_BINDING = "goat-serve"
+TOKEN_NAME = "http_token"
+#: Largest request body accepted (bytes).
+MAX_BODY_BYTES = 1_048_576
+_LOOPBACK_NAMES = {"localhost", "127.0.0.1", "::1"}
+
+
+def new_token() -> str:
+    return secrets.token_urlsafe(32)
+
+
+def parse_listen(text: str) -> tuple[str, int]:
+    """``PORT``, ``HOST:PORT`` or ``[V6]:PORT`` to ``(host, port)``; the host defaults to
+    loopback. :raises BadInput: not a port."""
+    host, sep, port = text.rpartition(":")
+    if not sep:
+        host, port = "127.0.0.1", text
+    host = host.strip("[]") or "127.0.0.1"
+    if not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise BadInput(f"--http {text!r}: expected [HOST:]PORT")
+    return host, int(port)
+
+
+def is_loopback(host: str) -> bool:
+    if host in _LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def read_token_file(path: Path) -> str:
+    """The token in ``path``, which must be a regular file only its owner can read.
+
+    :raises CredentialError: missing, empty, or readable by others.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError as exc:
+        raise CredentialError(f"token file {str(path)!r} cannot be read: {exc.strerror}") from None
+    with os.fdopen(fd, "r", encoding="utf-8") as f:
+        info = os.fstat(f.fileno())
+        if not stat.S_ISREG(info.st_mode) or info.st_mode & 0o077:
+            raise CredentialError(
+                f"token file {str(path)!r} must be a regular file readable only by its owner "
+                "(chmod 600)"
+            )
+        token = f.read().strip()
+    if len(token) < 16:
+        raise CredentialError(f"token file {str(path)!r} holds no token of 16+ characters")
+    return token
+
+
+def _endpoint(scope_key: str) -> str:
+    return "/mcp/global" if scope_key == "global" else "/mcp/pen/" + scope_key.split(":", 1)[1]
+
+
+class ScopedEndpoints:
+    """The ASGI app: one MCP session manager per served scope, behind the checks."""
+
+    def __init__(
+        self,
+        served: Sequence[ServedScope],
+        *,
+        origins: Sequence[str] = (),
+        token: str | None = None,
+        loopback_only: bool = True,
+        max_body: int = MAX_BODY_BYTES,
+    ) -> None:
+        from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+        from mcp.server.transport_security import TransportSecuritySettings
+
+        from goat_core.serve._server import build_server
+
+        self.origins = {o.rstrip("/") for o in origins}
+        self.token = token.encode() if token else None
+        self.loopback_only = loopback_only
+        self.max_body = max_body
+        self.managers: dict[str, Any] = {}
+        for s in served:
+            self.managers[_endpoint(s.served.scope.key)] = StreamableHTTPSessionManager(
+                app=build_server(s),
+                security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+                max_request_body_size=max_body,
+            )
+
+    @contextlib.asynccontextmanager
+    async def running(self) -> Any:
+        async with contextlib.AsyncExitStack() as stack:
+            for manager in self.managers.values():
+                await stack.enter_async_context(manager.run())
+            yield
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            await self._lifespan(receive, send)
+            return
+        if scope["type"] != "http":
+            return
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        path = scope["path"].rstrip("/")
+        manager = self.managers.get(path)
+        if manager is None:
+            await _reply(send, 404, "no such endpoint: only the scopes named at start are served")
+            return
+        if self.loopback_only:
+            host = headers.get("host", "")
+            name = (
+                host.rsplit(":", 1)[0].strip("[]") if not host.endswith("]") else host.strip("[]")
+            )
+            if not is_loopback(name):
+                await _reply(send, 421, "Host is not a loopback name")
+                return
+        origin = headers.get("origin")
+        if origin is not None and origin.rstrip("/") not in self.origins:
+            await _reply(send, 403, "Origin not allowed (goat serve --allow-origin)")
+            return
+        if self.token is not None:
+            auth = headers.get("authorization", "")
+            given = auth[7:].strip().encode() if auth[:7].lower() == "bearer " else b""
+            if not secrets.compare_digest(given, self.token):
+                await _reply(send, 401, "a bearer token is required", bearer=True)
+                return
+        if scope["method"] == "POST":
+            length = headers.get("content-length")
+            if length is None or not length.isdigit():
+                await _reply(send, 411, "Content-Length required")
+                return
+            if int(length) > self.max_body:
+                await _reply(send, 413, f"request body over {self.max_body} bytes")
+                return
+        await manager.handle_request(scope, receive, send)
+
+    async def _lifespan(self, receive: Any, send: Any) -> None:
+        message = await receive()
+        assert message["type"] == "lifespan.startup"
+        async with self.running():
+            await send({"type": "lifespan.startup.complete"})
+            message = await receive()
+        await send({"type": "lifespan.shutdown.complete"})
+
+
+async def _reply(send: Any, status: int, message: str, *, bearer: bool = False) -> None:
+    body = json.dumps({"error": message}).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    if bearer:
+        headers.append((b"www-authenticate", b"Bearer"))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+def run_http(
+    *,
+    home: GoatHome | None,
+    listen: str,
+    pens: Sequence[str] = (),
+    global_: bool = False,
+    origins: Sequence[str] = (),
+    token_file: Path | None = None,
+    token_from_store: bool = False,
+) -> None:
+    """Serve the named scopes on ``listen`` until interrupted.
+
+    :raises BadInput: no scope, a bad address, or a non-loopback address without a token.
+    :raises CredentialError: the token cannot be read.
+    """
+    import anyio
+
+    host_name, port = parse_listen(listen)
+    if not pens and not global_:
+        raise BadInput("--http needs the scopes to serve: --global and/or --pen ID (repeatable)")
+    if token_file is not None and token_from_store:
+        raise BadInput("give either --token-file or --token-from-store, not both")
+    anyio.run(_serve, home, host_name, port, pens, global_, origins, token_file, token_from_store)
+
+
+async def _serve(
+    home: GoatHome | None,
+    host_name: str,
+    port: int,
+    pens: Sequence[str],
+    global_: bool,
+    origins: Sequence[str],
+    token_file: Path | None,
+    token_from_store: bool,
+) -> None:
+    import uvicorn
+
+    from goat_core.host import MemoryHost
+    from goat_core.plugins import PluginSettings, Registry
+    from goat_core.serve._scope import resolve_serve_scope
+    from goat_core.serve._tools import ServedScope
+
+    registry = Registry.load(PluginSettings.from_env())
+    async with MemoryHost(home=home, registry=registry) as host:
+        token: str | None = None
+        if token_file is not None:
+            token = read_token_file(token_file)
+        elif token_from_store:
+            from goat_core.credentials import CredentialStore
+
+            token = CredentialStore(host.home).get(TOKEN_BINDING, TOKEN_NAME)
+            if not token:
+                raise CredentialError(
+                    "no token in the credential store: run goat serve-token --new"
+                )
+        if not is_loopback(host_name) and token is None:
+            raise BadInput(
+                f"--http {host_name}:{port} is not loopback: a bearer token is required "
+                "(--token-file FILE or --token-from-store)"
+            )
+        scopes = [resolve_serve_scope(registry, global_=True)] if global_ else []
+        scopes += [resolve_serve_scope(registry, pen=p) for p in dict.fromkeys(pens)]
+        app = ScopedEndpoints(
+            [ServedScope(host, s) for s in scopes],
+            origins=origins,
+            token=token,
+            loopback_only=is_loopback(host_name),
+        )
+        config = uvicorn.Config(
+            app,
+            host=host_name,
+            port=port,
+            log_level="warning",
+            lifespan="on",
+            limit_concurrency=64,
+            timeout_graceful_shutdown=2,
+        )
+        server = uvicorn.Server(config)
+        import sys
+
+        for s in scopes:
+            print(f"goat serve: http://{host_name}:{port}{_endpoint(s.scope.key)}", file=sys.stderr)
+        await server.serve()

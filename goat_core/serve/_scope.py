@@ -1,0 +1,127 @@
+"""The one scope a server or hook serves, fixed once (never per call), and how it was found.
+
+``goat serve``, ``goat hook claude-code`` and ``goat doctor claude-code`` all resolve through
+:func:`resolve_serve_scope`, so a server and a hook started for the same directory and pin
+always agree. The rules are those of ``goat scope`` (docs/design.md, Scopes): a directory's
+project identity (git remote, else git common dir, else the folder) decides a derived Pen, so
+a repository's root, its subfolders and its worktrees give one scope. A pin (``global`` or
+``pen:ID``) replaces derivation. MCP roots never decide anything.
+
+No mcp import here: the hook uses this module.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from goat_core.contract import Derivation, Scope, ScopeRequest
+from goat_core.errors import BadInput
+
+if TYPE_CHECKING:
+    from goat_core.plugins import Registry
+
+#: The environment variable both the server and the hook read for a pin when no ``--pin``
+#: is given (the Claude Code plugin passes its one ``scope_pin`` setting to both).
+PIN_ENV = "GOAT_PIN"
+
+
+@dataclass(frozen=True)
+class ServeScope:
+    """The fixed scope of one server or hook run.
+
+    :param scope: the scope. :param how: how it was chosen (``--pen``, ``--global``,
+        ``pin``, or the derivation of ``goat scope``: ``git-remote``, ``git-root``, ``cwd``,
+        ``global``). :param identity: the project identity hashed into a derived Pen.
+    :param directory: the directory it was resolved from (``--from-dir``), if any.
+    """
+
+    scope: Scope
+    how: str
+    identity: str | None = None
+    detail: str | None = None
+    directory: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "scope": self.scope.key,
+            "pen_id": self.scope.pen_id,
+            "how": self.how,
+            "identity": self.identity,
+            "detail": self.detail,
+            "directory": self.directory,
+        }
+
+
+def parse_pin(value: str | None) -> Scope | None:
+    """A pin setting to a scope: ``""``/``None`` (no pin), ``global``, ``pen:ID`` or ``ID``.
+
+    A value that is still an unexpanded ``${...}`` placeholder (a host that did not
+    substitute an unset option) counts as no pin.
+
+    :raises ScopeError: an invalid Pen id.
+    """
+    if value is None:
+        return None
+    text = value.strip()
+    if not text or (text.startswith("${") and text.endswith("}")):
+        return None
+    if text.lower() == "global":
+        return Scope.global_()
+    if text.lower().startswith("pen:"):
+        text = text[4:]
+    return Scope.pen(text)
+
+
+def resolve_serve_scope(
+    registry: Registry,
+    *,
+    pen: str | None = None,
+    global_: bool = False,
+    from_dir: str | os.PathLike[str] | None = None,
+    pin: str | None = None,
+) -> ServeScope:
+    """The one scope to serve.
+
+    Exactly one of ``pen``, ``global_`` and ``from_dir`` (a pin only goes with
+    ``from_dir``). With ``from_dir``, a pin (``pin``, else ``$GOAT_PIN``) decides; else the
+    directory resolves as ``goat scope`` resolves the working directory.
+
+    :raises BadInput: not exactly one choice, or ``from_dir`` is not a directory.
+    :raises ScopeError: an invalid Pen id, or git refused the directory.
+    """
+    chosen = sum([pen is not None, bool(global_), from_dir is not None])
+    if chosen != 1:
+        raise BadInput("choose the scope: exactly one of --pen ID, --global or --from-dir DIR")
+    if pen is not None:
+        return ServeScope(Scope.pen(pen), "--pen")
+    if global_:
+        return ServeScope(Scope.global_(), "--global")
+    assert from_dir is not None
+    directory = Path(from_dir).expanduser()
+    if not directory.is_dir():
+        raise BadInput(f"--from-dir {str(directory)!r} is not a directory")
+    directory = directory.resolve()
+    pinned = parse_pin(pin if pin is not None else os.environ.get(PIN_ENV))
+    if pinned is not None:
+        return ServeScope(pinned, "pin", directory=str(directory))
+    resolution = registry.resolve_scope(ScopeRequest(cwd=directory, derive_from_cwd=True))
+    how = resolution.derivation.value
+    if resolution.derivation is Derivation.GLOBAL:
+        how = "global"
+    return ServeScope(
+        resolution.scope,
+        how,
+        identity=resolution.identity,
+        detail=resolution.detail,
+        directory=str(directory),
+    )
+
+
+def bind_hint(scope: Scope) -> str:
+    """How to give ``scope`` memory (what every tool of an unbound Pen answers)."""
+    if scope.is_global:
+        return "`goat bind --global PROVIDER` (or `goat unbind --global` for the default store)"
+    return f"`goat bind --pen {scope.pen_id} markdown` (or another provider)"

@@ -1,0 +1,99 @@
+"""``goat serve`` on stdio: nothing but protocol on stdout.
+
+Before any plugin is imported, file descriptor 1 is pointed at stderr (and ``sys.stdout``
+at ``sys.stderr``), so a plugin that prints, at import time or later, cannot break the
+protocol; the protocol goes to a private duplicate of the original stdout. Logs go to
+stderr. mcp, the plugins and the host are imported only after that, and no index work is
+done before the first call.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import sys
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from goat_core.host import GoatHome
+
+
+def divert_stdout() -> int:
+    """Point fd 1 and ``sys.stdout`` at stderr; return a duplicate of the original stdout."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    return saved
+
+
+def run_stdio(
+    *,
+    home: GoatHome | None,
+    pen: str | None = None,
+    global_: bool = False,
+    from_dir: str | None = None,
+    pin: str | None = None,
+    protocol_fd: int | None = None,
+    local_socket: bool = True,
+) -> None:
+    """Serve one scope on stdio until the client closes stdin.
+
+    :param protocol_fd: where protocol messages go (default: divert stdout now and use the
+        original). :param local_socket: also answer hooks of this home on its local socket.
+    :raises GoatError: the scope cannot be resolved (before anything is served).
+    """
+    if protocol_fd is None:
+        protocol_fd = divert_stdout()
+    import anyio
+
+    anyio.run(_serve, home, pen, global_, from_dir, pin, protocol_fd, local_socket)
+
+
+async def _serve(
+    home: GoatHome | None,
+    pen: str | None,
+    global_: bool,
+    from_dir: str | None,
+    pin: str | None,
+    protocol_fd: int,
+    local_socket: bool,
+) -> None:
+    import anyio
+    from mcp.server.stdio import stdio_server
+
+    from goat_core.host import MemoryHost
+    from goat_core.logs import get_logger
+    from goat_core.plugins import PluginSettings, Registry
+    from goat_core.serve._local import serve_local, socket_path
+    from goat_core.serve._scope import resolve_serve_scope
+    from goat_core.serve._server import build_server
+    from goat_core.serve._tools import ServedScope
+
+    log = get_logger(__name__)
+    registry = Registry.load(PluginSettings.from_env())
+    served_scope = resolve_serve_scope(
+        registry, pen=pen, global_=global_, from_dir=from_dir, pin=pin
+    )
+    out = io.TextIOWrapper(os.fdopen(protocol_fd, "wb", buffering=0), encoding="utf-8")
+    stdout: Any = anyio.wrap_file(out)
+    async with MemoryHost(home=home, registry=registry) as host:
+        served = ServedScope(host, served_scope)
+        server = build_server(served)
+        log.info("serve.start", scope=served_scope.scope.key, how=served_scope.how)
+        async with anyio.create_task_group() as tg:
+            path = socket_path(host.home.data_dir, served_scope.scope) if local_socket else None
+            if path is not None:
+                tg.start_soon(_quiet_local, serve_local, served, path)
+            async with stdio_server(stdout=stdout) as (read_stream, write_stream):
+                await server.run(read_stream, write_stream, server.create_initialization_options())
+            tg.cancel_scope.cancel()
+
+
+async def _quiet_local(serve_local: Any, served: Any, path: Any) -> None:
+    from goat_core.logs import get_logger
+
+    try:
+        await serve_local(served, path)
+    except OSError as exc:  # the hook falls back to its own process
+        get_logger(__name__).warning("serve.socket_unavailable", error=str(exc))

@@ -1,0 +1,247 @@
+"""The Claude Code plugin's exact commands (``hooks/hooks.json``, ``.mcp.json``), with the
+documented hook input, in four places: a git repository, a worktree of it, a subfolder, and a
+non-git folder. Each place gives one scope, the same for the hook and the server. Plus the
+hook's contract: one JSON object, the budget, exit 0 on every failure, no writes."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+from .conftest import PLUGIN_DIR, git, goat, goat_env, run_hook
+
+pytestmark = pytest.mark.anyio
+
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_.]*)(?::-([^}]*))?\}")
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def expand(text: str, env: dict[str, str]) -> str:
+    """Claude Code's ``${VAR}`` / ``${VAR:-default}`` expansion (``user_config.*`` included)."""
+    return _VAR.sub(lambda m: env.get(m[1]) or (m[2] or ""), text)
+
+
+def claude_env(home: Path, project: Path) -> dict[str, str]:
+    env = goat_env(home)
+    env.update(
+        CLAUDE_PROJECT_DIR=str(project),
+        CLAUDE_PLUGIN_ROOT=str(PLUGIN_DIR),
+        **{"user_config.scope_pin": ""},  # the plugin setting, left empty
+    )
+    return env
+
+
+def hook_command() -> dict[str, Any]:
+    hooks = json.loads((PLUGIN_DIR / "hooks" / "hooks.json").read_text())["hooks"]
+    assert set(hooks) == {"UserPromptSubmit"}  # no Stop, SessionEnd or PreCompact hook
+    (entry,) = hooks["UserPromptSubmit"]
+    (command,) = entry["hooks"]
+    assert command["type"] == "command"
+    return command
+
+
+def server_command() -> tuple[str, list[str]]:
+    servers = json.loads((PLUGIN_DIR / ".mcp.json").read_text())["mcpServers"]
+    (server,) = servers.values()
+    return server["command"], server["args"]
+
+
+def run_plugin_hook(home: Path, project: Path, prompt: str) -> tuple[dict[str, Any], str, int]:
+    env = claude_env(home, project)
+    command = hook_command()
+    payload = {
+        "session_id": "abc123",
+        "transcript_path": str(project / "transcript.jsonl"),
+        "cwd": str(project),
+        "permission_mode": "default",
+        "hook_event_name": "UserPromptSubmit",
+        "prompt": prompt,
+    }
+    proc = subprocess.run(
+        ["/bin/sh", "-c", expand(command["command"], env)],
+        input=json.dumps(payload),
+        env=env,
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=command.get("timeout", 60),
+    )
+    lines = [line for line in proc.stdout.splitlines() if line.strip()]
+    assert len(lines) == 1, proc.stdout
+    return json.loads(lines[0]), proc.stderr, proc.returncode
+
+
+async def server_scope_and_remember(home: Path, project: Path, text: str) -> dict[str, Any]:
+    env = claude_env(home, project)
+    command, args = server_command()
+    params = StdioServerParameters(
+        command=expand(command, env), args=[expand(a, env) for a in args], env=env, cwd=project
+    )
+    async with Client(params) as client:
+        scope = json.loads((await client.read_resource("goat://scope")).contents[0].text)
+        if not scope["available"]:  # an unbound Pen: bind it, as the error says, then write
+            assert f"goat bind --pen {scope['pen_id']}" in scope["reason"]
+            goat(home, "bind", "--pen", scope["pen_id"], "markdown")
+        r = await client.call_tool("remember", {"text": text})
+        assert not r.is_error, r.content
+    return scope
+
+
+@pytest.fixture
+def places(tmp_path: Path) -> dict[str, Path]:
+    repo = tmp_path / "myrepo"
+    (repo / "src" / "deep").mkdir(parents=True)
+    git(repo, "init", "-q")
+    (repo / "README").write_text("x")
+    git(repo, "add", ".")
+    git(repo, "commit", "-qm", "init")
+    worktree = tmp_path / "myrepo-feature"
+    git(repo, "worktree", "add", "-q", str(worktree), "-b", "feature")
+    plain = tmp_path / "notes-folder"
+    plain.mkdir()
+    return {"repo": repo, "worktree": worktree, "subfolder": repo / "src" / "deep", "plain": plain}
+
+
+async def test_plugin_commands_agree_in_four_places(home: Path, places: dict[str, Path]) -> None:
+    scopes: dict[str, str] = {}
+    for name, project in places.items():
+        fact = f"the {name} capybara password hint is blue"
+        scope = await server_scope_and_remember(home, project, fact)
+        scopes[name] = scope["scope"]
+        out, err, code = run_plugin_hook(home, project, f"what is the {name} capybara hint?")
+        assert code == 0, err
+        context = out["hookSpecificOutput"]["additionalContext"]
+        assert out["hookSpecificOutput"]["hookEventName"] == "UserPromptSubmit"
+        assert fact in context, (name, err)  # the hook reads the scope the server wrote
+        assert f"goat hook: {scope['scope']} " in err
+    assert scopes["repo"] == scopes["worktree"] == scopes["subfolder"]
+    assert scopes["plain"] != scopes["repo"]
+    assert all(s.startswith("pen:") for s in scopes.values())
+    assert "myrepo" in scopes["repo"] and "notes-folder" in scopes["plain"]
+
+
+async def test_the_pin_setting_moves_server_and_hook_together(home: Path, tmp_path: Path) -> None:
+    project = tmp_path / "pinned"
+    project.mkdir()
+    env = claude_env(home, project)
+    env["user_config.scope_pin"] = "global"
+    command, args = server_command()
+    params = StdioServerParameters(
+        command=command, args=[expand(a, env) for a in args], env=env, cwd=project
+    )
+    async with Client(params) as client:
+        scope = json.loads((await client.read_resource("goat://scope")).contents[0].text)
+        await client.call_tool("remember", {"text": "pinned pelican fact"})
+    assert scope["scope"] == "global" and scope["how"] == "pin"
+    proc = subprocess.run(
+        ["/bin/sh", "-c", expand(hook_command()["command"], env)],
+        input=json.dumps({"prompt": "pelican fact?", "cwd": str(project)}),
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    out = json.loads(proc.stdout)
+    assert "pinned pelican fact" in out["hookSpecificOutput"]["additionalContext"]
+
+
+def _notes(home: Path) -> list[Path]:
+    return sorted((home / "data").rglob("*.md")) if (home / "data").exists() else []
+
+
+@pytest.mark.parametrize(
+    "payload,args,why",
+    [
+        ("not json at all", (), "unusable hook input"),
+        ("[1, 2]", (), "unusable hook input"),
+        ({"cwd": "/"}, (), "no prompt"),
+        ({"prompt": "thanks!", "cwd": "/"}, (), "trivial prompt"),
+        ({"prompt": "/help", "cwd": "/"}, (), "trivial prompt"),
+        ({"prompt": "what about the walrus?", "cwd": "/nonexistent/dir"}, (), "not a directory"),
+        ({"prompt": "what about the walrus?"}, ("--pin", "pen:never-bound"), "no memory"),
+        ({"prompt": "what about the walrus?"}, ("--deadline", "0.001"), "deadline"),
+        ({"prompt": "what about the walrus?"}, ("--budget", "lots"), ""),
+    ],
+)
+def test_the_hook_fails_open(
+    home: Path, tmp_path: Path, payload: Any, args: tuple[str, ...], why: str
+) -> None:
+    if isinstance(payload, dict) and "cwd" not in payload:
+        payload = {**payload, "cwd": str(tmp_path)}
+    before = _notes(home)
+    out, err, code = run_hook(home, payload, *args)
+    assert code == 0
+    assert out == {
+        "hookSpecificOutput": {
+            "hookEventName": "UserPromptSubmit",
+            "additionalContext": out["hookSpecificOutput"]["additionalContext"],
+        }
+    }
+    if why:
+        assert out["hookSpecificOutput"]["additionalContext"] == ""
+        assert why in err, err
+    assert _notes(home) == before  # never writes memory
+
+
+def test_the_hook_keeps_its_budget_and_writes_no_prompt(home: Path, tmp_path: Path) -> None:
+    for n in range(8):
+        goat(home, "remember", f"budget heron note {n} " + "long text " * 300)
+    prompt = "tell me about the budget heron secret-prompt-marker"
+    for budget in (200, 700, 1500, 4000):
+        out, err, code = run_hook(
+            home,
+            {"prompt": prompt, "cwd": str(tmp_path)},
+            "--budget",
+            str(budget),
+            "--pin",
+            "global",
+        )
+        context = out["hookSpecificOutput"]["additionalContext"]
+        assert code == 0 and len(context) <= budget, (budget, len(context), err)
+        if budget == 200:  # too small for one item: no context, and it says why
+            assert context == "" and "too small" in err
+            continue
+        assert "budget heron" in context and "untrusted quoted data" in context
+    for path in home.rglob("*"):
+        if path.is_file():
+            assert b"secret-prompt-marker" not in path.read_bytes(), path
+
+
+async def test_the_hook_asks_a_running_server_of_the_same_home(home: Path, tmp_path: Path) -> None:
+    goat(home, "remember", "the running server knows the otter fact")
+    params = StdioServerParameters(
+        command=str(Path(goat_env(home)["PATH"].split(":")[0]) / "goat"),
+        args=["serve", "--global"],
+        env=goat_env(home),
+    )
+    async with Client(params) as client:
+        await client.list_tools()
+        from goat_core.contract import Scope
+        from goat_core.serve._local import socket_path
+
+        path = socket_path(home / "data", Scope.global_())
+        assert path is not None
+        for _ in range(50):  # the local socket starts with the server
+            if path.exists():
+                break
+            await anyio.sleep(0.1)
+        out, err, code = await anyio.to_thread.run_sync(
+            lambda: run_hook(
+                home, {"prompt": "otter fact?", "cwd": str(tmp_path)}, "--pin", "global"
+            )
+        )
+    assert code == 0
+    assert "(server)" in err, err
+    assert "otter fact" in out["hookSpecificOutput"]["additionalContext"]
