@@ -143,7 +143,7 @@ def serve_token_cmd(new: bool, home: Path | None) -> None:
     from goat_core.serve._http import TOKEN_BINDING, TOKEN_NAME, new_token
 
     goat_home: GoatHome = _home(home)
-    from goat_core.credentials import CredentialStore
+    from goat_core.host import CredentialStore
 
     store = CredentialStore(goat_home)
     if new:

@@ -231,7 +231,7 @@ async def _serve(
         if token_file is not None:
             token = read_token_file(token_file)
         elif token_from_store:
-            from goat_core.credentials import CredentialStore
+            from goat_core.host import CredentialStore
 
             token = CredentialStore(host.home).get(TOKEN_BINDING, TOKEN_NAME)
             if not token:
