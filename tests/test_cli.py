@@ -1147,7 +1147,7 @@ def test_status_shows_truthful_tones_for_healthy_broken_disabled_and_legacy(
         "pen:ok": ("accent", None),
         "pen:down": ("warn", "unreachable"),
         "pen:locked": ("warn", "auth"),
-        "pen:gone": ("warn", "bank_not_found"),
+        "pen:gone": ("warn", "not_found"),
         "pen:off": ("dim", None),
         "pen:old": ("warn", "legacy"),
     }

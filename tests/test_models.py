@@ -211,8 +211,8 @@ def test_binding_forbids_unknown_keys() -> None:
     [
         (AuthError("HTTP 401"), "auth"),
         (CredentialError("no key"), "auth"),
-        (NotFound("collection `x` not found"), "bank_not_found"),
-        (ProviderUnavailable("old server", missing=["recall"]), "missing_tools"),
+        (NotFound("collection `x` not found"), "not_found"),
+        (ProviderUnavailable("old server", missing=["recall"]), "incompatible"),
         (ProviderUnavailable("connection refused"), "unreachable"),
         (RuntimeError("boom"), "unreachable"),
     ],
@@ -264,3 +264,13 @@ def test_the_contract_imports_no_host_module() -> None:
     ).stdout.split()
     host = {"goat_core.home", "goat_core.host", "goat_core.supervisor", "goat_core.config"}
     assert not host & set(out)
+
+
+@pytest.mark.parametrize(
+    ("given", "read_as"),
+    [("bank_not_found", "not_found"), ("missing_tools", "incompatible"), ("auth", "auth")],
+)
+def test_first_release_cause_names_read_as_generic_ones(given: str, read_as: str) -> None:
+    """A provider written against the first release's cause names keeps working."""
+    assert Health.broken("gone", cause=given).cause == read_as
+    assert Health(ok=False, tone=Tone.WARN, cause=given).cause == read_as  # type: ignore[arg-type]

@@ -533,7 +533,7 @@ async def test_auth_failure_waits_for_a_config_change_or_an_explicit_check(
 
 @pytest.mark.parametrize(
     ("mode", "cause"),
-    [("down", "unreachable"), ("no_bank", "bank_not_found"), ("missing", "missing_tools")],
+    [("down", "unreachable"), ("no_bank", "not_found"), ("missing", "incompatible")],
 )
 async def test_warn_tones_name_the_cause(
     host: MemoryHost, world: World, mode: str, cause: str
@@ -770,8 +770,8 @@ async def test_a_first_turn_checks_a_never_checked_binding_and_status_tells(
     [
         (AuthError("HTTP 401"), "auth"),
         (CredentialError("unsafe credential file"), "auth"),
-        (NotFound("bank `x` not found"), "bank_not_found"),
-        (ProviderUnavailable("lacks tools", missing=["recall"]), "missing_tools"),
+        (NotFound("bank `x` not found"), "not_found"),
+        (ProviderUnavailable("lacks tools", missing=["recall"]), "incompatible"),
         (ProviderUnavailable("connection refused"), "unreachable"),
         (BadInput("odd"), "unreachable"),
         (OSError("boom"), "unreachable"),

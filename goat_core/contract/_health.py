@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from goat_core.errors import AuthError, CredentialError, GoatError, NotFound, ProviderUnavailable
 
@@ -29,16 +29,24 @@ class Tone(StrEnum):
 #:   configuration changes or the user checks again.
 #: - ``unreachable``: no connection, a broken transport, a deadline, or a cause the provider
 #:   cannot tell; retried with backoff.
-#: - ``bank_not_found``: *not found*: the server does not know the store the binding names
-#:   (a bank, a collection, an index, a database).
-#: - ``missing_tools``: *incompatible*: the server lacks an operation the provider needs.
+#: - ``not_found``: the server does not know the store the binding names (a bank, a
+#:   collection, an index, a database).
+#: - ``incompatible``: the server lacks an operation the provider needs, or speaks a version
+#:   the provider cannot use.
 #: - ``legacy``: a stored binding entry that fails closed (set by the host, never by a
 #:   provider).
 #:
-#: The two middle values keep the names ``goat status --json`` and ``goat check --json``
-#: have always printed; :meth:`Health.from_error` picks the right one from the error class,
-#: so a provider need not spell them.
-HealthCause = Literal["auth", "bank_not_found", "unreachable", "missing_tools", "legacy"]
+#: :meth:`Health.from_error` picks the cause from the error class, so a provider need not
+#: spell it. The names of the first release, ``bank_not_found`` and ``missing_tools``, are
+#: still accepted and read as ``not_found`` and ``incompatible``
+#: (:data:`LEGACY_CAUSES`), so a provider written against them keeps working.
+HealthCause = Literal["auth", "not_found", "unreachable", "incompatible", "legacy"]
+
+#: Cause names of the first release, and what they mean now.
+LEGACY_CAUSES: dict[str, HealthCause] = {
+    "bank_not_found": "not_found",
+    "missing_tools": "incompatible",
+}
 
 
 class Health(BaseModel):
@@ -57,13 +65,23 @@ class Health(BaseModel):
     checked_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
     cause: HealthCause | None = None
 
+    @field_validator("cause", mode="before")
+    @classmethod
+    def _generic_cause(cls, value: object) -> object:
+        """A first-release cause name (``bank_not_found``...) reads as its generic one."""
+        if isinstance(value, str):
+            return LEGACY_CAUSES.get(value, value)
+        return value
+
     @classmethod
     def healthy(cls, reason: str = "ok") -> Health:
         return cls(ok=True, tone=Tone.QUIET, reason=reason)
 
     @classmethod
-    def broken(cls, reason: str, cause: HealthCause | None = None) -> Health:
-        return cls(ok=False, tone=Tone.WARN, reason=reason, cause=cause)
+    def broken(cls, reason: str, cause: HealthCause | str | None = None) -> Health:
+        return cls.model_validate(
+            {"ok": False, "tone": Tone.WARN, "reason": reason, "cause": cause}
+        )
 
     @classmethod
     def from_error(cls, exc: BaseException, *, label: str | None = None) -> Health:
@@ -89,17 +107,16 @@ class Health(BaseModel):
 
         :class:`~goat_core.errors.AuthError` and
         :class:`~goat_core.errors.CredentialError` are ``auth``;
-        :class:`~goat_core.errors.NotFound` is *not found* (``bank_not_found``); a
+        :class:`~goat_core.errors.NotFound` is ``not_found``; a
         :class:`~goat_core.errors.ProviderUnavailable` naming ``missing`` operations (an
-        attribute or a detail) is *incompatible* (``missing_tools``); anything else is
-        ``unreachable``.
+        attribute or a detail) is ``incompatible``; anything else is ``unreachable``.
         """
         if isinstance(exc, AuthError | CredentialError):
             return "auth"
         if isinstance(exc, NotFound):
-            return "bank_not_found"
+            return "not_found"
         if isinstance(exc, ProviderUnavailable) and (
             getattr(exc, "missing", None) or exc.details.get("missing")
         ):
-            return "missing_tools"
+            return "incompatible"
         return "unreachable"

@@ -244,7 +244,7 @@ def test_an_unknown_bank_is_reported_and_still_does_not_exist(
 
     check = goat("check", "--pen", "team", "--json")
     assert check.returncode == 6
-    assert json.loads(check.stdout)["cause"] == "bank_not_found"
+    assert json.loads(check.stdout)["cause"] == "not_found"
     assert message in check.stderr
 
     for args in (
@@ -258,6 +258,6 @@ def test_an_unknown_bank_is_reported_and_still_does_not_exist(
 
     status = goat.json("status")
     row = {r["scope"]: r for r in status["bindings"]}["pen:team"]
-    assert row["tone"] == "warn" and row["cause"] == "bank_not_found", row
+    assert row["tone"] == "warn" and row["cause"] == "not_found", row
     assert row["label"] == f"shared bank `{bank}` on `{auth_api}`"
     assert not live_server.bank_exists(bank)

@@ -245,7 +245,7 @@ async def test_check_health(make_provider: Make, fake: FakeHindsight) -> None:
     assert anonymous.reason.endswith("reached without authentication")
     missing = await make_provider(FakeHindsight("ghost", bank_exists=False)).check()
     assert not missing.ok and "bank `ghost` not found" in missing.reason
-    assert missing.cause == "bank_not_found"
+    assert missing.cause == "not_found"
 
 
 async def test_check_names_the_cause_for_the_supervisor(make_provider: Make) -> None:
@@ -255,7 +255,7 @@ async def test_check_names_the_cause_for_the_supervisor(make_provider: Make) -> 
     assert (auth.ok, auth.cause) == (False, "auth")
     few = FakeHindsight("team", tools=("retain", "recall", "get_bank"))
     tools = await make_provider(few).check()
-    assert (tools.ok, tools.cause) == (False, "missing_tools")
+    assert (tools.ok, tools.cause) == (False, "incompatible")
     down = FakeHindsight("team")
     down.down = True
     unreachable = await make_provider(down).check()
