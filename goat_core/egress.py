@@ -23,6 +23,7 @@ import re
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
+from goat_core._connect import announce_allowed
 from goat_core.errors import ProviderUnavailable
 from goat_core.logs import get_logger
 from goat_core.models import Binding
@@ -137,6 +138,7 @@ def _transport_class() -> type[httpx2.AsyncBaseTransport]:
                     error=f"{type(exc).__name__}: {exc}",
                 )
             if reason is None:
+                announce_allowed(url)
                 return await self.inner.handle_async_request(request)
             log.warning("egress.refused", binding=self.binding.id, url=_shown(url))
             return httpx2.Response(

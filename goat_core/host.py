@@ -1130,6 +1130,7 @@ class MemoryHost:
             get_credential=get_credential,
             http_client=http_client,
             progress=self._progress,
+            connect=_guarded_connect(registry, binding) if spec.network else None,
         )
         try:
             provider = spec.factory(context)
@@ -1789,3 +1790,12 @@ class SyncMemoryHost:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+# -- guarded connections for protocols that are not HTTP (kept apart for the host/ move) ----
+def _guarded_connect(registry: Registry, binding: Binding) -> Any:
+    """``ProviderContext.connect`` for ``binding``: every connect asks the egress guard."""
+    from goat_core._connect import GuardedConnect
+    from goat_core.egress import check_egress
+
+    return GuardedConnect(lambda url: check_egress(registry, binding, url))
