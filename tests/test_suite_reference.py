@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from goat_core.home import GoatHome
+from goat_core.host import GoatHome
 from goat_core.testing import ProviderConformanceTests
 from goat_core.testing.conformance import ProviderFactory, spec_factory
 
@@ -42,6 +42,10 @@ class TestReferenceConformance(ProviderConformanceTests):
     @pytest.fixture
     def goat_provider_factory(self, tmp_path: Path) -> ProviderFactory:
         return spec_factory(reference_provider.SPEC, GoatHome.at(tmp_path / "home"))
+
+    @pytest.fixture
+    def goat_faults(self) -> reference_provider.ReferenceFaults:
+        return reference_provider.ReferenceFaults()
 
 
 class TestReferenceBankConformance(ProviderConformanceTests):

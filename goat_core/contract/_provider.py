@@ -279,6 +279,8 @@ class ProviderSpec(BaseModel):
     :param extracts_facts: the provider keeps facts it extracts from a text rather than the
         text itself (as Hindsight does), so ``get_page`` and recall need not return a stored
         text whole; the suite then skips its whole-text round trip, saying so.
+    :param title_lookup: ``get_page`` also opens a page by its unique title
+        (case-insensitive, NFC); the suite tests it when declared.
     :param duplicate_policy: what remembering identical text N times yields: ``"keep"`` (N
         results) or ``"merge"`` (at least one); the conformance suite holds it to this.
     :param counts_tokens: the provider's ``recall`` takes ``max_tokens`` (the most tokens of
@@ -302,6 +304,7 @@ class ProviderSpec(BaseModel):
     legacy_decoder: Callable[[Mapping[str, Any]], str | None] | None = None
     max_input_chars: int = 100_000
     extracts_facts: bool = False
+    title_lookup: bool = False
     duplicate_policy: Literal["keep", "merge"] = "keep"
     counts_tokens: bool = False
 

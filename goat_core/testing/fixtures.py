@@ -28,9 +28,9 @@ from typing import Any
 
 import pytest
 
-from goat_core.home import GoatHome
-from goat_core.models import Binding, ProviderSpec, Scope
-from goat_core.provider import ProviderContext, SyncProvider
+from goat_core.host import GoatHome
+from goat_core.contract import Binding, ProviderSpec, Scope
+from goat_core.contract import ProviderContext, SyncProvider
 
 __all__ = [
     "VAULT_NAME",
