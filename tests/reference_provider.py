@@ -16,6 +16,7 @@ The defect variants each break one rule:
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import re
@@ -168,7 +169,7 @@ class ReferenceProvider(Provider):
         if self.leak_global and not self.scope.is_global:
             notes += await self._load(self._root(Scope.global_()) / "notes.json")
         if self.leak_prefix and not self.scope.is_global:
-            pens = self._root(Scope.global_()) / "pens"  # the seeded defect: a prefix match
+            pens = self.path.parent.parent  # the seeded defect: Pen folders matched by prefix
             for other in await anyio.to_thread.run_sync(_pen_folders, pens):
                 if other.name != self.scope.pen_id and other.name.startswith(str(self.scope.pen_id)):
                     notes += await self._load(other / "notes.json")
@@ -187,10 +188,11 @@ class ReferenceProvider(Provider):
                 f"text is {len(write.text)} characters; {self.spec.name} accepts at most "
                 f"{self.spec.max_input_chars}"
             )
+        type(self)._in_flight += 1
         try:
             async with self._lock():
                 receipt = await self._write_locked(write)
-            if self.retry_when_busy:
+            if self.retry_when_busy and type(self)._in_flight > 1:
                 await self._retry(receipt)
             return receipt
         except _LostAnswer:
@@ -199,21 +201,17 @@ class ReferenceProvider(Provider):
                 reason="the store did not confirm the write",
                 scope=self.scope.key,
             )
+        finally:
+            type(self)._in_flight -= 1
 
     async def _retry(self, receipt: Receipt) -> None:
         # The seeded defect: a write that overlapped another one "retries" as if its
         # acknowledgement had been lost, and so is stored twice.
-        type(self)._in_flight += 1
-        try:
-            await anyio.sleep(0)
-            if type(self)._in_flight > 1:
-                async with self._lock():
-                    notes = await self._load()
-                    note = next(n for n in notes if n["id"] == receipt.id)
-                    notes.append({**note, "id": f"n-{uuid.uuid4().hex[:12]}"})
-                    await self._save(notes)
-        finally:
-            type(self)._in_flight -= 1
+        async with self._lock():
+            notes = await self._load()
+            note = next(n for n in notes if n["id"] == receipt.id)
+            notes.append({**note, "id": f"n-{uuid.uuid4().hex[:12]}"})
+            await self._save(notes)
 
     async def _write_locked(self, write: MemoryWrite) -> Receipt:
         text = _norm(write.text)
@@ -406,7 +404,9 @@ class ReferenceProvider(Provider):
 
     async def check(self) -> Health:
         if self.check_defect is not None:
-            _CHECK_DEFECTS[self.check_defect](self)
+            done = _CHECK_DEFECTS[self.check_defect](self)
+            if inspect.isawaitable(done):
+                await done
         return Health.healthy(f"{len(await self._load())} notes")
 
 
@@ -424,7 +424,11 @@ def _busy(seconds: float) -> None:
         pass
 
 
-def _connect_out(provider: ReferenceProvider) -> None:
+def _connect_out(provider: ReferenceProvider) -> Any:
+    return anyio.to_thread.run_sync(_connect_out_sync)
+
+
+def _connect_out_sync() -> None:
     with socket.socket() as sock:  # the seeded defect: a socket no egress guard saw
         sock.settimeout(0.2)
         try:
@@ -493,7 +497,7 @@ class LimitProvider(ReferenceProvider):
 
 
 class CompleteProvider(ReferenceProvider):
-    recall_cap = 5
+    recall_cap = 11
 
 
 class ShowCutProvider(ReferenceProvider):
@@ -506,6 +510,10 @@ class BigDropProvider(ReferenceProvider):
 
 class SkipCursorProvider(ReferenceProvider):
     skip_cursor = True
+
+
+class Cap10Provider(ReferenceProvider):
+    list_cap = 10
 
 
 class OffsetCursorProvider(ReferenceProvider):
@@ -659,6 +667,7 @@ DEFECTS: dict[str, type[ReferenceProvider]] = {
     "reference_showcut": ShowCutProvider,
     "reference_bigdrop": BigDropProvider,
     "reference_skip": SkipCursorProvider,
+    "reference_cap10": Cap10Provider,
     "reference_offset": OffsetCursorProvider,
     "reference_feedback": FeedbackProvider,
     "reference_forget": ForgetProvider,

@@ -208,9 +208,9 @@ class StoreSet:
             if shown & set(ids):
                 raise AssertionError(
                     f"{scope.key} lists pages written in {key} during this test "
-                    f"({sorted(shown & set(ids))[:3]}): every scope shares one store. Derive "
-                    "the store (folder, key prefix, database) from context.scope, so Global "
-                    "and each Pen get their own"
+                    f"({sorted(shown & set(ids))[:3]}): the scopes share one store, or reads "
+                    "of one reach another. Derive the store (folder, key prefix, database) "
+                    "from context.scope, so Global and each Pen get their own"
                 )
         raise AssertionError(
             f"goat_provider_factory must yield an EMPTY store per scope; {scope.key} already "
@@ -232,6 +232,13 @@ class StoreSet:
             return
         if getattr(self._suite, "_goat_leak_reported", False):
             return
+        try:
+            await self._verify_isolation()
+        except AssertionError:
+            type(self._suite)._goat_leak_reported = True
+            raise
+
+    async def _verify_isolation(self) -> None:
         for pen in self.PROBE_PENS:
             await self.open(Scope.pen(pen))
         sentinels: dict[str, str] = {}
@@ -248,7 +255,6 @@ class StoreSet:
             await self._suite.settle(self.spec, sees_own)
             for other, word in sentinels.items():
                 if other != key and await find(provider, word):
-                    type(self._suite)._goat_leak_reported = True
                     raise AssertionError(
                         f"after the test, {key} sees a write made in {other}: stores are "
                         "not isolated (checked once per class after a passing test; "
