@@ -40,7 +40,7 @@ from typing import Any, ClassVar
 
 from goat_core.contract import Provider
 
-__all__ = ["Fault", "FaultInjector", "filesystem_fault"]
+__all__ = ["Fault", "FaultInjector", "FolderFaults", "filesystem_fault"]
 
 
 class Fault(StrEnum):
@@ -139,3 +139,16 @@ def filesystem_fault(root: Path | str, fault: Fault) -> Iterator[None]:
     finally:
         with _lock:
             _armed.pop(real, None)
+
+
+class FolderFaults(FaultInjector):
+    """The fault fixture of a store kept in one folder (``provider.root``, as
+    :class:`~goat_core.filestore.FolderStoreProvider` has): read-only and full disks."""
+
+    kinds: ClassVar[frozenset[Fault]] = frozenset({Fault.READ_ONLY, Fault.DISK_FULL})
+
+    def inject(self, fault: Fault, provider: Provider) -> AbstractContextManager[Any]:
+        root = getattr(provider, "root", None)
+        if root is None:
+            raise TypeError(f"{type(provider).__name__} has no root folder to make unwritable")
+        return filesystem_fault(root, fault)
