@@ -96,9 +96,7 @@ class GuardedConnect:
             with anyio.fail_after(timeout):
                 if tls:
                     ctx = tls if not isinstance(tls, bool) else None
-                    return await anyio.connect_tcp(
-                        host, port, tls=True, ssl_context=ctx, **options
-                    )
+                    return await anyio.connect_tcp(host, port, tls=True, ssl_context=ctx, **options)
                 return await anyio.connect_tcp(host, port, **options)
         except TimeoutError:
             raise ProviderUnavailable(

@@ -34,7 +34,6 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from goat_core import hookimpl
 from goat_core.errors import Ambiguous, NotFound, ProviderUnavailable, StoreUnwritable, TooLarge
-from goat_core.testing.conformance.faults import Fault, FaultInjector, filesystem_fault
 from goat_core.manager import PluginSettings, make_plugin_manager, register_plugin
 from goat_core.models import (
     Capability,
@@ -61,6 +60,7 @@ from goat_core.models import (
 )
 from goat_core.provider import Access, ModelTool, PolicyGate, Provider, ProviderContext
 from goat_core.registry import Registry
+from goat_core.testing.conformance.faults import Fault, FaultInjector, filesystem_fault
 
 WIKILINK = re.compile(r"\[\[([^\]|#]+)(?:#[^\]|]*)?(?:\|[^\]]*)?\]\]")
 WORD = re.compile(r"\w+")
@@ -171,7 +171,9 @@ class ReferenceProvider(Provider):
         if self.leak_prefix and not self.scope.is_global:
             pens = self.path.parent.parent  # the seeded defect: Pen folders matched by prefix
             for other in await anyio.to_thread.run_sync(_pen_folders, pens):
-                if other.name != self.scope.pen_id and other.name.startswith(str(self.scope.pen_id)):
+                if other.name != self.scope.pen_id and other.name.startswith(
+                    str(self.scope.pen_id)
+                ):
                     notes += await self._load(other / "notes.json")
         return notes
 

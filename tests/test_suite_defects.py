@@ -176,7 +176,10 @@ DEFECTS = [
     (
         "reference_rawerror",
         _spec("reference_rawerror"),
-        {f"test_write_under_fault_is_never_falsely_stored[{k}]" for k in ("read_only", "disk_full")},
+        {
+            f"test_write_under_fault_is_never_falsely_stored[{k}]"
+            for k in ("read_only", "disk_full")
+        },
         "raised an untyped OSError",
     ),
     (

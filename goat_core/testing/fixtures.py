@@ -28,9 +28,8 @@ from typing import Any
 
 import pytest
 
+from goat_core.contract import Binding, ProviderContext, ProviderSpec, Scope, SyncProvider
 from goat_core.host import GoatHome
-from goat_core.contract import Binding, ProviderSpec, Scope
-from goat_core.contract import ProviderContext, SyncProvider
 
 __all__ = [
     "VAULT_NAME",

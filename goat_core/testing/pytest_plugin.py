@@ -4,9 +4,10 @@ Cheap to import: it registers the ``goat_requires`` and ``goat_fault`` markers, 
 each test's call outcome (the conformance suite checks store isolation only after a passing
 test), runs each contract test's body under the runtime guards
 (:mod:`goat_core.testing.conformance.guards`), ends a run with one summary line per
-capability for each provider, and refuses a run in which a :class:`~goat_core.testing.ProviderConformanceTests` subclass
-overrides or removes a contract test without ``@pytest.mark.xfail(strict=True)``. The
-suite; only classes carrying ``goat_contract_violations`` (its subclasses) are looked at.
+capability for each provider, and refuses a run in which a
+:class:`~goat_core.testing.ProviderConformanceTests` subclass overrides or removes a contract
+test without ``@pytest.mark.xfail(strict=True)``; only classes carrying
+``goat_contract_violations`` (its subclasses) are looked at.
 """
 
 from __future__ import annotations
@@ -50,8 +51,7 @@ def _is_contract_test(item: pytest.Item) -> bool:
     cls = getattr(item, "cls", None)
     fn = getattr(item, "function", None)
     return (
-        cls is not None
-        and getattr(cls, "goat_contract_violations", None) is not None
+        (cls is not None and getattr(cls, "goat_contract_violations", None) is not None)
         or getattr(cls, "_goat_fault_suite", False)
     ) and getattr(fn, "__module__", "").startswith("goat_core.testing.conformance")
 

@@ -17,13 +17,13 @@ from goat_core.testing.conformance.faults import (
 )
 from goat_core.testing.conformance.faulttests import FaultInjectionTests
 from goat_core.testing.conformance.guards import LAG_BOUND_S
-from goat_core.testing.conformance.truth import LOOKALIKE_PEN_IDS
 from goat_core.testing.conformance.suite import (
     BAD_PEN_IDS,
     QUERY_SYNTAX_CASES,
     ProviderConformanceTests,
     contract_violations,
 )
+from goat_core.testing.conformance.truth import LOOKALIKE_PEN_IDS
 
 __all__ = [
     "BAD_PEN_IDS",

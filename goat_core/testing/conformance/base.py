@@ -13,22 +13,23 @@ from typing import Any, ClassVar, TypeVar
 import anyio
 import pytest
 
-from goat_core.errors import GoatError, NotFound
-from goat_core.host import GoatHome
 from goat_core.contract import (
     Binding,
     Capability,
     Consistency,
     MemoryWrite,
-    ProviderSpec,
     PageList,
     PageSummary,
+    Provider,
+    ProviderContext,
+    ProviderSpec,
     RecallItem,
     Receipt,
     ReceiptStatus,
     Scope,
 )
-from goat_core.contract import Provider, ProviderContext
+from goat_core.errors import GoatError, NotFound
+from goat_core.host import GoatHome
 from goat_core.testing.conformance.faults import FaultInjector
 
 __all__ = [
@@ -357,8 +358,7 @@ class ConformanceBase:
     @classmethod
     def goat_spec(cls) -> ProviderSpec:
         """The spec as a host sees it: loaded through the real entry-point loader."""
-        from goat_core.plugins import PluginSettings, make_plugin_manager
-        from goat_core.plugins import Registry
+        from goat_core.plugins import PluginSettings, Registry, make_plugin_manager
 
         try:
             pm = make_plugin_manager(PluginSettings(load=(cls.entry_point_name,), strict=True))

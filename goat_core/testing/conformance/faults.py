@@ -96,7 +96,7 @@ def _under(path: object) -> int | None:
 def _writes(event: str, args: tuple[Any, ...]) -> list[object]:
     """The paths an audited operation would change (none for a read)."""
     if event == "open":
-        path, mode, flags = (list(args) + [None, None, 0])[:3]
+        path, mode, flags = [*args, None, None, 0][:3]
         writing = (isinstance(mode, str) and any(c in mode for c in "wax+")) or bool(
             isinstance(flags, int) and flags & _WRITE_FLAGS
         )

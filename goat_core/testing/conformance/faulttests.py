@@ -125,12 +125,12 @@ class FaultInjectionTests(ConformanceBase):
         try:
             if op == "recall":
                 result = await provider.recall(word, limit=10)
-                items, complete, degraded = result.items, result.complete, result.degraded
-                shown = any(word in (i.title + i.snippet + (i.text or "")) for i in items)
+                complete, degraded = result.complete, result.degraded
+                shown = any(word in (i.title + i.snippet + (i.text or "")) for i in result.items)
             else:
                 listing = await provider.list_pages(limit=50)
-                items, complete, degraded = listing.items, listing.complete, listing.degraded
-                shown = any(word in f"{p.id} {p.title}" for p in items)
+                complete, degraded = listing.complete, listing.degraded
+                shown = any(word in f"{p.id} {p.title}" for p in listing.items)
         except GoatError:
             return
         except Exception as exc:

@@ -250,8 +250,10 @@ def _is_ip(host: str) -> bool:
 def _importing(frame: FrameType | None) -> bool:
     while frame is not None:
         name = frame.f_code.co_filename
-        if name.startswith("<frozen importlib") or "importlib/metadata" in name or (
-            "importlib_metadata" in name
+        if (
+            name.startswith("<frozen importlib")
+            or "importlib/metadata" in name
+            or ("importlib_metadata" in name)
         ):
             return True
         if "linecache" in name or name.endswith(("traceback.py", "inspect.py")):
@@ -339,7 +341,6 @@ def _patch_environ() -> None:
     cls.__getitem__ = __getitem__  # type: ignore[method-assign]
     cls.__contains__ = __contains__  # type: ignore[method-assign]
     _environ_patched = True
-
 
 
 def record_lag(test: str, lag: float) -> None:

@@ -14,7 +14,6 @@ from typing import Any
 import anyio
 import pytest
 
-from goat_core.errors import BadInput, NotSupported, ScopeError, TooLarge
 from goat_core.contract import (
     Capability,
     Connections,
@@ -22,8 +21,7 @@ from goat_core.contract import (
     Health,
     LinkMap,
     MemoryWrite,
-    PageList,
-    PageSummary,
+    Provider,
     ProviderSpec,
     Receipt,
     ReceiptStatus,
@@ -31,17 +29,16 @@ from goat_core.contract import (
     Scope,
     ScopeKind,
 )
-from goat_core.contract import Provider
-from goat_core.testing.conformance.faulttests import FaultInjectionTests
-from goat_core.testing.conformance.truth import TruthTests
+from goat_core.errors import BadInput, NotSupported, ScopeError, TooLarge
 from goat_core.testing.conformance.base import (
-    _walk_pages,
-    ConformanceBase,
     StoreSet,
+    _walk_pages,
     find,
     item_text,
     token,
 )
+from goat_core.testing.conformance.faulttests import FaultInjectionTests
+from goat_core.testing.conformance.truth import TruthTests
 
 __all__ = ["ProviderConformanceTests", "contract_violations"]
 
@@ -102,8 +99,7 @@ class ProviderConformanceTests(TruthTests, FaultInjectionTests):
         ``<entry_point_name> = "<package>.plugin"`` and reinstall the distribution (entry
         points are read from installed metadata, not from your source tree).
         """
-        from goat_core.plugins import PluginSettings, make_plugin_manager
-        from goat_core.plugins import Registry
+        from goat_core.plugins import PluginSettings, Registry, make_plugin_manager
 
         pm = make_plugin_manager(PluginSettings(load=(self.entry_point_name,), strict=True))
         assert pm.has_plugin(self.entry_point_name), (
@@ -390,12 +386,11 @@ class ProviderConformanceTests(TruthTests, FaultInjectionTests):
             for limit in (10, 50, 100):
                 requests = 0
 
-                async def counted(**kw: Any) -> Any:
+                async def counted(_list: Any = provider.list_pages, **kw: Any) -> Any:
                     nonlocal requests
                     requests += 1
-                    return await original(**kw)
+                    return await _list(**kw)
 
-                original = provider.list_pages
                 pages = await _walk_pages(_Counting(provider, counted), limit=limit)
                 ids = [p.id for p in pages]
                 assert len(ids) == len(set(ids)), f"limit={limit}: a page was listed twice"

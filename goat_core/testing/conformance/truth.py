@@ -322,7 +322,9 @@ class TruthTests(ConformanceBase):
                     holder = await provider.get_page(item.id)
                 except NotFound:
                     continue
-                names = {str(v) for v in (*holder.frontmatter.values(), *holder.provenance.values())}
+                names = {
+                    str(v) for v in (*holder.frontmatter.values(), *holder.provenance.values())
+                }
                 if {page.id, page.title} & names:
                     return
             raise AssertionError(
@@ -391,4 +393,3 @@ def _common(a: str, b: str) -> int:
             break
         n += 1
     return n
-

@@ -76,7 +76,9 @@ class TestHindsightFaults(FaultInjectionTests):
         return TransportFaults()
 
     @pytest.fixture
-    def goat_provider_factory(self, tmp_path: Path, goat_faults: TransportFaults) -> ProviderFactory:
+    def goat_provider_factory(
+        self, tmp_path: Path, goat_faults: TransportFaults
+    ) -> ProviderFactory:
         fake = FakeHindsight("team")
         home = GoatHome.at(tmp_path / "goat-home")
         clock = FakeClock()
