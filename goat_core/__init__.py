@@ -54,6 +54,7 @@ from goat_core.errors import (
     ProviderUnavailable,
     Rejected,
     ScopeError,
+    StoreUnwritable,
     TooLarge,
 )
 from goat_core.filestore import StoreWorker
@@ -105,6 +106,7 @@ __all__ = [
     "Rejected",
     "Scope",
     "ScopeError",
+    "StoreUnwritable",
     "ScopeKind",
     "ScopeRequest",
     "ScopeResolution",

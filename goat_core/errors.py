@@ -16,7 +16,8 @@ Each class carries the CLI exit code it maps to (``exit_code``), so the CLI neve
     ├── Rejected             exit 5  a policy hook or the provider refused a write or read
     ├── ProviderUnavailable  exit 6  a provider could not be loaded, reached or used now
     │   ├── AuthError        exit 6  the server refused the credentials (401/403)
-    │   └── CredentialError  exit 6  a declared credential is missing or its store unusable
+    │   ├── CredentialError  exit 6  a declared credential is missing or its store unusable
+    │   └── StoreUnwritable  exit 6  the store (or the GOAT home) is read-only or full
     └── PluginLoadError      exit 6  strict plugin loading found failures (``failures``)
 
 Rules every raiser follows:
@@ -45,6 +46,7 @@ __all__ = [
     "ProviderUnavailable",
     "Rejected",
     "ScopeError",
+    "StoreUnwritable",
     "TooLarge",
 ]
 
@@ -140,6 +142,42 @@ class AuthError(ProviderUnavailable):
 
 class CredentialError(ProviderUnavailable):
     """A declared credential is missing or the credential store cannot be used (exit 6)."""
+
+
+class StoreUnwritable(ProviderUnavailable):
+    """The store cannot be written now: its disk is full or it is read-only (exit 6).
+
+    The message says which (``reason``: ``"full"`` or ``"read-only"``) and names ``path``.
+    Nothing of the write landed; reads keep working from what is already stored wherever
+    possible. :meth:`from_os_error` builds one from the ``OSError`` a write raised.
+    """
+
+    #: ``errno`` values that mean "cannot write here now".
+    FULL_ERRNOS: ClassVar[frozenset[int]] = frozenset({28, 122})  # ENOSPC, EDQUOT
+    READ_ONLY_ERRNOS: ClassVar[frozenset[int]] = frozenset({1, 13, 30})  # EPERM, EACCES, EROFS
+
+    def __init__(self, message: str, *, path: str, reason: str, **details: Any) -> None:
+        super().__init__(message, path=path, reason=reason, **details)
+        self.path = path
+        self.reason = reason
+
+    @classmethod
+    def from_os_error(cls, exc: OSError, path: object) -> StoreUnwritable | None:
+        """The typed error for ``exc`` raised while writing ``path``, or ``None`` when
+        ``exc`` is not a full or read-only store (re-raise it then)."""
+        if exc.errno in cls.FULL_ERRNOS:
+            reason = "full"
+        elif exc.errno in cls.READ_ONLY_ERRNOS or isinstance(exc, PermissionError):
+            reason = "read-only"
+        else:
+            return None
+        what = "the disk is full" if reason == "full" else "it is read-only"
+        return cls(
+            f"cannot write the store at {path}: {what} ({exc.strerror or type(exc).__name__});"
+            " nothing was stored",
+            path=str(path),
+            reason=reason,
+        )
 
 
 class PluginLoadError(GoatError):

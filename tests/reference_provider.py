@@ -16,12 +16,16 @@ The defect variants each break one rule:
 
 from __future__ import annotations
 
+import inspect
 import json
+import os
 import re
+import socket
 import time
 import unicodedata
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -57,8 +61,9 @@ from goat_core.contract import (
     Scope,
     normalize_pen_id,
 )
-from goat_core.errors import Ambiguous, NotFound, TooLarge
+from goat_core.errors import Ambiguous, NotFound, ProviderUnavailable, StoreUnwritable, TooLarge
 from goat_core.plugins import PluginSettings, Registry, make_plugin_manager, register_plugin
+from goat_core.testing.conformance.faults import Fault, FaultInjector, filesystem_fault
 
 WIKILINK = re.compile(r"\[\[([^\]|#]+)(?:#[^\]|]*)?(?:\|[^\]]*)?\]\]")
 WORD = re.compile(r"\w+")
@@ -96,7 +101,22 @@ class ReferenceProvider(Provider):
     dedup: ClassVar[bool] = False
     leak_global: ClassVar[bool] = False
     retry_when_busy: ClassVar[bool] = False
+    leak_prefix: ClassVar[bool] = False
+    ignore_limit: ClassVar[bool] = False
+    recall_cap: ClassVar[int | None] = None
+    show_cap: ClassVar[int | None] = None
+    skip_cursor: ClassVar[bool] = False
+    offset_cursor: ClassVar[bool] = False
+    drop_on: ClassVar[bool] = False
+    forget_unknown_ok: ClassVar[bool] = False
+    titles_case_sensitive: ClassVar[bool] = False
+    swallow_errors: ClassVar[bool] = False
+    raw_os_errors: ClassVar[bool] = False
+    check_defect: ClassVar[str | None] = None
+    #: The armed fault (``"before"`` or ``"after"`` the next write), set by the fault fixture.
+    fault: ClassVar[str | None] = None
     _in_flight: ClassVar[int] = 0
+    _locks: ClassVar[dict[Path, anyio.Lock]] = {}
 
     def __init__(self, context: ProviderContext) -> None:
         super().__init__(context)
@@ -111,37 +131,96 @@ class ReferenceProvider(Provider):
             return base if scope.is_global else base / "pens" / str(scope.pen_id)
         return self.context.home.default_store_dir(scope)
 
-    # -- storage ------------------------------------------------------------------------------
-    def _load(self, path: Path | None = None) -> list[dict[str, Any]]:
-        path = path or self.path
+    # -- storage (on a worker thread, never on the event loop) -------------------------------
+    @staticmethod
+    def _read(path: Path) -> list[dict[str, Any]]:
         if not path.exists():
             return []
         return list(json.loads(path.read_text("utf-8"))["notes"])
 
-    def _save(self, notes: list[dict[str, Any]]) -> None:
+    async def _load(self, path: Path | None = None) -> list[dict[str, Any]]:
+        return await anyio.to_thread.run_sync(self._read, path or self.path)
+
+    def _write_file(self, notes: list[dict[str, Any]]) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_suffix(".tmp")
         tmp.write_text(json.dumps({"notes": notes}, ensure_ascii=False), "utf-8")
         tmp.replace(self.path)
 
-    def _visible(self) -> list[dict[str, Any]]:
-        notes = [n for n in self._load() if n.get("visible_at", 0) <= time.time()]
+    async def _save(self, notes: list[dict[str, Any]]) -> None:
+        fault, type(self).fault = type(self).fault, None
+        if fault == "before" and not self.swallow_errors:
+            raise ProviderUnavailable(f"{self.label()}: the write failed before it was sent")
+        if fault == "before":
+            return  # the seeded defect: the error is swallowed and the caller says stored
+        try:
+            await anyio.to_thread.run_sync(self._write_file, notes)
+        except OSError as exc:
+            if self.raw_os_errors:
+                raise  # the seeded defect: an untyped OSError escapes
+            typed = StoreUnwritable.from_os_error(exc, self.path.parent)
+            if typed is None:
+                raise ProviderUnavailable(f"cannot write {self.path}: {exc.strerror}") from exc
+            if self.swallow_errors:
+                return  # the seeded defect: the error is swallowed and the caller says stored
+            raise typed from exc
+        if fault == "after":
+            raise _LostAnswer
+
+    async def _visible(self) -> list[dict[str, Any]]:
+        notes = [n for n in await self._load() if n.get("visible_at", 0) <= time.time()]
         if self.leak_global and not self.scope.is_global:
-            notes += self._load(self._root(Scope.global_()) / "notes.json")
+            notes += await self._load(self._root(Scope.global_()) / "notes.json")
+        if self.leak_prefix and not self.scope.is_global:
+            pens = self.path.parent.parent  # the seeded defect: Pen folders matched by prefix
+            for other in await anyio.to_thread.run_sync(_pen_folders, pens):
+                if other.name != self.scope.pen_id and other.name.startswith(
+                    str(self.scope.pen_id)
+                ):
+                    notes += await self._load(other / "notes.json")
         return notes
 
     def _receipt(self, note: dict[str, Any]) -> Receipt:
         return Receipt(status=ReceiptStatus.STORED, id=note["id"], scope=self.scope.key)
 
     # -- writes -------------------------------------------------------------------------------
+    def _lock(self) -> anyio.Lock:
+        return self._locks.setdefault(self.path, anyio.Lock())
+
     async def _write(self, write: MemoryWrite) -> Receipt:
         if len(write.text) > self.spec.max_input_chars:
             raise TooLarge(
                 f"text is {len(write.text)} characters; {self.spec.name} accepts at most "
                 f"{self.spec.max_input_chars}"
             )
+        type(self)._in_flight += 1
+        try:
+            async with self._lock():
+                receipt = await self._write_locked(write)
+            if self.retry_when_busy and type(self)._in_flight > 1:
+                await self._retry(receipt)
+            return receipt
+        except _LostAnswer:
+            return Receipt(
+                status=ReceiptStatus.UNKNOWN,
+                reason="the store did not confirm the write",
+                scope=self.scope.key,
+            )
+        finally:
+            type(self)._in_flight -= 1
+
+    async def _retry(self, receipt: Receipt) -> None:
+        # The seeded defect: a write that overlapped another one "retries" as if its
+        # acknowledgement had been lost, and so is stored twice.
+        async with self._lock():
+            notes = await self._load()
+            note = next(n for n in notes if n["id"] == receipt.id)
+            notes.append({**note, "id": f"n-{uuid.uuid4().hex[:12]}"})
+            await self._save(notes)
+
+    async def _write_locked(self, write: MemoryWrite) -> Receipt:
         text = _norm(write.text)
-        notes = self._load()
+        notes = await self._load()
         if self.dedup:
             for note in notes:
                 if note["text"] == text:
@@ -152,26 +231,14 @@ class ReferenceProvider(Provider):
             "title": title,
             "text": text,
             "kind": write.kind,
-            "on": write.on,
+            "on": None if self.drop_on else write.on,
             "source": write.source,
             "tags": list(write.tags),
         }
         if self.drop_over is not None and len(text) > self.drop_over:
             return self._receipt(note)  # the seeded defect: claims stored, writes nothing
         notes.append(note)
-        self._save(notes)
-        if self.retry_when_busy:
-            # The seeded defect: a write that overlapped another one "retries" as if its
-            # acknowledgement had been lost, and so is stored twice.
-            type(self)._in_flight += 1
-            try:
-                await anyio.sleep(0)
-                if type(self)._in_flight > 1:
-                    notes = self._load()
-                    notes.append({**note, "id": f"n-{uuid.uuid4().hex[:12]}"})
-                    self._save(notes)
-            finally:
-                type(self)._in_flight -= 1
+        await self._save(notes)
         return self._receipt(note)
 
     async def remember(self, write: MemoryWrite) -> Receipt:
@@ -181,8 +248,14 @@ class ReferenceProvider(Provider):
         return await self._write(write.model_copy(update={"kind": "feedback"}))
 
     async def forget(self, ref: str) -> Receipt:
-        note = self._find(ref)
-        self._save([n for n in self._load() if n["id"] != note["id"]])
+        try:
+            note = await self._find(ref)
+        except NotFound:
+            if not self.forget_unknown_ok:
+                raise
+            return Receipt(status=ReceiptStatus.STORED, scope=self.scope.key)  # the defect
+        async with self._lock():
+            await self._save([n for n in await self._load() if n["id"] != note["id"]])
         return Receipt(
             status=ReceiptStatus.STORED, id=note["id"], scope=self.scope.key, removed=(note["id"],)
         )
@@ -191,7 +264,7 @@ class ReferenceProvider(Provider):
     async def recall(self, query: str, *, limit: int = 10) -> RecallResult:
         wanted = _words(query)
         scored = []
-        for order, note in enumerate(self._visible()):
+        for order, note in enumerate(await self._visible()):
             score = len(wanted & _words(note["title"] + " " + note["text"]))
             if score:
                 scored.append((score, order, note))
@@ -205,38 +278,57 @@ class ReferenceProvider(Provider):
                 text=n["text"],
                 source=self.label(),
             )
-            for score, _, n in scored[:limit]
+            for score, _, n in (scored if self.ignore_limit else scored[:limit])
         )
-        return RecallResult(scope=self.scope.key, items=items, complete=len(scored) <= limit)
+        complete = len(scored) <= limit
+        if self.recall_cap is not None:  # the seeded defect: a cap reported as complete
+            items, complete = items[: self.recall_cap], True
+        return RecallResult(scope=self.scope.key, items=items, complete=complete)
 
     async def reflect(self, query: str) -> Reflection:
         result = await self.recall(query, limit=5)
         text = " ".join(i.snippet for i in result.items) or "Nothing remembered about that."
         return Reflection(scope=self.scope.key, text=text, based_on=result.items)
 
-    def _summaries(self) -> list[PageSummary]:
-        notes = sorted(self._visible(), key=lambda n: (n["title"].casefold(), n["id"]))
+    async def _summaries(self) -> list[PageSummary]:
+        notes = sorted(await self._visible(), key=lambda n: (n["title"].casefold(), n["id"]))
         return [PageSummary(id=n["id"], title=n["title"]) for n in notes]
 
     async def list_pages(self, *, limit: int = 50, cursor: str | None = None) -> PageList:
-        pages = self._summaries()
-        start = int(cursor[2:]) if cursor else 0
+        pages = await self._summaries()
+        if self.offset_cursor:  # the seeded defect: an offset shifts under inserts
+            start = int(cursor[2:]) if cursor else 0
+        else:  # the cursor names the last (title, id) listed
+            after = tuple(json.loads(cursor[2:])) if cursor else None
+            start = 0
+            if after is not None:
+                start = sum(1 for p in pages if (p.title.casefold(), p.id) <= after)
+        if self.skip_cursor and cursor:
+            start += 1  # the seeded defect: the cursor skips one page
         chunk = pages[start : start + limit]
         if self.list_cap is not None:
             chunk = chunk[: self.list_cap]  # the seeded defect: a silent cap
         more = start + limit < len(pages)
+        last = pages[start + limit - 1] if more else None
+        if self.offset_cursor:
+            token = f"o:{start + limit}"
+        else:
+            token = "k:" + json.dumps([last.title.casefold(), last.id]) if last else ""
         return PageList(
             items=tuple(chunk),
-            next_cursor=f"o:{start + limit}" if more else None,
+            next_cursor=token if more else None,
             complete=not more,
         )
 
-    def _find(self, ref: str) -> dict[str, Any]:
-        notes = self._visible()
+    async def _find(self, ref: str) -> dict[str, Any]:
+        notes = await self._visible()
         for note in notes:
             if note["id"] == ref:
                 return note
-        by_title = [n for n in notes if n["title"].casefold() == _norm(ref).casefold()]
+        if self.titles_case_sensitive:  # the seeded defect
+            by_title = [n for n in notes if n["title"] == ref]
+        else:
+            by_title = [n for n in notes if n["title"].casefold() == _norm(ref).casefold()]
         if len(by_title) > 1:
             raise Ambiguous(
                 f"{len(by_title)} notes are titled {ref!r}", candidates=[n["id"] for n in by_title]
@@ -246,12 +338,15 @@ class ReferenceProvider(Provider):
         return by_title[0]
 
     async def get_page(self, ref: str) -> Page:
-        note = self._find(ref)
+        note = await self._find(ref)
+        body = note["text"]
+        if self.show_cap is not None:
+            body = body[: self.show_cap]  # the seeded defect: a display cut
         return Page(
             id=note["id"],
             title=note["title"],
-            body=note["text"],
-            provenance={"source": note["source"], "kind": note["kind"]},
+            body=body,
+            provenance={"source": note["source"], "kind": note["kind"], "on": note.get("on")},
         )
 
     def _links(self, note: dict[str, Any], notes: list[dict[str, Any]]) -> list[Link]:
@@ -273,18 +368,18 @@ class ReferenceProvider(Provider):
         return links
 
     async def link_map(self) -> LinkMap:
-        notes = self._visible()
+        notes = await self._visible()
         edges = [
             Edge(source=n["id"], target=link.target, raw=link.raw, resolution=link.resolution)
             for n in notes
             for link in self._links(n, notes)
         ]
-        return LinkMap(nodes=tuple(self._summaries()), edges=tuple(edges))
+        return LinkMap(nodes=tuple(await self._summaries()), edges=tuple(edges))
 
     async def connections(self, ref: str) -> Connections:
-        note = self._find(ref)
+        note = await self._find(ref)
         link_map = await self.link_map()
-        notes = self._visible()
+        notes = await self._visible()
         return Connections(
             page=PageSummary(id=note["id"], title=note["title"]),
             outgoing=tuple(self._links(note, notes)),
@@ -292,14 +387,14 @@ class ReferenceProvider(Provider):
         )
 
     async def reindex(self, progress: Callable[[int, int], None] | None = None) -> dict[str, int]:
-        notes = self._load()
+        notes = await self._load()
         if progress:
             progress(len(notes), len(notes))
         return {"indexed": len(notes)}
 
     def model_tools(self) -> list[ModelTool]:
         async def count(arguments: dict[str, Any], gate: PolicyGate) -> dict[str, Any]:
-            return {"count": len(gate.browse(self._summaries()))}
+            return {"count": len(gate.browse(await self._summaries()))}
 
         return [
             ModelTool(
@@ -313,7 +408,69 @@ class ReferenceProvider(Provider):
         ]
 
     async def check(self) -> Health:
-        return Health.healthy(f"{len(self._load())} notes")
+        if self.check_defect is not None:
+            done = _CHECK_DEFECTS[self.check_defect](self)
+            if inspect.isawaitable(done):
+                await done
+        return Health.healthy(f"{len(await self._load())} notes")
+
+
+class _LostAnswer(Exception):
+    """The write reached the store; its answer was lost (the ``after`` fault)."""
+
+
+def _pen_folders(pens: Path) -> list[Path]:
+    return [p for p in pens.iterdir() if p.is_dir()] if pens.is_dir() else []
+
+
+def _busy(seconds: float) -> None:
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
+
+
+def _connect_out(provider: ReferenceProvider) -> Any:
+    return anyio.to_thread.run_sync(_connect_out_sync)
+
+
+def _connect_out_sync() -> None:
+    with socket.socket() as sock:  # the seeded defect: a socket no egress guard saw
+        sock.settimeout(0.2)
+        try:
+            sock.connect(("127.0.0.1", 9))
+        except OSError:
+            pass
+
+
+#: Seeded defects of ``check()``: each breaks one runtime rule, in a test that calls check.
+_CHECK_DEFECTS: dict[str, Callable[[ReferenceProvider], Any]] = {
+    "blocking_open": lambda p: p.path.parent.joinpath("probe").exists() or open(os.devnull).close(),
+    "busy_loop": lambda p: _busy(1.5),
+    "socket": _connect_out,
+    "env_secret": lambda p: os.environ.get("REFERENCE_API_KEY"),
+}
+
+
+class ReferenceFaults(FaultInjector):
+    """The reference provider's fault fixture: every kind. Writes ``before``/``after`` are
+    flags the provider reads; the connection drop is a failed write before it is sent (the
+    store is a file); read-only and full use :func:`filesystem_fault`."""
+
+    kinds = frozenset(Fault)
+
+    @contextmanager
+    def inject(self, fault: Fault, provider: Provider) -> Iterator[None]:
+        assert isinstance(provider, ReferenceProvider)
+        cls = type(provider)
+        if fault in (Fault.READ_ONLY, Fault.DISK_FULL):
+            with filesystem_fault(provider.path.parent, fault):
+                yield
+            return
+        cls.fault = "after" if fault is Fault.WRITE_AFTER_SEND else "before"
+        try:
+            yield
+        finally:
+            cls.fault = None
 
 
 class LeakProvider(ReferenceProvider):
@@ -336,6 +493,74 @@ class RetryProvider(ReferenceProvider):
     retry_when_busy = True
 
 
+class PrefixProvider(ReferenceProvider):
+    leak_prefix = True
+
+
+class LimitProvider(ReferenceProvider):
+    ignore_limit = True
+
+
+class CompleteProvider(ReferenceProvider):
+    recall_cap = 11
+
+
+class ShowCutProvider(ReferenceProvider):
+    show_cap = 4000
+
+
+class BigDropProvider(ReferenceProvider):
+    drop_over = 10_000
+
+
+class SkipCursorProvider(ReferenceProvider):
+    skip_cursor = True
+
+
+class Cap10Provider(ReferenceProvider):
+    list_cap = 10
+
+
+class OffsetCursorProvider(ReferenceProvider):
+    offset_cursor = True
+
+
+class FeedbackProvider(ReferenceProvider):
+    drop_on = True
+
+
+class ForgetProvider(ReferenceProvider):
+    forget_unknown_ok = True
+
+
+class TitleProvider(ReferenceProvider):
+    titles_case_sensitive = True
+
+
+class SwallowProvider(ReferenceProvider):
+    swallow_errors = True
+
+
+class RawErrorProvider(ReferenceProvider):
+    raw_os_errors = True
+
+
+class BlockingProvider(ReferenceProvider):
+    check_defect = "blocking_open"
+
+
+class BusyProvider(ReferenceProvider):
+    check_defect = "busy_loop"
+
+
+class SocketProvider(ReferenceProvider):
+    check_defect = "socket"
+
+
+class EnvProvider(ReferenceProvider):
+    check_defect = "env_secret"
+
+
 class BankProvider(ReferenceProvider):
     """One bank per binding whatever the scope; writes are queued and land after a delay."""
 
@@ -354,13 +579,13 @@ class BankProvider(ReferenceProvider):
         settings: Any = self.context.settings
         return f"shared bank `{settings.bank}` on `{settings.server}`"
 
-    async def _write(self, write: MemoryWrite) -> Receipt:
-        receipt = await super()._write(write)
-        notes = self._load()
+    async def _write_locked(self, write: MemoryWrite) -> Receipt:
+        receipt = await super()._write_locked(write)
+        notes = await self._load()
         for note in notes:
             if note["id"] == receipt.id:
                 note["visible_at"] = time.time() + self.delay
-        self._save(notes)
+        await self._save(notes)
         return Receipt(
             status=ReceiptStatus.QUEUED, operation_id=f"op-{receipt.id}", scope=self.scope.key
         )
@@ -369,7 +594,7 @@ class BankProvider(ReferenceProvider):
         if receipt.status is not ReceiptStatus.QUEUED or not receipt.operation_id:
             return receipt
         note_id = receipt.operation_id.removeprefix("op-")
-        if any(n["id"] == note_id for n in self._visible()):
+        if any(n["id"] == note_id for n in await self._visible()):
             return Receipt(
                 status=ReceiptStatus.STORED,
                 operation_id=receipt.operation_id,
@@ -409,6 +634,7 @@ def _spec(name: str, cls: type[ReferenceProvider], **kw: Any) -> ProviderSpec:
         "settings_model": ReferenceSettings,
         "factory": cls,
         "max_input_chars": 20_000,
+        "title_lookup": True,
     }
     values.update(kw)
     spec = ProviderSpec(**values)
@@ -437,6 +663,30 @@ CAP_SPEC, cap_plugin = _make("reference_cap", CapProvider)
 DROP_SPEC, drop_plugin = _make("reference_drop", DropProvider)
 DEDUP_SPEC, dedup_plugin = _make("reference_dedup", DedupProvider)
 RETRY_SPEC, retry_plugin = _make("reference_retry", RetryProvider)
+
+#: Seeded defects of the newer contract tests: entry-point name -> provider class.
+DEFECTS: dict[str, type[ReferenceProvider]] = {
+    "reference_prefix": PrefixProvider,
+    "reference_limit": LimitProvider,
+    "reference_complete": CompleteProvider,
+    "reference_showcut": ShowCutProvider,
+    "reference_bigdrop": BigDropProvider,
+    "reference_skip": SkipCursorProvider,
+    "reference_cap10": Cap10Provider,
+    "reference_offset": OffsetCursorProvider,
+    "reference_feedback": FeedbackProvider,
+    "reference_forget": ForgetProvider,
+    "reference_title": TitleProvider,
+    "reference_swallow": SwallowProvider,
+    "reference_rawerror": RawErrorProvider,
+    "reference_blocking": BlockingProvider,
+    "reference_busy": BusyProvider,
+    "reference_socket": SocketProvider,
+    "reference_env": EnvProvider,
+}
+DEFECT_SPECS: dict[str, ProviderSpec] = {}
+for _name, _cls in DEFECTS.items():
+    DEFECT_SPECS[_name], globals()[f"{_name}_plugin"] = _make(_name, _cls)
 BANK_SPEC, bank_plugin = _make(
     "reference_bank",
     BankProvider,
@@ -460,6 +710,7 @@ ENTRY_POINTS = {
     "reference_dedup": "dedup_plugin",
     "reference_retry": "retry_plugin",
     "reference_bank": "bank_plugin",
+    **{name: f"{name}_plugin" for name in DEFECTS},
 }
 
 

@@ -43,6 +43,10 @@ class TestReferenceConformance(ProviderConformanceTests):
     def goat_provider_factory(self, tmp_path: Path) -> ProviderFactory:
         return spec_factory(reference_provider.SPEC, GoatHome.at(tmp_path / "home"))
 
+    @pytest.fixture
+    def goat_faults(self) -> reference_provider.ReferenceFaults:
+        return reference_provider.ReferenceFaults()
+
 
 class TestReferenceBankConformance(ProviderConformanceTests):
     """Shared bank, eventual consistency, queued receipts, no forget."""

@@ -22,7 +22,8 @@ Exit codes (``GoatError.exit_code``)::
 
     0  ok (a queued write included)       4  not supported by the provider
     1  internal error                      5  conflict, or rejected (also a rejected receipt)
-    2  bad input (click usage errors too)  6  unavailable, auth, credentials, plugin failures
+    2  bad input (click usage errors too)  6  unavailable, auth, credentials, unwritable
+                                           store (full or read-only), plugin failures
     3  not found or ambiguous              130 interrupted
 
 Errors are one line on stderr (``goat: error: ...``); an ambiguous page reference also lists

@@ -16,7 +16,7 @@ the contract does not depend on the host's ``GoatHome``.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -93,6 +93,11 @@ class ProviderContext:
         (a first indexing), called as ``progress(done, total)`` in files, possibly from the
         store's worker thread; ``None`` when the host shows none. A provider may ignore it;
         an explicit ``reindex(progress=...)`` takes its own callback instead.
+    :param connect: ``await connect(url, *, timeout=10.0, tls=None) -> anyio.abc.ByteStream``
+        opens a TCP connection for a protocol that is not HTTP (``redis://host:port``,
+        ``postgresql://host:port/db``) after the egress guard allowed the URL, on every
+        connect; a refusal raises :class:`~goat_core.errors.ProviderUnavailable` and never
+        reaches the network. ``None`` for providers that declare no network use.
     """
 
     scope: Scope
@@ -102,6 +107,7 @@ class ProviderContext:
     get_credential: Callable[[str], str | None] = field(default=lambda name: None, repr=False)
     http_client: Callable[..., Any] | None = field(default=None, repr=False)
     progress: Callable[[int, int], None] | None = field(default=None, repr=False)
+    connect: Callable[..., Awaitable[Any]] | None = field(default=None, repr=False)
 
 
 class Provider:
@@ -270,6 +276,11 @@ class ProviderSpec(BaseModel):
     :param legacy_decoder: ``legacy_decoder(raw_entry) -> reason | None``; a non-None reason
         marks a stored binding entry as legacy: kept byte-for-byte, failing closed.
     :param max_input_chars: largest text remember/feedback accepts; larger is ``TooLarge``.
+    :param extracts_facts: the provider keeps facts it extracts from a text rather than the
+        text itself (as Hindsight does), so ``get_page`` and recall need not return a stored
+        text whole; the suite then skips its whole-text round trip, saying so.
+    :param title_lookup: ``get_page`` also opens a page by its unique title
+        (case-insensitive, NFC); the suite tests it when declared.
     :param duplicate_policy: what remembering identical text N times yields: ``"keep"`` (N
         results) or ``"merge"`` (at least one); the conformance suite holds it to this.
     :param counts_tokens: the provider's ``recall`` takes ``max_tokens`` (the most tokens of
@@ -292,6 +303,8 @@ class ProviderSpec(BaseModel):
     egress_urls: Callable[[Any], Sequence[str]] | None = None
     legacy_decoder: Callable[[Mapping[str, Any]], str | None] | None = None
     max_input_chars: int = 100_000
+    extracts_facts: bool = False
+    title_lookup: bool = False
     duplicate_policy: Literal["keep", "merge"] = "keep"
     counts_tokens: bool = False
 

@@ -40,7 +40,7 @@ from goat_core.contract import (
     ReceiptStatus,
     normalize_pen_id,
 )
-from goat_core.errors import PathError, ScopeError
+from goat_core.errors import PathError, ScopeError, StoreUnwritable
 from goat_core.filestore._files import StoreLock, validate_store_root
 from goat_core.filestore._worker import StoreWorker
 
@@ -274,17 +274,27 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
             changed during the write, the store lock timing out.
         :raises Ambiguous: several notes carry the title.
         """
-        return await self._worker.run(self._write, write, "remember")
+        return await self._writing(self._write, write, "remember")
 
     async def feedback(self, write: MemoryWrite) -> Receipt:
         """Append feedback to the page ``write.on`` (resolved like :meth:`get_page`), or store
         a new note of kind ``feedback``. Errors as :meth:`remember`, plus :class:`NotFound`."""
-        return await self._worker.run(self._write, write, "feedback")
+        return await self._writing(self._write, write, "feedback")
 
     async def forget(self, ref: str) -> Receipt:
         """Remove the note ``ref`` resolves to (like :meth:`get_page`); ``removed`` lists its
         path."""
-        return await self._worker.run(self._forget, ref)
+        return await self._writing(self._forget, ref)
+
+    async def _writing(self, fn: Callable[..., Receipt], *args: Any) -> Receipt:
+        """Run a write on the worker; a full or read-only disk is :class:`StoreUnwritable`."""
+        try:
+            return await self._worker.run(fn, *args)
+        except OSError as exc:
+            typed = StoreUnwritable.from_os_error(exc, getattr(exc, "filename", None) or self.root)
+            if typed is None:
+                raise
+            raise typed from exc
 
     async def recall(self, query: str, *, limit: int = 10) -> RecallResult:
         """Ranked full-text search (user text, never query syntax). ``complete`` is ``False``

@@ -11,9 +11,10 @@ The modules behind this package are private; import from ``goat_core.host``.
 """
 
 from goat_core.host._config import Config, legacy_decoders, load_config, save_config
+from goat_core.host._connect import GuardedConnect
 from goat_core.host._context import MemoryContext, memory_tools
 from goat_core.host._credentials import CredentialStore
-from goat_core.host._egress import EGRESS_HEADER, guarded_http_client
+from goat_core.host._egress import EGRESS_HEADER, check_egress, guarded_http_client
 from goat_core.host._home import APP_NAME, GoatHome
 from goat_core.host._memoryhost import MemoryHost
 from goat_core.host._records import (
@@ -30,6 +31,8 @@ from goat_core.host._tools import FORBIDDEN_ARGUMENTS, CoreTool, ToolDefinition,
 from goat_core.host._turn import TRIVIAL_PROMPTS, TurnMemory, format_memory_block, is_trivial_prompt
 
 __all__ = [
+    "check_egress",
+    "GuardedConnect",
     "CoreTool",
     "legacy_decoders",
     "APP_NAME",

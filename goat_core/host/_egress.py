@@ -26,6 +26,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from goat_core.contract import Binding
 from goat_core.errors import ProviderUnavailable
+from goat_core.host._connect import announce_allowed
 from goat_core.logs import get_logger
 from goat_core.plugins import Registry
 
@@ -130,6 +131,7 @@ def _transport_class() -> type[httpx2.AsyncBaseTransport]:
                     error=f"{type(exc).__name__}: {exc}",
                 )
             if reason is None:
+                announce_allowed(url)
                 return await self.inner.handle_async_request(request)
             log.warning("egress.refused", binding=self.binding.id, url=_shown(url))
             return httpx2.Response(

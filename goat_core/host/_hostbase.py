@@ -24,9 +24,10 @@ from goat_core.contract import (
 from goat_core.errors import ConfigError, GoatError, NotFound, ProviderUnavailable, ScopeError
 from goat_core.filestore import StoreLock
 from goat_core.host._config import Config, legacy_decoders, load_config, save_config
+from goat_core.host._connect import GuardedConnect
 from goat_core.host._context import MemoryContext
 from goat_core.host._credentials import CredentialStore
-from goat_core.host._egress import guarded_http_client
+from goat_core.host._egress import check_egress, guarded_http_client
 from goat_core.host._home import GoatHome
 from goat_core.host._leases import RemoteLease
 from goat_core.host._records import DEFAULT_BINDING_ID, EMBEDDED_DEFAULT_PROVIDER, Chat, scope_label
@@ -314,6 +315,11 @@ class HostBase(ABC):
             get_credential=get_credential,
             http_client=http_client,
             progress=self._progress,
+            connect=(
+                GuardedConnect(lambda url: check_egress(registry, binding, url))
+                if spec.network
+                else None
+            ),
         )
         try:
             provider = spec.factory(context)

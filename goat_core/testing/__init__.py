@@ -26,6 +26,10 @@ pytest.register_assert_rewrite("goat_core.testing.conformance")
 if TYPE_CHECKING:
     from goat_core.testing.conformance import (
         ConformanceBase,
+        Fault,
+        FaultInjectionTests,
+        FaultInjector,
+        FolderFaults,
         ProviderConformanceTests,
         ProviderFactory,
         StoreSet,
@@ -35,6 +39,10 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ConformanceBase",
+    "Fault",
+    "FaultInjectionTests",
+    "FaultInjector",
+    "FolderFaults",
     "ProviderConformanceTests",
     "ProviderFactory",
     "StoreSet",

@@ -1,15 +1,21 @@
 """pytest plugin of goat-core (registered through the ``pytest11`` entry point).
 
-Cheap to import: it registers the ``goat_requires`` marker, remembers each test's call
-outcome (the conformance suite checks store isolation only after a passing test), and
-refuses a run in which a :class:`~goat_core.testing.ProviderConformanceTests` subclass
-overrides or removes a contract test without ``@pytest.mark.xfail(strict=True)``. The
-suite; only classes carrying ``goat_contract_violations`` (its subclasses) are looked at.
+Cheap to import: it registers the ``goat_requires`` and ``goat_fault`` markers, remembers
+each test's call outcome (the conformance suite checks store isolation only after a passing
+test), runs each contract test's body under the runtime guards
+(:mod:`goat_core.testing.conformance.guards`), ends a run with one summary line per
+capability for each provider, and refuses a run in which a
+:class:`~goat_core.testing.ProviderConformanceTests` subclass overrides or removes a contract
+test without ``@pytest.mark.xfail(strict=True)``; only classes carrying
+``goat_contract_violations`` (its subclasses) are looked at.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Generator
+from dataclasses import dataclass, field
+from typing import Any
 
 import pytest
 
@@ -22,6 +28,118 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         "goat_requires(*capabilities): skip unless the provider under test declares them",
     )
+    config.addinivalue_line(
+        "markers", "goat_fault: a fault-injection contract test (needs the goat_faults fixture)"
+    )
+    config.stash[SUMMARY] = {}
+
+
+@dataclass
+class _Line:
+    """What one capability of one provider proved, and what was skipped and why."""
+
+    passed: int = 0
+    failed: list[str] = field(default_factory=list)
+    skipped: dict[str, list[str]] = field(default_factory=dict)
+
+
+#: ``{provider class nodeid: {capability: _Line}}`` for the end-of-run summary.
+SUMMARY = pytest.StashKey[dict[str, dict[str, _Line]]]()
+
+
+def _is_contract_test(item: pytest.Item) -> bool:
+    cls = getattr(item, "cls", None)
+    fn = getattr(item, "function", None)
+    return (
+        (cls is not None and getattr(cls, "goat_contract_violations", None) is not None)
+        or getattr(cls, "_goat_fault_suite", False)
+    ) and getattr(fn, "__module__", "").startswith("goat_core.testing.conformance")
+
+
+def _capability(item: pytest.Item) -> str:
+    if item.get_closest_marker("goat_fault") is not None:
+        return "faults"
+    needs = [str(c) for m in item.iter_markers("goat_requires") for c in m.args]
+    return "+".join(sorted(needs)) if needs else "core"
+
+
+def _record(item: pytest.Item, report: pytest.TestReport) -> None:
+    if not _is_contract_test(item):
+        return
+    done = report.when == "call" or (report.when == "setup" and not report.passed)
+    done = done or (report.when == "teardown" and report.failed)
+    if not done:
+        return
+    summary = item.config.stash.get(SUMMARY, None)
+    if summary is None:
+        return
+    owner = item.nodeid.rsplit("::", 1)[0]
+    line = summary.setdefault(owner, {}).setdefault(_capability(item), _Line())
+    name = item.name
+    if report.skipped:
+        reason = str(report.longrepr[2]) if isinstance(report.longrepr, tuple) else "skipped"
+        reason = reason.removeprefix("Skipped: ")
+        line.skipped.setdefault(reason, []).append(name)
+    elif report.failed:
+        line.failed.append(f"{name} ({report.when})")
+    elif report.when == "call":
+        line.passed += 1
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    """One line per capability of each provider class: proven, failed, skipped and why."""
+    summary = config.stash.get(SUMMARY, None)
+    if not summary:
+        return
+    terminalreporter.section("goat conformance summary")
+    for owner, lines in summary.items():
+        for cap, line in sorted(lines.items()):
+            parts = []
+            if line.passed:
+                parts.append(f"{line.passed} proven")
+            if line.failed:
+                parts.append(f"FAILED {', '.join(line.failed)}")
+            for reason, names in line.skipped.items():
+                parts.append(f"{len(names)} skipped: {reason}")
+            terminalreporter.write_line(f"{owner} {cap}: " + "; ".join(parts))
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> Generator[None, Any, Any]:
+    """Run a contract test's body under the runtime guards (the spec says what it may do)."""
+    spec = pyfuncitem.funcargs.get("goat_spec") if _is_contract_test(pyfuncitem) else None
+    if spec is None or not _guards_on(pyfuncitem):
+        return (yield)
+    original = pyfuncitem.obj
+    pyfuncitem.obj = _guarded(original, spec)
+    try:
+        return (yield)
+    finally:
+        pyfuncitem.obj = original
+
+
+def _guards_on(item: pytest.Item) -> bool:
+    return not getattr(getattr(item, "cls", None), "goat_runtime_guards_off", False)
+
+
+def _guarded(test: Any, spec: Any) -> Any:
+    from goat_core.testing.conformance.guards import Guard, record_lag
+
+    @functools.wraps(test)
+    async def guarded(*args: Any, **kwargs: Any) -> None:
+        guard = Guard(provider=spec.name, network=spec.network)
+        guard.start()
+        try:
+            await test(*args, **kwargs)
+        finally:
+            guard.check_lag()
+            guard.stop()
+            record_lag(test.__name__, guard.max_lag)
+        failure = guard.failure()
+        if failure:
+            pytest.fail(failure, pytrace=False)
+
+    return guarded
 
 
 @pytest.hookimpl(wrapper=True)
@@ -31,6 +149,7 @@ def pytest_runtest_makereport(
     report = yield
     if report.when == "call":
         item.stash[CALL_REPORT] = report
+    _record(item, report)
     return report
 
 

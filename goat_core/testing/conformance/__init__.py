@@ -9,15 +9,31 @@ from goat_core.testing.conformance.base import (
     spec_factory,
     token,
 )
+from goat_core.testing.conformance.faults import (
+    Fault,
+    FaultInjector,
+    FolderFaults,
+    filesystem_fault,
+)
+from goat_core.testing.conformance.faulttests import FaultInjectionTests
+from goat_core.testing.conformance.guards import LAG_BOUND_S
 from goat_core.testing.conformance.suite import (
     BAD_PEN_IDS,
     QUERY_SYNTAX_CASES,
     ProviderConformanceTests,
     contract_violations,
 )
+from goat_core.testing.conformance.truth import LOOKALIKE_PEN_IDS
 
 __all__ = [
     "BAD_PEN_IDS",
+    "LAG_BOUND_S",
+    "LOOKALIKE_PEN_IDS",
+    "Fault",
+    "FaultInjectionTests",
+    "FaultInjector",
+    "FolderFaults",
+    "filesystem_fault",
     "QUERY_SYNTAX_CASES",
     "ConformanceBase",
     "ProviderConformanceTests",

@@ -18,6 +18,8 @@ from goat_core.contract import (
     Capability,
     Consistency,
     MemoryWrite,
+    PageList,
+    PageSummary,
     Provider,
     ProviderContext,
     ProviderSpec,
@@ -28,6 +30,7 @@ from goat_core.contract import (
 )
 from goat_core.errors import GoatError, NotFound
 from goat_core.host import GoatHome
+from goat_core.testing.conformance.faults import FaultInjector
 
 __all__ = [
     "ConformanceBase",
@@ -53,17 +56,30 @@ def spec_factory(
     binding_id: str = "test",
     get_credential: Callable[[str], str | None] | None = None,
     http_client: Callable[..., Any] | None = None,
+    connect: Callable[..., Awaitable[Any]] | None = None,
 ) -> ProviderFactory:
     """A factory building providers the way a host does, for the suite's fixture.
 
     :param spec: the provider's spec (e.g. from your plugin module).
     :param home: the test's GOAT home (``GoatHome.at(tmp_path)``), so the world is empty.
     :param settings: raw binding settings, validated by ``spec.settings_model``.
+    :param get_credential: ``get_credential(name) -> str | None`` (default: no secrets).
+    :param http_client: for a ``network=True`` provider, the ``context.http_client``
+        factory. Default: an egress-guarded ``httpx2.AsyncClient`` allowing exactly
+        ``spec.egress_urls(settings)``, as an explicit ``goat bind`` does. Pass your own to
+        inject a transport (``httpx2.MockTransport``): the guard then only sees what reaches it.
+    :param connect: for a ``network=True`` provider, ``context.connect``. Default: the
+        guarded connection a host gives, allowing ``spec.egress_urls(settings)``.
     :returns: ``async def make(scope) -> Provider`` calling ``spec.factory``.
     """
     raw = dict(settings or {})
     validated = spec.settings_model.model_validate(raw)
-    binding = Binding(id=binding_id, provider=spec.name, settings=raw)
+    egress: tuple[str, ...] = ()
+    if spec.network and spec.egress_urls is not None:
+        egress = tuple(spec.egress_urls(validated))
+    binding = Binding(id=binding_id, provider=spec.name, settings=raw, egress=egress)
+    if spec.network:
+        http_client, connect = _guarded(binding, http_client, connect)
 
     async def make(scope: Scope) -> Provider:
         context = ProviderContext(
@@ -73,10 +89,31 @@ def spec_factory(
             home=home,
             get_credential=get_credential or (lambda name: None),
             http_client=http_client,
+            connect=connect,
         )
         return spec.factory(context)
 
     return make
+
+
+def _guarded(
+    binding: Binding,
+    http_client: Callable[..., Any] | None,
+    connect: Callable[..., Awaitable[Any]] | None,
+) -> tuple[Callable[..., Any], Callable[..., Awaitable[Any]]]:
+    """The host's guarded client and connection for ``binding``, unless given."""
+    from goat_core.host import GuardedConnect, check_egress, guarded_http_client
+    from goat_core.plugins import PluginSettings, Registry, make_plugin_manager
+
+    registry = Registry(make_plugin_manager(PluginSettings(autoload=False)))
+    if http_client is None:
+
+        def http_client(**kwargs: Any) -> Any:
+            return guarded_http_client(registry, binding, **kwargs)
+
+    if connect is None:
+        connect = GuardedConnect(lambda url: check_egress(registry, binding, url))
+    return http_client, connect
 
 
 async def eventually(
@@ -158,21 +195,52 @@ class StoreSet:
         )
         if self.spec.supports(Capability.PAGES):
             listing = await provider.list_pages(limit=5)
-            assert not listing.items, (
-                f"goat_provider_factory must yield an EMPTY store per scope; {scope.key} "
-                f"already lists {[p.id for p in listing.items]}"
-            )
+            if listing.items:
+                await self._not_empty(scope, [p.id for p in listing.items])
         self._extra.remove(provider)
         self._providers[scope.key] = provider
         return provider
 
-    async def verify_isolation(self) -> None:
-        """After a passing test: a fresh write in each opened scope stays in that scope.
+    async def _not_empty(self, scope: Scope, ids: list[str]) -> None:
+        """Fail with the likely cause: scopes sharing one store, or a non-empty world."""
+        for key, other in self._providers.items():
+            shown = {p.id for p in (await other.list_pages(limit=50)).items}
+            if shown & set(ids):
+                raise AssertionError(
+                    f"{scope.key} lists pages written in {key} during this test "
+                    f"({sorted(shown & set(ids))[:3]}): the scopes share one store, or reads "
+                    "of one reach another. Derive the store (folder, key prefix, database) "
+                    "from context.scope, so Global and each Pen get their own"
+                )
+        raise AssertionError(
+            f"goat_provider_factory must yield an EMPTY store per scope; {scope.key} already "
+            f"lists {ids} before this test wrote anything. Build each test's world fresh "
+            "(a GOAT home under tmp_path, a new bank or namespace per test)"
+        )
 
-        Only for ``scoped_stores`` providers with two or more scopes opened.
+    #: Look-alike Pen ids the after-test isolation check adds to the scopes a test opened.
+    PROBE_PENS: ClassVar[tuple[str, ...]] = ("a", "ab")
+
+    async def verify_isolation(self) -> None:
+        """After a passing test that opened a scope: a fresh write in each opened scope, and
+        in the look-alike Pens ``a`` and ``ab``, stays in that scope.
+
+        Only for ``scoped_stores`` providers; a leak is reported once per test class (later
+        tests skip the check, so one defect is not reported by every test).
         """
-        if not self.spec.supports(Capability.SCOPED_STORES) or len(self._providers) < 2:
+        if not self.spec.supports(Capability.SCOPED_STORES) or not self._providers:
             return
+        if getattr(self._suite, "_goat_leak_reported", False):
+            return
+        try:
+            await self._verify_isolation()
+        except AssertionError:
+            type(self._suite)._goat_leak_reported = True
+            raise
+
+    async def _verify_isolation(self) -> None:
+        for pen in self.PROBE_PENS:
+            await self.open(Scope.pen(pen))
         sentinels: dict[str, str] = {}
         for key, provider in self._providers.items():
             word = token("sentinel")
@@ -186,10 +254,12 @@ class StoreSet:
 
             await self._suite.settle(self.spec, sees_own)
             for other, word in sentinels.items():
-                if other != key:
-                    assert not await find(provider, word), (
+                if other != key and await find(provider, word):
+                    raise AssertionError(
                         f"after the test, {key} sees a write made in {other}: stores are "
-                        "not isolated"
+                        "not isolated (checked once per class after a passing test; "
+                        + _leak_hint(key, other)
+                        + ")"
                     )
 
     async def aclose(self) -> None:
@@ -199,10 +269,41 @@ class StoreSet:
         self._extra.clear()
 
 
+def _leak_hint(key: str, other: str) -> str:
+    a, b = key.removeprefix("pen:"), other.removeprefix("pen:")
+    if a != key and b != other and (a.startswith(b) or b.startswith(a)):
+        return (
+            "the two Pen ids share a prefix: match a scope's keys or files exactly, never by "
+            "prefix or glob (pen:a* also matches pen:ab)"
+        )
+    return "derive every store location from context.scope"
+
+
 async def find(provider: Provider, word: str, *, limit: int = 100) -> list[RecallItem]:
     """Recall ``word`` and keep only the items that show it."""
     result = await provider.recall(word, limit=limit)
     return [item for item in result.items if _nfc(word) in item_text(item)]
+
+
+async def _walk_pages(provider: Any, *, limit: int) -> list[PageSummary]:
+    """Every page reachable by following ``next_cursor`` (at most 1000 requests)."""
+    seen: list[PageSummary] = []
+    cursor: str | None = None
+    for _ in range(1000):
+        listing = await provider.list_pages(limit=limit, cursor=cursor)
+        assert isinstance(listing, PageList)
+        assert len(listing.items) <= limit, (
+            f"list_pages(limit={limit}) returned {len(listing.items)} items"
+        )
+        seen.extend(listing.items)
+        if listing.next_cursor is None:
+            assert listing.complete or listing.degraded, (
+                "a last page with complete=False must say why in degraded"
+            )
+            return seen
+        assert not listing.complete, "a page with a next_cursor cannot be complete"
+        cursor = listing.next_cursor
+    raise AssertionError("list_pages kept returning a next_cursor after 1000 pages")
 
 
 class ConformanceBase:
@@ -222,6 +323,8 @@ class ConformanceBase:
     poll_interval: ClassVar[float] = 0.1
 
     pytestmark: ClassVar[list[pytest.MarkDecorator]] = [pytest.mark.anyio]
+    #: Set once the after-test isolation check reported a leak (reported once per class).
+    _goat_leak_reported: ClassVar[bool] = False
 
     @pytest.fixture
     def anyio_backend(self) -> str:
@@ -242,6 +345,13 @@ class ConformanceBase:
             "(see docs/authors.md)",
             pytrace=False,
         )
+
+    @pytest.fixture
+    def goat_faults(self) -> FaultInjector | None:
+        """Override to opt in to fault injection: return a
+        :class:`~goat_core.testing.conformance.faults.FaultInjector` (docs/authors.md, Fault
+        injection). ``None`` (the default) skips the fault tests, saying why."""
+        return None
 
     @pytest.fixture(scope="class")
     @classmethod

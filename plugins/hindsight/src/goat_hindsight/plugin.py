@@ -130,6 +130,7 @@ def spec() -> ProviderSpec:
         max_input_chars=100_000,
         duplicate_policy="keep",
         counts_tokens=True,
+        extracts_facts=True,
     )
 
 

@@ -57,6 +57,7 @@ def spec() -> ProviderSpec:
         settings_model=MarkdownSettings,
         factory=_factory,
         duplicate_policy="keep",
+        title_lookup=True,
     )
 
 

@@ -58,6 +58,7 @@ def spec() -> ProviderSpec:
         settings_model=WikiSettings,
         factory=_factory,
         duplicate_policy="keep",
+        title_lookup=True,
     )
 
 

@@ -1,0 +1,106 @@
+"""Guarded network connections for providers that do not speak HTTP (Redis, PostgreSQL, gRPC).
+
+A provider that declares ``network=True`` gets ``context.connect``: ``await
+context.connect("redis://127.0.0.1:6379")`` asks the egress guard (``goat_authorize_egress``
+through the registry, the same decision as every HTTP request) and only then opens a TCP
+stream to the URL's host and port. A refused URL never reaches the network: the call raises
+:class:`~goat_core.errors.ProviderUnavailable` naming the URL without credentials. The check
+runs on every connect, so a provider that reconnects is asked again.
+
+Every allowed connection (and every allowed HTTP request, see ``goat_core.host._egress``) raises the
+audit event ``goat.egress.allowed`` with the URL, so a test harness (the conformance suite's
+socket audit) can tell a connection that passed the guard from one that did not.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from goat_core.errors import BadInput, ProviderUnavailable
+
+if TYPE_CHECKING:
+    import ssl
+
+    from anyio.abc import ByteStream
+
+#: The audit event raised for every connection or request the egress guard allowed.
+ALLOWED_EVENT = "goat.egress.allowed"
+
+
+def announce_allowed(url: str) -> None:
+    """Tell audit hooks that the egress guard allowed ``url`` (``sys.audit``; costs nothing
+    when no hook listens)."""
+    sys.audit(ALLOWED_EVENT, url)
+
+
+def split_endpoint(url: str) -> tuple[str, str, int]:
+    """``(scheme, host, port)`` of ``url``; each is required.
+
+    :raises BadInput: a URL without a scheme, a host or a port.
+    """
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as exc:
+        raise BadInput(f"cannot connect to an invalid URL ({exc})") from None
+    if not parts.scheme or not parts.hostname or port is None:
+        raise BadInput(
+            "a guarded connection needs a URL with scheme, host and port "
+            "(e.g. redis://127.0.0.1:6379)"
+        )
+    return parts.scheme.lower(), parts.hostname, port
+
+
+class GuardedConnect:
+    """``await connect(url, *, timeout=10.0, tls=None) -> anyio.abc.ByteStream``.
+
+    :param check: ``check(url)`` raises :class:`ProviderUnavailable` when the egress guard
+        refuses ``url`` (the host passes ``goat_core.egress.check_egress`` bound to the
+        registry and the binding).
+    """
+
+    def __init__(self, check: Callable[[str], None]) -> None:
+        self._check = check
+
+    def __repr__(self) -> str:
+        return "GuardedConnect()"
+
+    async def __call__(
+        self,
+        url: str,
+        *,
+        timeout: float = 10.0,
+        tls: ssl.SSLContext | bool | None = None,
+        **options: Any,
+    ) -> ByteStream:
+        """Open a TCP stream to ``url``'s host and port once the egress guard allowed it.
+
+        :param url: ``scheme://host:port[/path]``; the scheme and path take part in the
+            egress decision only (``rediss://``, ``postgresql://``, ``grpc://``...).
+        :param timeout: seconds for the connect; over it is :class:`ProviderUnavailable`.
+        :param tls: ``True`` or an ``ssl.SSLContext`` wraps the stream in TLS.
+        :raises ProviderUnavailable: refused by the egress guard, or the connect failed.
+        :raises BadInput: the URL has no scheme, host or port.
+        """
+        import anyio
+
+        _, host, port = split_endpoint(url)
+        self._check(url)
+        announce_allowed(url)
+        try:
+            with anyio.fail_after(timeout):
+                if tls:
+                    ctx = tls if not isinstance(tls, bool) else None
+                    return await anyio.connect_tcp(host, port, tls=True, ssl_context=ctx, **options)
+                return await anyio.connect_tcp(host, port, **options)
+        except TimeoutError:
+            raise ProviderUnavailable(
+                f"cannot connect to {host}:{port}: no answer within {timeout:g} s"
+            ) from None
+        except OSError as exc:
+            raise ProviderUnavailable(
+                f"cannot connect to {host}:{port}: {exc.strerror or type(exc).__name__}"
+            ) from None
