@@ -94,7 +94,8 @@ def import_into_folder(
     notes: Iterable[Any],
     taken: Iterable[str],
     inspect: Callable[[MemoryWrite], MemoryWrite],
-    write: Callable[[ImportPlan], Receipt],
+    write: Callable[[ImportPlan], Receipt] | None = None,
+    write_many: Callable[[list[ImportPlan]], list[Receipt]] | None = None,
     dry_run: bool = False,
     rename: bool = False,
     reserved: Callable[[str], str | None] = lambda path: None,
@@ -112,6 +113,9 @@ def import_into_folder(
     :param write: writes one planned page (its ``target`` and ``text``), never over an
         existing file; returns the receipt. ``Conflict`` raised here is reported for that
         page (another writer won the path meanwhile).
+    :param write_many: instead of ``write``, writes every planned page in one step (a
+        store that keeps a catalog or log per operation) and returns their receipts in
+        order; it reports its own progress.
     :param reserved: why a path cannot hold a page in this store (the provider's own
         files), or ``None``.
     :param max_chars: the provider's ``max_input_chars``: a longer body is ``rejected``.
@@ -172,7 +176,15 @@ def import_into_folder(
         for plan in plans:
             if plan.outcome is _O.PLANNED:
                 plan.reason = f"not written: the batch has conflicts ({names})"
+    elif not dry_run and write_many is not None:
+        todo = [p for p in plans if p.outcome is _O.PLANNED]
+        if todo:
+            for plan, receipt in zip(todo, write_many(todo), strict=True):
+                plan.outcome = _O(receipt.status.value)
+                plan.reason = receipt.reason
+                plan.receipt = receipt
     elif not dry_run:
+        assert write is not None
         todo = [p for p in plans if p.outcome is _O.PLANNED]
         for done, plan in enumerate(todo, start=1):
             try:

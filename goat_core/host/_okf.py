@@ -73,7 +73,9 @@ def render_page(
         data.setdefault("type", default_type)
         data.setdefault("title", page.title)
         if updated is not None:
-            data.setdefault("timestamp", updated.isoformat().replace("+00:00", "Z"))
+            data.setdefault(
+                "timestamp", updated.replace(microsecond=0).isoformat().replace("+00:00", "Z")
+            )
     if not data:
         return page.body
     try:
