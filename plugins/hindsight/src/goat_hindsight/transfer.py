@@ -105,7 +105,12 @@ async def _import(
         ledger = Ledger(*ledger_args)
         for done, page in enumerate(pages, start=1):
 
-            def item(outcome: TransferOutcome, reason: str | None = None, **kw: Any) -> None:
+            def item(
+                outcome: TransferOutcome,
+                reason: str | None = None,
+                page: TransferPage = page,
+                **kw: Any,
+            ) -> None:
                 items.append(
                     TransferItem(
                         source=str(page.provenance.get("id") or page.path),
