@@ -36,9 +36,9 @@ from goat_core.contract._records import Receipt
 #: The provider operation a destination offers for copies and imports.
 IMPORT_OPERATION = "import_pages"
 #: Frontmatter key of a copy's provenance.
-COPIED_FROM = "copied_from"
+COPIED_FROM: Literal["copied_from"] = "copied_from"
 #: Frontmatter key of an import's provenance.
-IMPORTED_FROM = "imported_from"
+IMPORTED_FROM: Literal["imported_from"] = "imported_from"
 #: Both provenance keys.
 PROVENANCE_KEYS = (COPIED_FROM, IMPORTED_FROM)
 

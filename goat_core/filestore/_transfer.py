@@ -27,8 +27,6 @@ from goat_core.errors import BadInput, Conflict, PathError, Rejected
 from goat_core.filestore._files import contain
 from goat_core.filestore._frontmatter import parse_note, set_keys
 
-__all__ = ["ImportPlan", "import_into_folder", "note_text", "provenance_hashes"]
-
 _O = TransferOutcome
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from goat_core.contract import (
     COPIED_FROM,
@@ -61,13 +61,14 @@ def _same_store(a: MemoryContext, b: MemoryContext) -> bool:
         return False
     if a.spec.supports(Capability.SHARED_BANK) and a.label == b.label:
         return True
-    roots = [getattr(c._provider, "root", None) for c in (a, b)]
-    if all(isinstance(r, Path) for r in roots):
-        return bool(Path(roots[0]).resolve() == Path(roots[1]).resolve())  # type: ignore[arg-type]
-    settings = [
-        {k: v for k, v in c.binding.settings.items() if v not in (None, "")} for c in (a, b)
-    ]  # type: ignore[union-attr]
-    return bool(settings[0]) and settings[0] == settings[1]
+    root_a, root_b = (getattr(c._provider, "root", None) for c in (a, b))
+    if isinstance(root_a, Path) and isinstance(root_b, Path):
+        return root_a.resolve() == root_b.resolve()
+    settings_a, settings_b = (
+        {k: v for k, v in binding.settings.items() if v not in (None, "")}
+        for binding in (a.binding, b.binding)
+    )
+    return bool(settings_a) and settings_a == settings_b
 
 
 class HostTransfer(HostBase):
@@ -82,7 +83,8 @@ class HostTransfer(HostBase):
     async def _all_pages(self, context: MemoryContext) -> tuple[list[PageSummary], bool, list[str]]:
         """Every page ``goat_filter_browse`` shows, the listing's truth and its reasons."""
         items: list[PageSummary] = []
-        complete, degraded = True, []
+        complete = True
+        degraded: list[str] = []
         cursor: str | None = None
         while True:
             listing = await context.list_pages(limit=_LIST_BATCH, cursor=cursor)
@@ -181,7 +183,13 @@ class HostTransfer(HostBase):
         )
 
     @staticmethod
-    def _transfer_page(page: Page, key: str, scope: str, provider: str, at: str) -> TransferPage:
+    def _transfer_page(
+        page: Page,
+        key: Literal["copied_from", "imported_from"],
+        scope: str,
+        provider: str,
+        at: str,
+    ) -> TransferPage:
         """A source page as transferred: its own frontmatter re-rendered (earlier
         provenance dropped) and its body byte for byte."""
         own = {k: v for k, v in page.frontmatter.items() if k not in (COPIED_FROM, IMPORTED_FROM)}
@@ -194,7 +202,7 @@ class HostTransfer(HostBase):
             frontmatter=own,
             body=page.body,
             sha256=digest,
-            provenance_key=key,  # type: ignore[arg-type]
+            provenance_key=key,
             provenance={
                 "scope": scope,
                 "provider": provider,
