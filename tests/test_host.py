@@ -947,3 +947,34 @@ def test_concurrent_binds_from_two_processes_lose_nothing(tmp_path: Path) -> Non
         assert proc.exitcode == 0
     saved = json.loads((tmp_path / "memory.json").read_text("utf-8"))
     assert len(saved["bindings"]) == 16
+
+
+#: The only host methods spanning two stores: the explicit one-way copy, export and import
+#: (docs/design.md, Copy, export and import). They are user acts, never a context's.
+TRANSFER_METHODS = {"copy_pages", "export_bundle", "import_bundle"}
+
+
+def test_only_the_transfer_methods_span_two_stores() -> None:
+    """No public API takes two scopes, except the transfer methods of the host; and those
+    are on no context, tool set or server."""
+    import inspect
+
+    from goat_core.host import SyncMemoryContext, SyncMemoryHost, ToolSet
+
+    def scope_params(fn: Any) -> list[str]:
+        params = inspect.signature(fn).parameters.values()
+        # a store is named by a scope, a chat or a bundle folder (prepare_turn's optional
+        # context must serve its chat's scope: test_no_api_takes_two_scopes)
+        names = {"scope", "source", "destination", "chat", "directory"}
+        return [p.name for p in params if p.name in names]
+
+    spanning = set()
+    for cls in (MemoryHost, SyncMemoryHost, MemoryContext, SyncMemoryContext):
+        for name, fn in inspect.getmembers(cls, inspect.isfunction):
+            if not name.startswith("_") and len(scope_params(fn)) >= 2:
+                spanning.add(name)
+    assert spanning == TRANSFER_METHODS
+    for cls in (MemoryContext, SyncMemoryContext, ToolSet):
+        assert not TRANSFER_METHODS & set(dir(cls))
+    for name in TRANSFER_METHODS:
+        assert callable(getattr(MemoryHost, name)) and callable(getattr(SyncMemoryHost, name))

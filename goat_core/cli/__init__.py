@@ -12,6 +12,8 @@ Commands (``goat COMMAND --help`` for each)::
     remember TEXT [--title T]     feedback TEXT [--on PAGE]     forget PAGE
     recall QUERY [--limit N]      reflect QUERY                 pages [--limit N] [--cursor C]
     show PAGE                     map [--html FILE]             reindex
+    copy PAGE... (--to-pen ID | --to-global) [--rename] [--dry-run]
+    export DIR [--force]          import DIR [--rename] [--dry-run] [--resend-unknown]
 
 Every memory command takes ``--pen ID`` (default: Global), ``--json`` and ``--home DIR``
 (default ``$GOAT_HOME``, else the platform directories), placed after the subcommand.
@@ -51,7 +53,7 @@ store, HTML map and progress bar are imported by the commands that use them, so
 
 from __future__ import annotations
 
-from goat_core.cli import _admin, _map, _memory, _serve
+from goat_core.cli import _admin, _map, _memory, _serve, _transfer
 from goat_core.cli._options import (
     home_option,
     json_option,
@@ -77,6 +79,12 @@ __all__ = [
     "pen_option",
 ]
 
-for _command in (*_admin.COMMANDS, *_memory.COMMANDS, *_map.COMMANDS, *_serve.COMMANDS):
+for _command in (
+    *_admin.COMMANDS,
+    *_memory.COMMANDS,
+    *_map.COMMANDS,
+    *_serve.COMMANDS,
+    *_transfer.COMMANDS,
+):
     cli.add_command(_command)
 del _command

@@ -51,9 +51,23 @@ from goat_core.contract._spec import (
     credential_env_var,
 )
 from goat_core.contract._sync import SyncProvider
+from goat_core.contract._transfer import (
+    COPIED_FROM,
+    IMPORT_OPERATION,
+    IMPORTED_FROM,
+    PROVENANCE_KEYS,
+    TransferItem,
+    TransferOutcome,
+    TransferPage,
+    TransferReport,
+)
 
 __all__ = [
+    "COPIED_FROM",
+    "IMPORTED_FROM",
+    "IMPORT_OPERATION",
     "PEN_ID_PATTERN",
+    "PROVENANCE_KEYS",
     "Access",
     "Binding",
     "Capability",
@@ -91,6 +105,10 @@ __all__ = [
     "ScopeResolution",
     "SyncProvider",
     "Tone",
+    "TransferItem",
+    "TransferOutcome",
+    "TransferPage",
+    "TransferReport",
     "credential_env_var",
     "derive_pen_id",
     "normalize_pen_id",

@@ -9,6 +9,8 @@ imports it. Each piece is written once for every file-based provider:
 - links (``_links``): Obsidian link parsing and resolution, link maps and connections;
 - pages (``_pages``): reading notes, resolving page references, listing cursors, titles, and
   the glue between notes and the search index;
+- transfer (``_transfer``): planning and writing copied or imported pages
+  (:func:`import_into_folder`, behind a provider's ``import_pages`` operation);
 - the folder store (``_store``): :class:`FolderStoreProvider`, the base class of a provider
   keeping one folder of Markdown files per scope, with :class:`FolderStoreSettings` and
   :data:`StoreRoot` for its ``root`` setting (loaded on first use: a plugin's settings module
@@ -86,6 +88,12 @@ from goat_core.filestore._pages import (
     resolve_page_ref,
     str_list,
     to_page,
+)
+from goat_core.filestore._transfer import (
+    ImportPlan,
+    import_into_folder,
+    note_text,
+    provenance_hashes,
 )
 from goat_core.filestore._worker import StoreWorker
 
@@ -168,6 +176,11 @@ __all__ = [
     "resolve_page_ref",
     "str_list",
     "to_page",
+    # copies and imports (docs/design.md, Copy, export and import)
+    "ImportPlan",
+    "import_into_folder",
+    "note_text",
+    "provenance_hashes",
 ]
 
 _LAZY = frozenset(

@@ -22,16 +22,18 @@ selected binding; there is no API that takes two scopes or returns a union:
 
 :class:`MemoryHost` is :class:`~goat_core.host._hostbase.HostBase` (configuration, contexts,
 providers and remote sessions) plus :class:`~goat_core.host._bindings.HostBindings` (bind,
-unbind, check, refresh, status); :class:`~goat_core.host.SyncMemoryHost` runs it for
-synchronous callers.
+unbind, check, refresh, status) plus :class:`~goat_core.host._transfer.HostTransfer`
+(the one-way copy, export and import: the only methods spanning two stores);
+:class:`~goat_core.host.SyncMemoryHost` runs it for synchronous callers.
 """
 
 from __future__ import annotations
 
 from goat_core.host._bindings import HostBindings
+from goat_core.host._transfer import HostTransfer
 
 
-class MemoryHost(HostBindings):
+class MemoryHost(HostTransfer, HostBindings):
     """The async host API (the CLI and the MCP server are thin layers over it).
 
     :param home: GOAT's directories (default :meth:`GoatHome.from_env`).

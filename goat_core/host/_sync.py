@@ -3,7 +3,7 @@ on an anyio blocking portal, and hands out :class:`SyncMemoryContext` facades.""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, Literal, Protocol, TypeVar
 
@@ -21,6 +21,7 @@ from goat_core.contract import (
     Reflection,
     Scope,
     ScopeRequest,
+    TransferReport,
 )
 from goat_core.host._config import Config
 from goat_core.host._context import MemoryContext
@@ -259,6 +260,56 @@ class SyncMemoryHost:
         self, *, request: ScopeRequest | None = None, timeout: float | None = 10.0
     ) -> list[BindingStatus]:
         return self._run(self.host.refresh, request=request, timeout=timeout)
+
+    def copy_pages(
+        self,
+        refs: Sequence[str],
+        *,
+        source: Scope,
+        destination: Scope,
+        rename: bool = False,
+        dry_run: bool = False,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> TransferReport:
+        return self._run(
+            self.host.copy_pages,
+            refs,
+            source=source,
+            destination=destination,
+            rename=rename,
+            dry_run=dry_run,
+            progress=progress,
+        )
+
+    def export_bundle(
+        self,
+        scope: Scope,
+        directory: Path,
+        *,
+        force: bool = False,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> TransferReport:
+        return self._run(self.host.export_bundle, scope, directory, force=force, progress=progress)
+
+    def import_bundle(
+        self,
+        directory: Path,
+        scope: Scope,
+        *,
+        rename: bool = False,
+        dry_run: bool = False,
+        resend_unknown: bool = False,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> TransferReport:
+        return self._run(
+            self.host.import_bundle,
+            directory,
+            scope,
+            rename=rename,
+            dry_run=dry_run,
+            resend_unknown=resend_unknown,
+            progress=progress,
+        )
 
     def close(self) -> None:
         """Close providers, disconnect remote sessions and stop the portal. Idempotent."""

@@ -36,7 +36,7 @@ TOOLS = {
     "wiki_lint",
     "wiki_ingest_status",
 }
-OPERATIONS = {"ingest", "lint", "lint_fix", "write_page"}
+OPERATIONS = {"import_pages", "ingest", "lint", "lint_fix", "write_page"}
 
 
 @pytest.fixture
@@ -251,3 +251,22 @@ async def test_commands_filter_reads(
     assert json.loads(recall.stdout)["items"] == []
     pages = goat("pages", "--pen", "w", "--json")
     assert json.loads(pages.stdout)["items"] == []
+
+
+async def test_import_pages_passes_the_write_policy(tmp_path: Path) -> None:
+    """A refused import writes no page, no source, and no index or log line."""
+    bundle = write_tree(tmp_path / "bundle", {"Plan.md": "---\ntype: note\n---\nSecret plan.\n"})
+    home = GoatHome.at(tmp_path / "home")
+    root = tmp_path / "wiki"
+    root.mkdir()
+    host = MemoryHost(home=home, registry=registry(RefuseWrites()))
+    try:
+        await host.bind(Scope.pen("w"), "wiki", {"root": str(root)})
+        RefuseWrites.seen.clear()
+        report = await host.import_bundle(bundle, Scope.pen("w"))
+        assert RefuseWrites.seen == ["Secret plan.\n"]  # the exact body it would store
+        assert [i.outcome.value for i in report.items] == ["rejected"]
+        assert not (root / "Plan.md").exists()
+        assert not (root / "raw" / "imports").exists()
+    finally:
+        await host.aclose()

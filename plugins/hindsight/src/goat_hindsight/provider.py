@@ -16,6 +16,9 @@ list_pages          ``list_memories(offset, limit)``: newest first, de-duplicate
 get_page            ``get_memory(memory_id)``.
 check               ``get_bank`` (connect if needed).
 link_map, forget    not supported (no local links; GOAT deletes nothing in a bank).
+import_pages        copies and imports: ``retain(content, context)`` per page, the
+                    provenance in ``context``; a ledger under the GOAT home by binding and
+                    content hash (:mod:`goat_hindsight.transfer`).
 ==================  ===================================================================
 
 Whatever scope selects it, the provider is labelled "shared bank `<bank>` on `<server>`".
@@ -28,7 +31,7 @@ import binascii
 import hashlib
 import json
 import unicodedata
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import anyio
@@ -41,6 +44,7 @@ from goat_core.contract import (
     PageSummary,
     Provider,
     ProviderContext,
+    ProviderOperation,
     ProviderSpec,
     RecallItem,
     RecallResult,
@@ -402,6 +406,13 @@ class HindsightProvider(Provider):
             frontmatter=frontmatter,
             provenance={"server": self.server, "bank": self.bank_id, "source": "hindsight"},
         )
+
+    def operations(self) -> Sequence[ProviderOperation]:
+        """``import_pages``: copies and imports retained with provenance in ``context``,
+        idempotent through a ledger under the GOAT home (:mod:`goat_hindsight.transfer`)."""
+        from goat_hindsight.transfer import hindsight_operations
+
+        return hindsight_operations(self)
 
     # -- health -------------------------------------------------------------------------------
     async def check(self) -> Health:

@@ -29,7 +29,7 @@ import threading
 import time
 import uuid
 import weakref
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -43,6 +43,7 @@ from goat_core.contract import (
     PageList,
     PageSummary,
     ProviderContext,
+    ProviderOperation,
     ProviderSpec,
     RecallResult,
     Receipt,
@@ -767,6 +768,13 @@ class MarkdownProvider(FolderStoreProvider[filestore.StoredNote]):
         counts["skipped"] = len(walk.skipped)
         counts["unparsable"] = len(self._index_open().problems())
         return counts
+
+    def operations(self) -> Sequence[ProviderOperation]:
+        """``import_pages``: copies and imports written with provenance (see
+        :mod:`goat_markdown.transfer`)."""
+        from goat_markdown.transfer import markdown_operations
+
+        return markdown_operations(self)
 
     def _close(self) -> None:
         self._stop_watch("closed")

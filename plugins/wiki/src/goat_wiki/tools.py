@@ -370,6 +370,7 @@ def wiki_operations(provider: WikiProvider) -> list[ProviderOperation]:
       ``goat_inspect_remember`` first): a :class:`~goat_wiki.provider.LintReport` without
       findings about hidden pages (counted in its ``degraded``).
     - ``write_page(write)`` (write): as the ``wiki_write_page`` tool, source ``cli``.
+    - ``import_pages(pages, ...)`` (write): copies and imports (:mod:`goat_wiki.transfer`).
     """
 
     async def ingest(
@@ -386,7 +387,10 @@ def wiki_operations(provider: WikiProvider) -> list[ProviderOperation]:
     async def write_page(gate: PolicyGate, write: PageWrite) -> dict[str, Any]:
         return await _gated_write_page(provider, gate, write, "cli")
 
+    from goat_wiki.transfer import wiki_operations_for_import
+
     return [
+        *wiki_operations_for_import(provider),
         ProviderOperation("ingest", Access.WRITE, ingest),
         ProviderOperation("lint", Access.READ, lint),
         ProviderOperation("lint_fix", Access.WRITE, lint_fix),

@@ -1,0 +1,208 @@
+"""Copies and imports into a folder store (docs/design.md, Copy, export and import): the
+planning and writing every file-based provider shares, behind its ``import_pages``
+operation (:data:`goat_core.contract.IMPORT_OPERATION`).
+
+:func:`import_into_folder` runs on the store's worker thread, under the store lock for the
+whole batch: it plans every page (duplicate by content hash, conflict by path, the next
+free name with ``rename``), passes each page's text through the policy gate, and only when
+no conflict remains writes the pages, each atomically and never over an existing file.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from goat_core.contract import (
+    PROVENANCE_KEYS,
+    MemoryWrite,
+    Receipt,
+    TransferItem,
+    TransferOutcome,
+    TransferPage,
+)
+from goat_core.errors import BadInput, Conflict, PathError, Rejected
+from goat_core.filestore._files import contain
+from goat_core.filestore._frontmatter import parse_note, set_keys
+
+_O = TransferOutcome
+
+
+@dataclass
+class ImportPlan:
+    """One page's plan: where it goes and the exact note text to write there."""
+
+    page: TransferPage
+    target: str | None
+    outcome: TransferOutcome
+    reason: str | None = None
+    text: str | None = None
+    receipt: Receipt | None = None
+
+
+def provenance_hashes(notes: Iterable[Any]) -> dict[str, str]:
+    """``{sha256: path}`` of every note carrying ``copied_from`` / ``imported_from``
+    provenance (``note.data``, ``note.path``)."""
+    found: dict[str, str] = {}
+    for note in notes:
+        for key in PROVENANCE_KEYS:
+            value = note.data.get(key)
+            if isinstance(value, dict) and isinstance(value.get("sha256"), str):
+                found.setdefault(value["sha256"], note.path)
+    return found
+
+
+def note_text(page: TransferPage, body: str | None = None) -> str:
+    """The note written for ``page``: its transferred text with the provenance key set
+    (every other byte kept; a text without frontmatter gets a block in front), and
+    ``body`` instead of its body when a policy changed it.
+
+    :raises BadInput: the page's frontmatter does not parse.
+    """
+    text = page.text
+    if body is not None and body != page.body:
+        parsed = parse_note(text)
+        text = text[: parsed.body_start] + body if parsed.has_frontmatter else body
+    try:
+        return set_keys(text, {page.provenance_key: page.provenance})
+    except BadInput as exc:
+        raise BadInput(f"{page.path}: {exc}") from None
+
+
+def _fold(path: str) -> str:
+    import unicodedata
+
+    return unicodedata.normalize("NFC", path).casefold()
+
+
+def _renamed(path: str, taken: set[str]) -> str:
+    stem, ext = posixpath.splitext(path)
+    n = 2
+    while _fold(f"{stem}-{n}{ext}") in taken:
+        n += 1
+    return f"{stem}-{n}{ext}"
+
+
+def import_into_folder(
+    root: Any,
+    pages: Sequence[TransferPage],
+    *,
+    notes: Iterable[Any],
+    taken: Iterable[str],
+    inspect: Callable[[MemoryWrite], MemoryWrite],
+    write: Callable[[ImportPlan], Receipt] | None = None,
+    write_many: Callable[[list[ImportPlan]], list[Receipt]] | None = None,
+    dry_run: bool = False,
+    rename: bool = False,
+    reserved: Callable[[str], str | None] = lambda path: None,
+    progress: Callable[[int, int], None] | None = None,
+    source: str = "import",
+    max_chars: int | None = None,
+) -> list[TransferItem]:
+    """Plan and (unless ``dry_run`` or a conflict remains) write ``pages``. Call on the
+    store's worker thread under the store lock.
+
+    :param root: the store root (containment of every target).
+    :param notes: the store's parsed notes (``.path``, ``.data``): the provenance hashes.
+    :param taken: every file path in the store (case-insensitive clashes are conflicts).
+    :param inspect: the policy gate's ``inspect`` (each page body, exactly as stored).
+    :param write: writes one planned page (its ``target`` and ``text``), never over an
+        existing file; returns the receipt. ``Conflict`` raised here is reported for that
+        page (another writer won the path meanwhile).
+    :param write_many: instead of ``write``, writes every planned page in one step (a
+        store that keeps a catalog or log per operation) and returns their receipts in
+        order; it reports its own progress.
+    :param reserved: why a path cannot hold a page in this store (the provider's own
+        files), or ``None``.
+    :param max_chars: the provider's ``max_input_chars``: a longer body is ``rejected``.
+    :returns: one item per page, in order.
+    """
+    hashes = provenance_hashes(notes)
+    used = {_fold(p) for p in taken}
+    plans: list[ImportPlan] = []
+    for page in pages:
+        if page.sha256 in hashes:
+            plans.append(ImportPlan(page, hashes[page.sha256], _O.DUPLICATE))
+            continue
+        try:
+            contain(root, page.path)
+        except PathError as exc:
+            plans.append(ImportPlan(page, None, _O.REJECTED, f"unsafe path: {exc}"))
+            continue
+        target = page.path
+        why = reserved(target)
+        if why is not None:
+            plans.append(ImportPlan(page, target, _O.CONFLICT, why))
+            continue
+        if _fold(target) in used:
+            if not rename:
+                plans.append(
+                    ImportPlan(
+                        page,
+                        target,
+                        _O.CONFLICT,
+                        f"{target!r} already exists with other content (--rename picks "
+                        "the next free name)",
+                    )
+                )
+                continue
+            target = _renamed(target, used)
+        if max_chars is not None and len(page.body) > max_chars:
+            reason = f"too large: {len(page.body)} characters, at most {max_chars}"
+            plans.append(ImportPlan(page, target, _O.REJECTED, reason))
+            continue
+        try:
+            inspected = inspect(
+                MemoryWrite(kind="remember", text=page.body, title=page.title, source=source)
+            )
+        except Rejected as exc:
+            plans.append(ImportPlan(page, target, _O.REJECTED, f"rejected: {exc.reason}"))
+            continue
+        try:
+            text = note_text(page, inspected.text)
+        except BadInput as exc:
+            plans.append(ImportPlan(page, target, _O.REJECTED, str(exc)))
+            continue
+        used.add(_fold(target))
+        hashes[page.sha256] = target
+        plans.append(ImportPlan(page, target, _O.PLANNED, text=text))
+    conflicts = [p for p in plans if p.outcome is _O.CONFLICT]
+    if conflicts and not dry_run:
+        names = ", ".join(repr(p.target) for p in conflicts)
+        for plan in plans:
+            if plan.outcome is _O.PLANNED:
+                plan.reason = f"not written: the batch has conflicts ({names})"
+    elif not dry_run and write_many is not None:
+        todo = [p for p in plans if p.outcome is _O.PLANNED]
+        if todo:
+            for plan, receipt in zip(todo, write_many(todo), strict=True):
+                plan.outcome = _O(receipt.status.value)
+                plan.reason = receipt.reason
+                plan.receipt = receipt
+    elif not dry_run:
+        assert write is not None
+        todo = [p for p in plans if p.outcome is _O.PLANNED]
+        for done, plan in enumerate(todo, start=1):
+            try:
+                receipt = write(plan)
+            except Conflict as exc:
+                plan.outcome, plan.reason = _O.CONFLICT, str(exc)
+            else:
+                plan.outcome = _O(receipt.status.value)
+                plan.reason = receipt.reason
+                plan.receipt = receipt
+            if progress is not None:
+                progress(done, len(todo))
+    return [
+        TransferItem(
+            source=p.page.provenance.get("id") or p.page.path,
+            target=p.target,
+            outcome=p.outcome,
+            reason=p.reason,
+            receipt=p.receipt,
+            sha256=p.page.sha256,
+        )
+        for p in plans
+    ]

@@ -1,0 +1,141 @@
+"""Copy, export and import on markdown stores (docs/design.md, Copy, export and import):
+the round trip on a copy of the real Obsidian Help vault, and the one-way copy from Global
+into a Pen, through the ``goat`` commands and the host API."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from conftest import REPO
+from goat_core.cli import cli
+from goat_core.contract import Scope, TransferOutcome
+from goat_core.filestore import parse_note
+from goat_core.host import Chat, GoatHome, SyncMemoryHost
+from goat_core.testing.fixtures import copy_test_vault
+
+
+def _tree(root: Path) -> dict[str, str]:
+    return {
+        p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
+
+
+def _goat(home: Path, *args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(cli, [*args, "--home", str(home)])
+    return result.exit_code, result.output
+
+
+@pytest.fixture
+def host(tmp_path: Path) -> Iterator[SyncMemoryHost]:
+    with SyncMemoryHost(home=GoatHome.at(tmp_path / "home")) as h:
+        yield h
+
+
+def test_round_trip_on_the_real_vault(tmp_path: Path, host: SyncMemoryHost) -> None:
+    vault = copy_test_vault(REPO, tmp_path / "obsidian-help-en")
+    before = _tree(vault)
+    host.bind(Scope.pen("docs"), "markdown", {"root": str(vault)})
+    host.bind(Scope.pen("fresh"), "markdown", {})
+    home, bundle = tmp_path / "home", tmp_path / "bundle"
+
+    started = time.monotonic()
+    code, out = _goat(home, "export", str(bundle), "--pen", "docs", "--json")
+    exported = json.loads(out)
+    assert code == 0, out
+    code, out = _goat(home, "import", str(bundle), "--pen", "fresh", "--json")
+    imported = json.loads(out)
+    assert code == 0, out
+    elapsed = time.monotonic() - started
+
+    pages = [p.relative_to(vault).as_posix() for p in vault.rglob("*.md")]
+    assert exported["summary"]["copied"] == len(pages) == imported["summary"]["copied"]
+    manifest = json.loads((bundle / "goat-export.json").read_text())
+    assert manifest["source"] == {
+        "scope": "pen:docs",
+        "provider": "markdown",
+        "label": "Pen `docs` memory",
+    }
+    assert manifest["complete"] is True and manifest["counts"]["pages"] == len(pages)
+    assert sorted(p.relative_to(bundle).as_posix() for p in bundle.rglob("*.md")) == sorted(pages)
+    assert _tree(vault) == before  # the source is only read
+
+    src, dst = host.context_for(Chat("docs")), host.context_for(Chat("fresh"))
+    root = Path(dst._provider.root)  # type: ignore[union-attr]
+    for rel in pages:
+        original = parse_note((vault / rel).read_text("utf-8")).body
+        copy = parse_note((root / rel).read_text("utf-8"))
+        assert copy.body == original, rel  # byte-identical bodies
+        provenance = copy.data["imported_from"]
+        assert provenance["scope"] == "pen:docs" and provenance["provider"] == "markdown"
+        assert provenance["id"] == rel and len(provenance["sha256"]) == 64
+    a, b = src.link_map(), dst.link_map()
+    assert [(n.id, n.title) for n in a.nodes] == [(n.id, n.title) for n in b.nodes]
+    edges = sorted((e.source, e.raw, e.target, e.resolution.value) for e in a.edges)
+    assert edges == sorted((e.source, e.raw, e.target, e.resolution.value) for e in b.edges)
+    assert len(edges) > 1000
+
+    files = _tree(root)
+    code, out = _goat(home, "import", str(bundle), "--pen", "fresh", "--json")
+    again = json.loads(out)
+    assert code == 0 and again["summary"]["copied"] == 0
+    assert again["summary"]["duplicates"] == len(pages)
+    assert _tree(root) == files  # importing twice adds nothing
+    print(f"round trip of {len(pages)} pages, {len(edges)} links: {elapsed:.1f}s")
+
+
+def test_copy_from_global_to_a_pen(tmp_path: Path, host: SyncMemoryHost) -> None:
+    home = tmp_path / "home"
+    g = host.context_for(Chat())
+    g.remember("The deploy key rotates every 90 days", title="Deploy notes")
+    g.remember("Thursdays", title="Release rhythm")
+    host.bind(Scope.pen("team"), "markdown", {})
+    global_root = Path(g._provider.root)  # type: ignore[union-attr]
+    source = _tree(global_root)
+
+    code, out = _goat(home, "copy", "Deploy notes", "--to-pen", "team", "--dry-run")
+    assert code == 0 and "would copy" in out
+    pen = host.context_for(Chat("team"))
+    assert pen.list_pages().items == ()
+
+    code, out = _goat(home, "copy", "Deploy notes", "--to-pen", "team", "--json")
+    report = json.loads(out)
+    assert code == 0 and report["summary"]["copied"] == 1
+    page = pen.get_page("Deploy notes")
+    assert page.body == g.get_page("Deploy notes").body
+    prov = page.frontmatter["copied_from"]
+    assert prov["scope"] == "global" and prov["provider"] == "markdown"
+    assert prov["id"] == "Deploy notes.md" and len(prov["sha256"]) == 64 and prov["at"]
+    assert _tree(global_root) == source  # the source is never changed
+
+    code, out = _goat(home, "copy", "Deploy notes", "--to-pen", "team", "--json")
+    assert json.loads(out)["items"][0]["outcome"] == "duplicate"
+
+    pen.remember("the Pen's own rhythm", title="Release rhythm")
+    pen_root = Path(pen._provider.root)  # type: ignore[union-attr]
+    pen_files = _tree(pen_root)
+    code, out = _goat(home, "copy", "Release rhythm", "Deploy notes", "--to-pen", "team")
+    assert code == 5 and "Release rhythm.md" in out
+    assert _tree(pen_root) == pen_files  # a conflict: nothing of the batch is written
+
+    report_obj = host.copy_pages(
+        ["Release rhythm"], source=Scope.global_(), destination=Scope.pen("team"), rename=True
+    )
+    assert [i.outcome for i in report_obj.items] == [TransferOutcome.STORED]
+    assert report_obj.items[0].target == "Release rhythm-2.md"
+    assert pen.get_page("Release rhythm").body.startswith("the Pen's own rhythm")
+
+    code, out = _goat(home, "copy", "Deploy notes", "--to-global")
+    assert code == 2 and "both global" in out
+    host.bind(Scope.pen("alias"), "markdown", {"root": str(global_root)})
+    code, out = _goat(home, "copy", "Deploy notes", "--to-pen", "alias")
+    assert code == 2 and "same store" in out
+    code, out = _goat(home, "copy", "No such page", "--to-pen", "team")
+    assert code == 3

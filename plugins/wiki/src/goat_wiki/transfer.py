@@ -1,0 +1,214 @@
+"""Copies and imports into a wiki: the ``import_pages`` operation
+(:data:`goat_core.contract.IMPORT_OPERATION`; docs/design.md, Copy, export and import).
+
+Each page is ingested once into the raw folder as a source (``imports/<path>.txt``, stored
+read-only, its manifest entry naming where it came from), and written as a page at its own
+path citing that source in ``sources``, with ``imported_from`` / ``copied_from``
+provenance and every other byte of its text kept. The whole batch is one journalled
+operation: its index lines and one log entry (``import | <n> pages from <scope>``, each
+page and source listed) follow as for every other write. Into a wiki whose schema is not yet
+written, the pages' top-level folders become its schema folders; into one whose schema is
+written, pages keep their paths (lint reports folders outside the schema).
+
+Planning and writing hold the wiki's lock for the whole batch; a page whose content hash a
+page's provenance already carries is a duplicate, a taken path (or one of the wiki's own
+files or its raw folder) a conflict.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from goat_core import filestore
+from goat_core.contract import (
+    IMPORT_OPERATION,
+    Access,
+    PolicyGate,
+    ProviderOperation,
+    Receipt,
+    TransferItem,
+    TransferPage,
+)
+from goat_core.filestore import (
+    MISSING_ETAG,
+    ImportPlan,
+    atomic_write,
+    contain,
+    current_etag,
+    etag,
+    import_into_folder,
+    set_keys,
+)
+
+from goat_wiki.sources import MANIFEST_NAME, Manifest, Source
+
+if TYPE_CHECKING:
+    from goat_wiki.provider import WikiProvider
+
+__all__ = ["IMPORTS_FOLDER", "SOURCE_SUFFIX", "wiki_operations_for_import"]
+
+#: Where imported pages are kept as sources, under the raw folder.
+IMPORTS_FOLDER = "imports"
+#: Appended to an imported page's source name: a ``.md`` file in the raw folder would be a
+#: second note of the same name in Obsidian's eyes, making every bare link to it ambiguous.
+SOURCE_SUFFIX = ".txt"
+
+
+def _reserved(provider: WikiProvider) -> Callable[[str], str | None]:
+    s = provider.settings
+    own = {
+        n.casefold()
+        for n in (
+            s.index_file,
+            s.index_fallback,
+            s.log_file,
+            s.log_fallback,
+            s.schema_file,
+            s.schema_fallback,
+        )
+    }
+    raw = {s.raw_folder.casefold(), s.raw_fallback.casefold()}
+
+    def why(path: str) -> str | None:
+        top = path.split("/", 1)[0].casefold()
+        if "/" in path and top in raw:
+            return (
+                f"{path!r} is inside the wiki's sources folder, which holds only ingested sources"
+            )
+        if path.casefold() in own:
+            return f"{path!r} is one of the wiki's own files (index, log, schema)"
+        return None
+
+    return why
+
+
+def _import(
+    provider: WikiProvider,
+    gate: PolicyGate,
+    pages: Sequence[TransferPage],
+    dry_run: bool,
+    rename: bool,
+    progress: Callable[[int, int], None] | None,
+) -> list[TransferItem]:
+    with provider._lock:
+        walk, layout = provider._sync()
+        scan = provider._scan()
+        prepared: dict[str, Any] = {}
+
+        def prepare() -> Any:
+            """Before the first write: a wiki without a written schema takes the pages'
+            top-level folders as its own; then the schema, index, log and raw folder."""
+            if "layout" not in prepared:
+                if layout.schema not in layout.own:
+                    for page in pages:
+                        top, sep, _ = page.path.partition("/")
+                        if sep and _reserved(provider)(page.path) is None:
+                            (provider.root / top).mkdir(exist_ok=True)
+                ready = provider._ensure_files(raw=True)
+                provider._ensure_raw(ready)
+                prepared["layout"] = ready
+            return prepared["layout"]
+
+        def write_many(plans: list[ImportPlan]) -> list[Receipt]:
+            """Every page and its source in one journalled step: one manifest save, one
+            index update and one log entry for the whole batch."""
+            ready = prepare()
+            raw_dir = provider.root / ready.raw
+            manifest_path = raw_dir / MANIFEST_NAME
+            manifest = Manifest.load(manifest_path)
+            taken = {s.id.casefold() for s in manifest.sources}
+            writes: list[tuple[str, bytes, str, bytes | None]] = []
+            details: list[str] = []
+            for plan in plans:
+                assert plan.target is not None and plan.text is not None
+                page = plan.page
+                data = page.text.encode("utf-8")
+                digest = etag(data)
+                original = f"{IMPORTS_FOLDER}/{page.path}{SOURCE_SUFFIX}"
+                origin = f"goat:{page.provenance.get('scope')}:{page.provenance.get('id')}"
+                source = manifest.find_same(original, origin, digest)
+                raw_data: bytes | None = None
+                if source is None:
+                    ident = manifest.choose_id(original, digest, taken)
+                    contain(provider.root, f"{ready.raw}/{ident}")
+                    source = Source(
+                        id=ident,
+                        original=original,
+                        origin=origin,
+                        hash=digest,
+                        size=len(data),
+                        mtime_ns=0,
+                        ingested=filestore.now_utc().isoformat().replace("+00:00", "Z"),
+                    )
+                    manifest.sources.append(source)
+                    manifest.supersede(origin, source)
+                    taken.add(ident.casefold())
+                    raw_data = data
+                cite = {"id": source.id, "hash": source.hash}
+                text = set_keys(plan.text, {"sources": [cite]}).encode("utf-8")
+                contain(provider.root, plan.target)
+                writes.append((plan.target, text, source.id, raw_data))
+                details += [f"- page: {plan.target}", f"- source: {source.id}"]
+
+            def change() -> dict[str, str]:
+                done: dict[str, str] = {}
+                for n, (rel, text, ident, raw_data) in enumerate(writes, start=1):
+                    if raw_data is not None:
+                        raw_target = raw_dir / ident
+                        raw_target.parent.mkdir(parents=True, exist_ok=True)
+                        if current_etag(raw_target) != etag(raw_data):  # a crash's copy
+                            atomic_write(
+                                raw_target, raw_data, expected_etag=MISSING_ETAG, mode=0o444
+                            )
+                    target = provider.root / rel
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    done[rel] = atomic_write(target, text, expected_etag=MISSING_ETAG)
+                    if progress is not None:
+                        progress(n, len(writes))
+                manifest.save(manifest_path)
+                return done
+
+            first = plans[0].page
+            kind = "copy" if first.provenance_key == "copied_from" else "import"
+            where = str(first.provenance.get("scope"))
+            title = f"{len(plans)} page{'' if len(plans) == 1 else 's'} from {where}"
+            rels = [w[0] for w in writes]
+            provider._commit(kind, title, rels, details, change, layout=ready)
+            for rel in rels:
+                provider._index_note(rel)
+            return [provider._receipt(rel) for rel in rels]
+
+        return import_into_folder(
+            provider.root,
+            pages,
+            notes=scan.notes,
+            taken=[f.path for f in walk.files] + list(walk.attachments),
+            inspect=gate.inspect,
+            write_many=write_many,
+            dry_run=dry_run,
+            rename=rename,
+            reserved=_reserved(provider),
+            progress=progress,
+            max_chars=provider.spec.max_input_chars,
+        )
+
+
+def wiki_operations_for_import(provider: WikiProvider) -> list[ProviderOperation]:
+    """``import_pages(pages, *, dry_run, rename, resend_unknown, progress)`` (write)."""
+
+    async def import_pages(
+        gate: PolicyGate,
+        pages: Sequence[TransferPage],
+        *,
+        dry_run: bool = False,
+        rename: bool = False,
+        resend_unknown: bool = False,
+        progress: Callable[[int, int], None] | None = None,
+        **_: Any,
+    ) -> list[TransferItem]:
+        return await provider._worker.run(
+            _import, provider, gate, list(pages), dry_run, rename, progress
+        )
+
+    return [ProviderOperation(IMPORT_OPERATION, Access.WRITE, import_pages)]

@@ -1,0 +1,152 @@
+"""Bad bundles are refused whole, before anything is imported: one test per row of the
+table (docs/design.md, Copy, export and import). A good bundle reads back exactly."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from goat_core.errors import BadInput, NotFound
+from goat_core.host._okf import MANIFEST_NAME, read_bundle
+
+GOOD = "---\ntype: note\ntitle: A\n---\nSee [[B]].\n"
+
+
+def _manifest(root: Path, pages: dict[str, str]) -> None:
+    (root / MANIFEST_NAME).write_text(
+        json.dumps(
+            {
+                "format": "goat-export",
+                "version": 1,
+                "source": {"scope": "pen:x", "provider": "markdown"},
+                "pages": [
+                    {"path": p, "id": p, "sha256": hashlib.sha256(t.encode()).hexdigest()}
+                    for p, t in pages.items()
+                ],
+            }
+        )
+    )
+
+
+def bundle(root: Path, pages: dict[str, str], manifest: bool = True) -> Path:
+    for rel, text in pages.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    if manifest:
+        _manifest(root, pages)
+    return root
+
+
+def test_good_bundle_reads_back_exactly(tmp_path: Path) -> None:
+    root = bundle(tmp_path, {"A.md": GOOD, "sub/B.md": "no frontmatter\n"})
+    (tmp_path / "image.png").write_bytes(b"\x89PNG")
+    read = read_bundle(root)
+    assert [f.path for f in read.files] == ["A.md", "sub/B.md"]
+    assert read.files[0].body == "See [[B]].\n" and read.files[0].title == "A"
+    assert read.files[1].title == "B" and read.files[1].frontmatter == {}
+    assert read.source_scope == "pen:x" and read.ignored == ["image.png"]
+
+
+def test_folder_without_manifest_is_accepted_catalog_files_skipped(tmp_path: Path) -> None:
+    root = bundle(tmp_path, {"A.md": GOOD, "index.md": "# Index\n", "log.md": "x"}, False)
+    read = read_bundle(root)
+    assert [f.path for f in read.files] == ["A.md"]
+    assert read.source_scope == "folder" and {"index.md", "log.md"} <= set(read.ignored)
+
+
+def _symlinked_file(root: Path) -> None:
+    bundle(root, {"A.md": GOOD}, manifest=False)
+    outside = root.parent / "outside.md"
+    outside.write_text(GOOD)
+    os.symlink(outside, root / "link.md")
+
+
+def _symlinked_folder(root: Path) -> None:
+    bundle(root, {"A.md": GOOD}, manifest=False)
+    (root.parent / "elsewhere").mkdir()
+    os.symlink(root.parent / "elsewhere", root / "linked")
+
+
+def _climbing_manifest(root: Path) -> None:
+    bundle(root, {"A.md": GOOD}, manifest=False)
+    _manifest(root, {"A.md": GOOD, "../escape.md": GOOD})
+
+
+def _oversize(root: Path) -> None:
+    bundle(root, {"A.md": GOOD, "Big.md": "x" * (4 * 1024 * 1024 + 1)}, manifest=False)
+
+
+def _bad_frontmatter(root: Path) -> None:
+    bundle(root, {"A.md": GOOD, "Bad.md": "---\ntitle: [unclosed\n---\nbody\n"}, False)
+
+
+def _hash_mismatch(root: Path) -> None:
+    bundle(root, {"A.md": GOOD})
+    (root / "A.md").write_text(GOOD + "tampered\n")
+
+
+def _unlisted_file(root: Path) -> None:
+    bundle(root, {"A.md": GOOD})
+    (root / "Extra.md").write_text(GOOD)
+
+
+def _listed_but_missing(root: Path) -> None:
+    bundle(root, {"A.md": GOOD})
+    (root / "A.md").unlink()
+
+
+def _not_utf8(root: Path) -> None:
+    bundle(root, {"A.md": GOOD}, manifest=False)
+    (root / "Latin.md").write_bytes(b"caf\xe9\n")
+
+
+def _broken_manifest(root: Path) -> None:
+    bundle(root, {"A.md": GOOD}, manifest=False)
+    (root / MANIFEST_NAME).write_text("{not json")
+
+
+def _case_twins(root: Path) -> None:
+    bundle(root, {"A.md": GOOD}, manifest=False)
+    (root / "sub").mkdir()
+    (root / "sub" / "x.md").write_text(GOOD)
+    (root / "sub" / "X.md").write_text(GOOD)
+    if len(list((root / "sub").iterdir())) < 2:
+        pytest.skip("case-insensitive file system")
+
+
+BAD: list[tuple[str, Callable[[Path], None], str]] = [
+    ("symlinked-file", _symlinked_file, "link.md: a symlink"),
+    ("symlinked-folder", _symlinked_folder, "linked: a symlink"),
+    ("path-climbs-out", _climbing_manifest, "../escape.md"),
+    ("over-size-limit", _oversize, "over the size limit"),
+    ("frontmatter-does-not-parse", _bad_frontmatter, "Bad.md: frontmatter does not parse"),
+    ("manifest-hash-mismatch", _hash_mismatch, "does not match the manifest"),
+    ("file-not-in-manifest", _unlisted_file, "Extra.md: not listed in the manifest"),
+    ("manifest-file-missing", _listed_but_missing, "listed in the manifest but missing"),
+    ("not-utf8", _not_utf8, "Latin.md: not UTF-8"),
+    ("manifest-not-json", _broken_manifest, "not readable JSON"),
+    ("case-only-twins", _case_twins, "differs only in case"),
+]
+
+
+@pytest.mark.parametrize(("name", "make", "message"), BAD, ids=[row[0] for row in BAD])
+def test_bad_bundle_is_refused_whole(
+    tmp_path: Path, name: str, make: Callable[[Path], None], message: str
+) -> None:
+    root = tmp_path / "bundle"
+    root.mkdir()
+    make(root)
+    with pytest.raises(BadInput, match="nothing was imported") as info:
+        read_bundle(root)
+    assert message in str(info.value)
+    assert info.value.exit_code == 2
+
+
+def test_missing_bundle_is_not_found(tmp_path: Path) -> None:
+    with pytest.raises(NotFound):
+        read_bundle(tmp_path / "absent")
