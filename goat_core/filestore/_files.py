@@ -23,13 +23,17 @@ Five rules, each enforced here once (see ``docs/design.md``):
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import gc
 import hashlib
 import os
 import re
 import secrets
 import stat
+import sys
 import unicodedata
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, NamedTuple
@@ -369,18 +373,176 @@ def fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
+#: ``renameat2`` flags (``linux/fs.h``).
+_RENAME_NOREPLACE = 1
+_RENAME_EXCHANGE = 2
+#: ``renameat2`` system call numbers, for a libc without the wrapper (glibc < 2.28).
+_SYS_RENAMEAT2 = {"x86_64": 316, "aarch64": 276, "armv7l": 382, "ppc64le": 357, "s390x": 347}
+_AT_FDCWD = -100
+_renameat2_fn: object = None  # None: not looked up yet; False: unavailable
+
+
+def _renameat2_call() -> Callable[[bytes, bytes, int], int] | None:
+    """A callable ``(old, new, flags) -> 0 | -1`` for Linux ``renameat2``, or ``None``.
+
+    Python 3.11 has no binding (``os.rename``/``os.replace`` are plain ``rename``), so this
+    goes through :mod:`ctypes`: glibc's ``renameat2`` wrapper (2.28+), else the raw system
+    call by number on the architectures listed in :data:`_SYS_RENAMEAT2`.
+    """
+    global _renameat2_fn
+    if _renameat2_fn is None:
+        _renameat2_fn = False
+        if sys.platform.startswith("linux"):
+            try:
+                import ctypes
+                import platform
+
+                libc = ctypes.CDLL(None, use_errno=True)
+                wrapper = getattr(libc, "renameat2", None)
+                if wrapper is not None:
+                    wrapper.argtypes = [
+                        ctypes.c_int,
+                        ctypes.c_char_p,
+                        ctypes.c_int,
+                        ctypes.c_char_p,
+                        ctypes.c_uint,
+                    ]
+                    wrapper.restype = ctypes.c_int
+
+                    def call(old: bytes, new: bytes, flags: int) -> int:
+                        return int(wrapper(_AT_FDCWD, old, _AT_FDCWD, new, flags))
+
+                    _renameat2_fn = call
+                else:
+                    number = _SYS_RENAMEAT2.get(platform.machine())
+                    if number is not None:
+                        syscall = libc.syscall
+                        syscall.restype = ctypes.c_long
+
+                        def call(old: bytes, new: bytes, flags: int) -> int:
+                            return int(
+                                syscall(
+                                    ctypes.c_long(number),
+                                    ctypes.c_int(_AT_FDCWD),
+                                    ctypes.c_char_p(old),
+                                    ctypes.c_int(_AT_FDCWD),
+                                    ctypes.c_char_p(new),
+                                    ctypes.c_uint(flags),
+                                )
+                            )
+
+                        _renameat2_fn = call
+            except (OSError, AttributeError):  # no libc to load
+                _renameat2_fn = False
+    return _renameat2_fn or None  # type: ignore[return-value]
+
+
+def _renameat2(old: Path, new: Path, flags: int) -> bool:
+    """``renameat2(old, new, flags)``; ``False`` when this system or file system cannot
+    (no such call, ``EINVAL``/``ENOSYS``/``ENOTSUP``), :class:`OSError` for a real failure
+    (``EEXIST`` for ``RENAME_NOREPLACE`` onto an existing file)."""
+    import ctypes
+
+    call = _renameat2_call()
+    if call is None:
+        return False
+    if call(os.fsencode(old), os.fsencode(new), flags) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.EINVAL, errno.ENOSYS, errno.ENOTSUP, errno.EOPNOTSUPP):
+        return False
+    raise OSError(err, os.strerror(err), str(new))
+
+
+def rename_exchange_supported(folder: Path) -> bool:
+    """Whether :func:`atomic_write` verifies by ``RENAME_EXCHANGE`` in ``folder`` (Linux, on a
+    file system that implements it: ext4, xfs, btrfs, tmpfs...; not some FUSE or network
+    mounts). Creates and removes two dot-files there."""
+    a = Path(folder) / f".goat-xchg-{secrets.token_hex(4)}{_TEMP_SUFFIX}"
+    b = Path(folder) / f".goat-xchg-{secrets.token_hex(4)}{_TEMP_SUFFIX}"
+    try:
+        a.write_bytes(b"a")
+        b.write_bytes(b"b")
+        return _renameat2(a, b, _RENAME_EXCHANGE)
+    finally:
+        for p in (a, b):
+            with contextlib.suppress(FileNotFoundError):
+                p.unlink()
+
+
+def _conflict(target: Path, expected: str, now: str) -> Conflict:
+    what = (
+        "was created"
+        if expected == MISSING_ETAG
+        else ("was deleted" if now == MISSING_ETAG else "changed")
+    )
+    return Conflict(
+        f"{target.name} {what} since it was read (etag {expected} -> {now}); nothing was written",
+        path=str(target),
+    )
+
+
+def _exchange_verified(tmp: Path, target: Path, expected_etag: str, new_etag: str) -> bool:
+    """Swap ``tmp`` (the new content) and ``target`` with ``RENAME_EXCHANGE``, then check the
+    file swapped out: it must be the one read (``expected_etag``). If it is not, an external
+    writer (an editor's temp file and rename) replaced the note since it was read: swap back,
+    so the editor's bytes are in the note again, and raise :class:`Conflict`.
+
+    Returns ``False`` (nothing done) where the exchange is unsupported. On return ``True``,
+    ``tmp`` holds the old content and the caller removes it.
+    """
+    try:
+        if not _renameat2(tmp, target, _RENAME_EXCHANGE):
+            return False
+    except FileNotFoundError:  # the note is gone: nothing to swap with
+        raise _conflict(target, expected_etag, MISSING_ETAG) from None
+    swapped_out = current_etag(tmp)
+    if swapped_out == expected_etag:
+        return True
+    # Someone else's bytes were in the note: put them back. What comes out must be ours;
+    # if a third write replaced ours within these microseconds, it is newer than the bytes
+    # we took out, so it goes back in place and the older external version, which that
+    # write superseded as it would have without GOAT, is dropped.
+    _renameat2(tmp, target, _RENAME_EXCHANGE)
+    if current_etag(tmp) != new_etag:
+        _renameat2(tmp, target, _RENAME_EXCHANGE)
+    raise _conflict(target, expected_etag, swapped_out)
+
+
 def atomic_write(
     path: Path, data: bytes, *, expected_etag: str | None = None, mode: int | None = None
 ) -> str:
     """Replace (or create) ``path`` with ``data`` atomically; returns the new etag.
 
-    Steps: a dot-prefixed temp file (``.<name>.<random>.goat-tmp``) in the same folder is
-    created with the note's current permissions (a new file gets ``0644`` minus the umask,
-    or ``mode``), written and fsynced; the current file's content hash is compared with
-    ``expected_etag`` immediately before :func:`os.replace` (editors take no lock, so this is
-    the last moment a change can be seen); then the folder is fsynced. A symlinked note is
-    written through to its target. On any failure the temp file is removed and the note is
-    untouched.
+    Steps: a dot-prefixed temp file (``.<name>.<pid>-<random>.goat-tmp``, the writer's process
+    id in its name so :func:`sweep_temp_files` can tell a dead writer's) in the same folder is
+    created with the note's current permissions (a new file gets ``0644`` minus the umask, or
+    ``mode``), written and fsynced; then it is put in place and the folder is fsynced. A
+    symlinked note is written through to its target. On any failure the temp file is removed
+    and the note is untouched.
+
+    How the note is put in place, and what holds against an external writer that takes no
+    lock (an editor writing its own temp file and renaming it over the note):
+
+    - ``expected_etag`` an etag, on Linux where the file system supports it (ext4, xfs,
+      btrfs, tmpfs): ``renameat2(RENAME_EXCHANGE)`` swaps the temp file and the note in one
+      step, then the file swapped out is hashed. If it is not the content that was read, an
+      editor's rename landed after the read: the two are swapped back, so the editor's bytes
+      are the note again, and :class:`Conflict` is raised. An external edit is never
+      destroyed: either it landed before the swap (Conflict, its bytes in place) or after it
+      (it replaces this write, as any later save does). Verified by
+      ``benchmarks/bench_edit_race.py``.
+    - ``expected_etag`` :data:`MISSING_ETAG` (create only): ``renameat2(RENAME_NOREPLACE)``
+      on Linux, else a hard link, which fail if the name exists: a note an editor created
+      meanwhile is never replaced.
+    - Elsewhere (macOS, Windows, BSD; or a Linux file system without ``RENAME_EXCHANGE``,
+      such as some FUSE and network mounts): the current content hash is compared just before
+      :func:`os.replace`. An editor's rename landing in the microseconds between that check
+      and the rename is overwritten; that window is what remains there.
+    - ``expected_etag`` ``None``: a plain :func:`os.replace`, no check.
+
+    An editor that rewrites the note in place (no temp file) is only caught if its bytes are
+    in the file when it is hashed.
 
     :param path: the note (already contained by :func:`contain`).
     :param data: the complete new content.
@@ -395,9 +557,10 @@ def atomic_write(
         existing_mode: int | None = stat.S_IMODE(os.stat(target).st_mode)
     except FileNotFoundError:
         existing_mode = None
-    tmp = folder / f".{target.name[:80]}.{secrets.token_hex(6)}{_TEMP_SUFFIX}"
+    tmp = folder / f".{target.name[:80]}.{os.getpid()}-{secrets.token_hex(6)}{_TEMP_SUFFIX}"
     create_mode = 0o644 if mode is None else mode
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, create_mode)
+    new_etag = etag(data)
     try:
         try:
             if existing_mode is not None:
@@ -411,20 +574,17 @@ def atomic_write(
             os.fsync(fd)
         finally:
             os.close(fd)
-        if expected_etag is not None:
+        if expected_etag is None:
+            os.replace(tmp, target)
+        elif expected_etag == MISSING_ETAG:
+            _create_only(tmp, target)
+        elif _exchange_verified(tmp, target, expected_etag, new_etag):
+            os.unlink(tmp)  # the content that was read, swapped out
+        else:
             now = current_etag(target)
             if now != expected_etag:
-                what = (
-                    "was created"
-                    if expected_etag == MISSING_ETAG
-                    else ("was deleted" if now == MISSING_ETAG else "changed")
-                )
-                raise Conflict(
-                    f"{target.name} {what} since it was read (etag {expected_etag} -> {now}); "
-                    "nothing was written",
-                    path=str(target),
-                )
-        os.replace(tmp, target)
+                raise _conflict(target, expected_etag, now)
+            os.replace(tmp, target)
     except BaseException:
         try:
             os.unlink(tmp)
@@ -432,7 +592,28 @@ def atomic_write(
             pass
         raise
     fsync_dir(folder)
-    return etag(data)
+    return new_etag
+
+
+def _create_only(tmp: Path, target: Path) -> None:
+    """Move ``tmp`` to ``target`` only if ``target`` does not exist (atomically where the
+    system allows); :class:`Conflict` if it does."""
+    try:
+        if _renameat2(tmp, target, _RENAME_NOREPLACE):
+            return
+    except FileExistsError:
+        raise _conflict(target, MISSING_ETAG, current_etag(target)) from None
+    try:
+        os.link(tmp, target)
+    except FileExistsError:
+        raise _conflict(target, MISSING_ETAG, current_etag(target)) from None
+    except OSError:  # no hard links here (FAT, some FUSE mounts): check, then rename
+        now = current_etag(target)
+        if now != MISSING_ETAG:
+            raise _conflict(target, MISSING_ETAG, now) from None
+        os.replace(tmp, target)
+        return
+    os.unlink(tmp)
 
 
 class StoreLock:
