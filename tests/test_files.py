@@ -516,3 +516,51 @@ def test_without_renameat2_the_checked_write_still_works(
         atomic_write(note, b"c", expected_etag=etag(b"a"))
     assert note.read_bytes() == b"b"
     assert os.listdir(tmp_path) == ["n.md"]
+
+
+# -- sweep_temp_files (issue 13, item 6) ---------------------------------------------------
+
+
+def test_sweep_removes_only_temp_files_of_dead_writers(tmp_path: Path) -> None:
+    import subprocess
+    import time
+
+    from goat_core.filestore import sweep_temp_files
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    (tmp_path / "sub").mkdir()
+    names = {
+        f"sub/.n.md.{dead.pid}-0123456789ab.goat-tmp": False,  # dead writer: removed
+        f".n.md.{os.getpid()}-0123456789ab.goat-tmp": True,  # live writer: kept
+        ".n.md.0123456789ab.goat-tmp": True,  # older version, recent: kept
+        ".old.md.0123456789ab.goat-tmp": False,  # older version, an hour old: removed
+        ".n.md.swp": True,  # not GOAT's
+    }
+    for rel in names:
+        (tmp_path / rel).write_bytes(b"partial")
+    past = time.time() - 3600
+    os.utime(tmp_path / ".old.md.0123456789ab.goat-tmp", (past, past))
+    walk = walk_notes(tmp_path)
+    assert sorted(walk.temp_files) == sorted(n for n in names if n.endswith(".goat-tmp"))
+    removed = sweep_temp_files(tmp_path, [*walk.temp_files, ".n.md.swp"])
+    assert sorted(removed) == sorted(n for n, keep in names.items() if not keep)
+    for rel, keep in names.items():
+        assert (tmp_path / rel).exists() == keep, rel
+
+
+def test_atomic_write_names_its_temp_file_with_its_pid(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen: list[str] = []
+    real = os.fsync
+
+    def spy(fd: int) -> None:
+        seen.append(os.readlink(f"/proc/self/fd/{fd}"))
+        real(fd)
+
+    if not os.path.isdir("/proc/self/fd"):
+        pytest.skip("needs /proc")
+    monkeypatch.setattr(os, "fsync", spy)
+    atomic_write(tmp_path / "n.md", b"x")
+    assert any(f".n.md.{os.getpid()}-" in s and s.endswith(".goat-tmp") for s in seen)

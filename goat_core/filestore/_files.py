@@ -15,6 +15,8 @@ Five rules, each enforced here once (see ``docs/design.md``):
 - **Atomic writes**: :func:`atomic_write` writes a dot-prefixed temp file in the same folder,
   keeps the note's permissions, fsyncs file and folder, re-checks the current content hash
   just before the rename (editors take no lock) and renames; nothing partial is ever left.
+- **Litter**: :func:`sweep_temp_files` removes the temp files of writers that died
+  (``kill -9``) before their rename; a store calls it under its lock when a walk saw any.
 - **Locking**: :class:`StoreLock`, a cross-process lock on a file under the GOAT home
   (:meth:`goat_core.home.GoatHome.lock_path`), never on a note or the index.
 
@@ -32,6 +34,7 @@ import re
 import secrets
 import stat
 import sys
+import time
 import unicodedata
 from collections.abc import Callable
 from pathlib import Path
@@ -202,9 +205,11 @@ class WalkResult:
         symlinks, cycles and unreadable folders.
     :param symlinks: relative paths of the symlinks that were followed (they stay inside the
         store), same order; a file watcher cannot map changes behind them to these paths.
+    :param temp_files: relative paths of GOAT's own temp files (``.*.goat-tmp``) seen on the
+        way, for :func:`sweep_temp_files`; never notes.
     """
 
-    __slots__ = ("_files", "attachments", "folders", "skipped", "symlinks")
+    __slots__ = ("_files", "attachments", "folders", "skipped", "symlinks", "temp_files")
 
     def __init__(
         self,
@@ -212,8 +217,10 @@ class WalkResult:
         attachments: list[str] | None = None,
         skipped: list[tuple[str, str]] | None = None,
         symlinks: list[str] | None = None,
+        temp_files: list[str] | None = None,
     ) -> None:
         self.folders = folders if folders is not None else {}
+        self.temp_files = temp_files if temp_files is not None else []
         self.attachments = attachments if attachments is not None else []
         self.skipped = skipped if skipped is not None else []
         self.symlinks = symlinks if symlinks is not None else []
@@ -290,6 +297,7 @@ def _walk(root: Path | str, exts: tuple[str, ...]) -> WalkResult:
     attachments: list[str] = []
     skipped: list[tuple[str, str]] = []
     symlinks: list[str] = []
+    temps: list[str] = []
     # folders as (real path, path relative to the root with a trailing "/" or "")
     stack: list[tuple[str, str]] = [(real_root, "")]
     s_isdir, s_isreg = stat.S_ISDIR, stat.S_ISREG
@@ -307,6 +315,8 @@ def _walk(root: Path | str, exts: tuple[str, ...]) -> WalkResult:
         for entry in entries:
             name = entry.name
             if name[0] == ".":
+                if name.endswith(_TEMP_SUFFIX):
+                    temps.append(prefix + name)
                 continue
             rel = prefix + name
             is_note = name.lower().endswith(lowered)
@@ -356,7 +366,13 @@ def _walk(root: Path | str, exts: tuple[str, ...]) -> WalkResult:
     attachments.sort(key=_sort_key)
     skipped.sort(key=lambda s: _sort_key(s[0]))
     symlinks.sort(key=_sort_key)
-    return WalkResult(folders=folders, attachments=attachments, skipped=skipped, symlinks=symlinks)
+    return WalkResult(
+        folders=folders,
+        attachments=attachments,
+        skipped=skipped,
+        symlinks=symlinks,
+        temp_files=temps,
+    )
 
 
 def fsync_dir(folder: Path) -> None:
@@ -616,6 +632,88 @@ def _create_only(tmp: Path, target: Path) -> None:
     os.unlink(tmp)
 
 
+#: A GOAT temp file whose name carries its writer's process id (``.<name>.<pid>-<hex>``).
+_TEMP_PID = re.compile(r"\.(\d+)-[0-9a-f]{12}" + re.escape(_TEMP_SUFFIX) + "$")
+#: A GOAT temp file of a writer that is still alive is removed once it is this old (seconds):
+#: a write takes milliseconds, so the process id was reused.
+STALE_TEMP_S = 3600.0
+#: A GOAT temp file without a process id in its name (written by an older version) is removed
+#: once it is this old (seconds).
+STALE_LEGACY_TEMP_S = 600.0
+
+
+def _process_alive(pid: int) -> bool:
+    """Whether process ``pid`` runs on this machine (a zombie counts as dead). Where this
+    cannot be told without side effects (Windows, whose ``os.kill`` terminates), ``True``."""
+    if os.name != "posix":
+        return True
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    except OSError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            state = f.read().rsplit(b")", 1)[1].split()[0]
+        return state not in (b"Z", b"X")
+    except (OSError, IndexError):
+        return True
+
+
+def sweep_temp_files(root: Path | str, temp_files: list[str]) -> list[str]:
+    """Remove the GOAT temp files (``.*.goat-tmp``) of writers that are gone; returns the
+    store-relative paths removed. Call under the store's :class:`StoreLock`, with the
+    ``temp_files`` a :func:`walk_notes` of ``root`` just found.
+
+    A writer killed between creating its temp file and renaming it (``kill -9``, a power cut)
+    leaves the file behind. One is stale when the process id in its name
+    (:func:`atomic_write` puts it there) is not a live process on this machine, or the file
+    is older than :data:`STALE_TEMP_S` (the id was reused); a temp file without a process id
+    (an older version's) when it is older than :data:`STALE_LEGACY_TEMP_S`. The temp file of a
+    live writer is never touched: a write takes milliseconds. Only names matching GOAT's
+    pattern are considered, so an editor's or a sync client's files stay. A writer on another
+    machine sharing the folder (a network mount) is not known here: only the age rule holds
+    for its temp files' ids, which may name a dead local process; its write then fails with an
+    error rather than landing partially.
+    """
+    removed: list[str] = []
+    now = time.time()
+    for rel in temp_files:
+        name = rel.rsplit("/", 1)[-1]
+        if not (name.startswith(".") and name.endswith(_TEMP_SUFFIX)):
+            continue
+        path = os.path.join(root, rel)
+        try:
+            st = os.lstat(path)
+        except OSError:
+            continue
+        if not stat.S_ISREG(st.st_mode):
+            continue
+        age = now - st.st_mtime
+        match = _TEMP_PID.search(name)
+        if match is not None:
+            stale = age > STALE_TEMP_S or not _process_alive(int(match.group(1)))
+        else:
+            stale = age > STALE_LEGACY_TEMP_S
+        if not stale:
+            continue
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            continue
+        except OSError:  # a read-only store: left for a later sweep
+            continue
+        removed.append(rel)
+    for folder in {os.path.dirname(os.path.join(root, rel)) for rel in removed}:
+        fsync_dir(Path(folder))
+    return removed
+
+
 class StoreLock:
     """A cross-process lock guarding a store's read-modify-write cycles.
 
@@ -654,6 +752,17 @@ class StoreLock:
                 f"{self.timeout_s:g} s ({self.lock_path}); nothing was written, try again",
                 lock=str(self.lock_path),
             ) from exc
+
+    def try_acquire(self) -> bool:
+        """Take the lock only if it is free now (re-entrant); ``True`` if taken: then
+        :meth:`release` it."""
+        import filelock
+
+        try:
+            self._get().acquire(timeout=0)
+        except filelock.Timeout:
+            return False
+        return True
 
     def release(self) -> None:
         if self._lock is not None:

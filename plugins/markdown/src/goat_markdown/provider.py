@@ -391,7 +391,7 @@ class MarkdownProvider(FolderStoreProvider[filestore.StoredNote]):
     def _scan(self) -> _Scan:
         """Every note parsed, for the link map: stat every note, re-read only those that
         changed since this object last read them (kept in ``_cache``)."""
-        walk = walk_notes(self.root)
+        walk = self._swept(walk_notes(self.root))
         return _Scan(walk=walk, notes=filestore.refresh_notes(walk.files, self._cache, self._load))
 
     @staticmethod
@@ -414,7 +414,7 @@ class MarkdownProvider(FolderStoreProvider[filestore.StoredNote]):
         if self._watch is not None:
             self._watch.settle()
             self._watch.take()  # the walk below sees every change reported so far
-        walk = walk_notes(self.root)
+        walk = self._swept(walk_notes(self.root))
         load = filestore.index_loader(self._load, self._cache, self._indexed_doc)
         # the walk's entries go in as they are (copying 100k of them costs more than the check)
         # a read reports through the host's sink (a first indexing can take minutes)
@@ -663,7 +663,7 @@ class MarkdownProvider(FolderStoreProvider[filestore.StoredNote]):
             self._new_frontmatter(title or stem, write, kind),
             text,
             unique=True,
-            walk=walk_notes(self.root),
+            walk=self._swept(walk_notes(self.root)),
         )
 
     def _write(self, write: MemoryWrite, kind: str) -> Receipt:
