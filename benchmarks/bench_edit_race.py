@@ -1,4 +1,4 @@
-"""Timed races between GOAT appends and an editor-style writer (issue 13, item 1).
+"""Timed races between GOAT appends and an editor-style writer: no external edit lost.
 
     python benchmarks/bench_edit_race.py                      # 500 timed + 500 injected races
     python benchmarks/bench_edit_race.py --races 50 --load 0  # what CI runs (tests/test_faults.py)

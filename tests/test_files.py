@@ -411,7 +411,7 @@ def test_safe_title_filename_is_one_safe_name(title: str) -> None:
     assert safe_title_filename(name) == name  # idempotent
 
 
-# -- an editor's save racing atomic_write (issue 13, item 1) ----------------------------------
+# -- an editor's save racing atomic_write (docs/design.md, Known gaps) ---------------------
 
 needs_exchange = pytest.mark.skipif(
     not sys.platform.startswith("linux"), reason="renameat2(RENAME_EXCHANGE) is Linux only"
@@ -518,7 +518,7 @@ def test_without_renameat2_the_checked_write_still_works(
     assert os.listdir(tmp_path) == ["n.md"]
 
 
-# -- sweep_temp_files (issue 13, item 6) ---------------------------------------------------
+# -- sweep_temp_files (docs/design.md, Known gaps) -----------------------------------------
 
 
 def test_sweep_removes_only_temp_files_of_dead_writers(tmp_path: Path) -> None:

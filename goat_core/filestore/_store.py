@@ -94,6 +94,7 @@ class FolderStoreSettings(BaseModel):
 
 #: The note type a store reads (``goat_core.filestore.StoredNote`` or a subclass).
 NoteT = TypeVar("NoteT", bound="StoredNote")
+T = TypeVar("T")
 
 
 class FolderStoreProvider(Provider, Generic[NoteT]):
@@ -195,6 +196,32 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
 
             self._index = open_search_index(self._index_path)
         return self._index
+
+    def _whole_read(self, read: Callable[[], T]) -> T:
+        """Run ``read`` (a read that syncs the index, then answers from it); if the index was
+        found damaged and rebuilt meanwhile, the answer came from an index missing notes: run
+        it again, so its sync re-indexes every note (reporting through the progress sink)
+        before it answers. A read never answers from a damaged index as if it were complete.
+
+        :raises ProviderUnavailable: the index was found damaged again on every try.
+        """
+        index = self._index_open()
+        for _attempt in range(3):
+            before = index.rebuilds
+            result = read()
+            if index.rebuilds == before:
+                return result
+            from goat_core.logs import get_logger
+
+            get_logger("goat_core.filestore").warning(
+                "store.index_rebuilt", root=str(self.root), index=str(index.db_path)
+            )
+        from goat_core.errors import ProviderUnavailable
+
+        raise ProviderUnavailable(
+            f"the search index of {self.label()} ({index.db_path}) was found damaged on "
+            "every try, even after rebuilding it; nothing was answered"
+        )
 
     def _indexed_doc(self, note: NoteT) -> IndexedDoc:
         from goat_core.filestore._pages import indexed_doc
