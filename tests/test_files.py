@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import stat
+import sys
 import threading
 import unicodedata
 from pathlib import Path
@@ -408,3 +409,158 @@ def test_safe_title_filename_is_one_safe_name(title: str) -> None:
     assert len(name.encode("utf-8")) <= 200
     assert unicodedata.is_normalized("NFC", name) or name == unicodedata.normalize("NFC", name)
     assert safe_title_filename(name) == name  # idempotent
+
+
+# -- an editor's save racing atomic_write (docs/design.md, Known gaps) ---------------------
+
+needs_exchange = pytest.mark.skipif(
+    not sys.platform.startswith("linux"), reason="renameat2(RENAME_EXCHANGE) is Linux only"
+)
+
+
+def _editor_save(note: Path, data: bytes) -> None:
+    """What an editor does: its own temp file, fsync, rename over the note; no lock."""
+    tmp = note.with_name(f".{note.name}.swp")
+    tmp.write_bytes(data)
+    os.rename(tmp, note)
+
+
+@needs_exchange
+def test_an_editor_save_inside_the_write_window_survives(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The editor's rename lands after the note was read and just before GOAT's own rename:
+    GOAT reports Conflict and the editor's bytes are the note."""
+    from goat_core.filestore import _files
+
+    assert _files.rename_exchange_supported(tmp_path)
+    note = tmp_path / "n.md"
+    note.write_bytes(b"v1\n")
+    read = etag(note.read_bytes())
+    real = _files._renameat2
+
+    def racing(old: Path, new: Path, flags: int) -> bool:
+        if new == note and not racing.fired:  # type: ignore[attr-defined]
+            racing.fired = True  # type: ignore[attr-defined]
+            _editor_save(note, b"v1\nthe editor's line\n")
+        return real(old, new, flags)
+
+    racing.fired = False  # type: ignore[attr-defined]
+    monkeypatch.setattr(_files, "_renameat2", racing)
+    with pytest.raises(Conflict, match="changed since it was read"):
+        atomic_write(note, b"v1\nGOAT's entry\n", expected_etag=read)
+    assert note.read_bytes() == b"v1\nthe editor's line\n"
+    assert os.listdir(tmp_path) == ["n.md"]
+
+
+@needs_exchange
+def test_an_editor_save_after_the_swap_replaces_the_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The editor's rename lands after GOAT swapped its file in, before GOAT verified what it
+    swapped out: GOAT's write is stored (what it swapped out is what it read), and the
+    editor's later save is the note, as with any later save."""
+    from goat_core.filestore import _files
+
+    note = tmp_path / "n.md"
+    note.write_bytes(b"v1\n")
+    real_etag = _files.current_etag
+
+    def late_editor(path: Path) -> str:
+        if path != note and not late_editor.fired:  # type: ignore[attr-defined]
+            late_editor.fired = True  # type: ignore[attr-defined]
+            _editor_save(note, b"v1\nthe editor's line\n")
+        return real_etag(path)
+
+    late_editor.fired = False  # type: ignore[attr-defined]
+    monkeypatch.setattr(_files, "current_etag", late_editor)
+    atomic_write(note, b"v1\nGOAT's entry\n", expected_etag=etag(b"v1\n"))
+    assert note.read_bytes() == b"v1\nthe editor's line\n"
+    assert os.listdir(tmp_path) == ["n.md"]
+
+
+@needs_exchange
+def test_a_note_an_editor_creates_meanwhile_is_never_replaced(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from goat_core.filestore import _files
+
+    note = tmp_path / "n.md"
+    real = _files._renameat2
+
+    def racing(old: Path, new: Path, flags: int) -> bool:
+        if new == note and not note.exists():
+            _editor_save(note, b"the editor's new note\n")
+        return real(old, new, flags)
+
+    monkeypatch.setattr(_files, "_renameat2", racing)
+    with pytest.raises(Conflict, match="was created"):
+        atomic_write(note, b"GOAT's note\n", expected_etag=MISSING_ETAG)
+    assert note.read_bytes() == b"the editor's new note\n"
+    assert os.listdir(tmp_path) == ["n.md"]
+
+
+def test_without_renameat2_the_checked_write_still_works(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The path other platforms take: hash check, then os.replace (and link for create)."""
+    from goat_core.filestore import _files
+
+    monkeypatch.setattr(_files, "_renameat2_fn", False)
+    note = tmp_path / "n.md"
+    atomic_write(note, b"a", expected_etag=MISSING_ETAG)
+    with pytest.raises(Conflict, match="was created"):
+        atomic_write(note, b"b", expected_etag=MISSING_ETAG)
+    atomic_write(note, b"b", expected_etag=etag(b"a"))
+    with pytest.raises(Conflict, match="changed"):
+        atomic_write(note, b"c", expected_etag=etag(b"a"))
+    assert note.read_bytes() == b"b"
+    assert os.listdir(tmp_path) == ["n.md"]
+
+
+# -- sweep_temp_files (docs/design.md, Known gaps) -----------------------------------------
+
+
+def test_sweep_removes_only_temp_files_of_dead_writers(tmp_path: Path) -> None:
+    import subprocess
+    import time
+
+    from goat_core.filestore import sweep_temp_files
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    (tmp_path / "sub").mkdir()
+    names = {
+        f"sub/.n.md.{dead.pid}-0123456789ab.goat-tmp": False,  # dead writer: removed
+        f".n.md.{os.getpid()}-0123456789ab.goat-tmp": True,  # live writer: kept
+        ".n.md.0123456789ab.goat-tmp": True,  # older version, recent: kept
+        ".old.md.0123456789ab.goat-tmp": False,  # older version, an hour old: removed
+        ".n.md.swp": True,  # not GOAT's
+    }
+    for rel in names:
+        (tmp_path / rel).write_bytes(b"partial")
+    past = time.time() - 3600
+    os.utime(tmp_path / ".old.md.0123456789ab.goat-tmp", (past, past))
+    walk = walk_notes(tmp_path)
+    assert sorted(walk.temp_files) == sorted(n for n in names if n.endswith(".goat-tmp"))
+    removed = sweep_temp_files(tmp_path, [*walk.temp_files, ".n.md.swp"])
+    assert sorted(removed) == sorted(n for n, keep in names.items() if not keep)
+    for rel, keep in names.items():
+        assert (tmp_path / rel).exists() == keep, rel
+
+
+def test_atomic_write_names_its_temp_file_with_its_pid(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen: list[str] = []
+    real = os.fsync
+
+    def spy(fd: int) -> None:
+        seen.append(os.readlink(f"/proc/self/fd/{fd}"))
+        real(fd)
+
+    if not os.path.isdir("/proc/self/fd"):
+        pytest.skip("needs /proc")
+    monkeypatch.setattr(os, "fsync", spy)
+    atomic_write(tmp_path / "n.md", b"x")
+    assert any(f".n.md.{os.getpid()}-" in s and s.endswith(".goat-tmp") for s in seen)

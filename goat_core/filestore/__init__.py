@@ -33,7 +33,9 @@ from goat_core.filestore._files import (
     etag,
     fsync_dir,
     is_reserved_name,
+    rename_exchange_supported,
     safe_title_filename,
+    sweep_temp_files,
     validate_store_root,
     walk_notes,
 )
@@ -124,7 +126,9 @@ __all__ = [
     "etag",
     "fsync_dir",
     "is_reserved_name",
+    "rename_exchange_supported",
     "safe_title_filename",
+    "sweep_temp_files",
     "validate_store_root",
     "walk_notes",
     # frontmatter

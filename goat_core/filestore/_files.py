@@ -15,6 +15,8 @@ Five rules, each enforced here once (see ``docs/design.md``):
 - **Atomic writes**: :func:`atomic_write` writes a dot-prefixed temp file in the same folder,
   keeps the note's permissions, fsyncs file and folder, re-checks the current content hash
   just before the rename (editors take no lock) and renames; nothing partial is ever left.
+- **Litter**: :func:`sweep_temp_files` removes the temp files of writers that died
+  (``kill -9``) before their rename; a store calls it under its lock when a walk saw any.
 - **Locking**: :class:`StoreLock`, a cross-process lock on a file under the GOAT home
   (:meth:`goat_core.home.GoatHome.lock_path`), never on a note or the index.
 
@@ -23,13 +25,18 @@ Five rules, each enforced here once (see ``docs/design.md``):
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import gc
 import hashlib
 import os
 import re
 import secrets
 import stat
+import sys
+import time
 import unicodedata
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, NamedTuple
@@ -198,9 +205,11 @@ class WalkResult:
         symlinks, cycles and unreadable folders.
     :param symlinks: relative paths of the symlinks that were followed (they stay inside the
         store), same order; a file watcher cannot map changes behind them to these paths.
+    :param temp_files: relative paths of GOAT's own temp files (``.*.goat-tmp``) seen on the
+        way, for :func:`sweep_temp_files`; never notes.
     """
 
-    __slots__ = ("_files", "attachments", "folders", "skipped", "symlinks")
+    __slots__ = ("_files", "attachments", "folders", "skipped", "symlinks", "temp_files")
 
     def __init__(
         self,
@@ -208,8 +217,10 @@ class WalkResult:
         attachments: list[str] | None = None,
         skipped: list[tuple[str, str]] | None = None,
         symlinks: list[str] | None = None,
+        temp_files: list[str] | None = None,
     ) -> None:
         self.folders = folders if folders is not None else {}
+        self.temp_files = temp_files if temp_files is not None else []
         self.attachments = attachments if attachments is not None else []
         self.skipped = skipped if skipped is not None else []
         self.symlinks = symlinks if symlinks is not None else []
@@ -286,6 +297,7 @@ def _walk(root: Path | str, exts: tuple[str, ...]) -> WalkResult:
     attachments: list[str] = []
     skipped: list[tuple[str, str]] = []
     symlinks: list[str] = []
+    temps: list[str] = []
     # folders as (real path, path relative to the root with a trailing "/" or "")
     stack: list[tuple[str, str]] = [(real_root, "")]
     s_isdir, s_isreg = stat.S_ISDIR, stat.S_ISREG
@@ -303,6 +315,8 @@ def _walk(root: Path | str, exts: tuple[str, ...]) -> WalkResult:
         for entry in entries:
             name = entry.name
             if name[0] == ".":
+                if name.endswith(_TEMP_SUFFIX):
+                    temps.append(prefix + name)
                 continue
             rel = prefix + name
             is_note = name.lower().endswith(lowered)
@@ -352,7 +366,13 @@ def _walk(root: Path | str, exts: tuple[str, ...]) -> WalkResult:
     attachments.sort(key=_sort_key)
     skipped.sort(key=lambda s: _sort_key(s[0]))
     symlinks.sort(key=_sort_key)
-    return WalkResult(folders=folders, attachments=attachments, skipped=skipped, symlinks=symlinks)
+    return WalkResult(
+        folders=folders,
+        attachments=attachments,
+        skipped=skipped,
+        symlinks=symlinks,
+        temp_files=temps,
+    )
 
 
 def fsync_dir(folder: Path) -> None:
@@ -369,18 +389,176 @@ def fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
+#: ``renameat2`` flags (``linux/fs.h``).
+_RENAME_NOREPLACE = 1
+_RENAME_EXCHANGE = 2
+#: ``renameat2`` system call numbers, for a libc without the wrapper (glibc < 2.28).
+_SYS_RENAMEAT2 = {"x86_64": 316, "aarch64": 276, "armv7l": 382, "ppc64le": 357, "s390x": 347}
+_AT_FDCWD = -100
+_renameat2_fn: object = None  # None: not looked up yet; False: unavailable
+
+
+def _renameat2_call() -> Callable[[bytes, bytes, int], int] | None:
+    """A callable ``(old, new, flags) -> 0 | -1`` for Linux ``renameat2``, or ``None``.
+
+    Python 3.11 has no binding (``os.rename``/``os.replace`` are plain ``rename``), so this
+    goes through :mod:`ctypes`: glibc's ``renameat2`` wrapper (2.28+), else the raw system
+    call by number on the architectures listed in :data:`_SYS_RENAMEAT2`.
+    """
+    global _renameat2_fn
+    if _renameat2_fn is None:
+        _renameat2_fn = False
+        if sys.platform.startswith("linux"):
+            try:
+                import ctypes
+                import platform
+
+                libc = ctypes.CDLL(None, use_errno=True)
+                wrapper = getattr(libc, "renameat2", None)
+                if wrapper is not None:
+                    wrapper.argtypes = [
+                        ctypes.c_int,
+                        ctypes.c_char_p,
+                        ctypes.c_int,
+                        ctypes.c_char_p,
+                        ctypes.c_uint,
+                    ]
+                    wrapper.restype = ctypes.c_int
+
+                    def call(old: bytes, new: bytes, flags: int) -> int:
+                        return int(wrapper(_AT_FDCWD, old, _AT_FDCWD, new, flags))
+
+                    _renameat2_fn = call
+                else:
+                    number = _SYS_RENAMEAT2.get(platform.machine())
+                    if number is not None:
+                        syscall = libc.syscall
+                        syscall.restype = ctypes.c_long
+
+                        def call(old: bytes, new: bytes, flags: int) -> int:
+                            return int(
+                                syscall(
+                                    ctypes.c_long(number),
+                                    ctypes.c_int(_AT_FDCWD),
+                                    ctypes.c_char_p(old),
+                                    ctypes.c_int(_AT_FDCWD),
+                                    ctypes.c_char_p(new),
+                                    ctypes.c_uint(flags),
+                                )
+                            )
+
+                        _renameat2_fn = call
+            except (OSError, AttributeError):  # no libc to load
+                _renameat2_fn = False
+    return _renameat2_fn or None  # type: ignore[return-value]
+
+
+def _renameat2(old: Path, new: Path, flags: int) -> bool:
+    """``renameat2(old, new, flags)``; ``False`` when this system or file system cannot
+    (no such call, ``EINVAL``/``ENOSYS``/``ENOTSUP``), :class:`OSError` for a real failure
+    (``EEXIST`` for ``RENAME_NOREPLACE`` onto an existing file)."""
+    import ctypes
+
+    call = _renameat2_call()
+    if call is None:
+        return False
+    if call(os.fsencode(old), os.fsencode(new), flags) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.EINVAL, errno.ENOSYS, errno.ENOTSUP, errno.EOPNOTSUPP):
+        return False
+    raise OSError(err, os.strerror(err), str(new))
+
+
+def rename_exchange_supported(folder: Path) -> bool:
+    """Whether :func:`atomic_write` verifies by ``RENAME_EXCHANGE`` in ``folder`` (Linux, on a
+    file system that implements it: ext4, xfs, btrfs, tmpfs...; not some FUSE or network
+    mounts). Creates and removes two dot-files there."""
+    a = Path(folder) / f".goat-xchg-{secrets.token_hex(4)}{_TEMP_SUFFIX}"
+    b = Path(folder) / f".goat-xchg-{secrets.token_hex(4)}{_TEMP_SUFFIX}"
+    try:
+        a.write_bytes(b"a")
+        b.write_bytes(b"b")
+        return _renameat2(a, b, _RENAME_EXCHANGE)
+    finally:
+        for p in (a, b):
+            with contextlib.suppress(FileNotFoundError):
+                p.unlink()
+
+
+def _conflict(target: Path, expected: str, now: str) -> Conflict:
+    what = (
+        "was created"
+        if expected == MISSING_ETAG
+        else ("was deleted" if now == MISSING_ETAG else "changed")
+    )
+    return Conflict(
+        f"{target.name} {what} since it was read (etag {expected} -> {now}); nothing was written",
+        path=str(target),
+    )
+
+
+def _exchange_verified(tmp: Path, target: Path, expected_etag: str, new_etag: str) -> bool:
+    """Swap ``tmp`` (the new content) and ``target`` with ``RENAME_EXCHANGE``, then check the
+    file swapped out: it must be the one read (``expected_etag``). If it is not, an external
+    writer (an editor's temp file and rename) replaced the note since it was read: swap back,
+    so the editor's bytes are in the note again, and raise :class:`Conflict`.
+
+    Returns ``False`` (nothing done) where the exchange is unsupported. On return ``True``,
+    ``tmp`` holds the old content and the caller removes it.
+    """
+    try:
+        if not _renameat2(tmp, target, _RENAME_EXCHANGE):
+            return False
+    except FileNotFoundError:  # the note is gone: nothing to swap with
+        raise _conflict(target, expected_etag, MISSING_ETAG) from None
+    swapped_out = current_etag(tmp)
+    if swapped_out == expected_etag:
+        return True
+    # Someone else's bytes were in the note: put them back. What comes out must be ours;
+    # if a third write replaced ours within these microseconds, it is newer than the bytes
+    # we took out, so it goes back in place and the older external version, which that
+    # write superseded as it would have without GOAT, is dropped.
+    _renameat2(tmp, target, _RENAME_EXCHANGE)
+    if current_etag(tmp) != new_etag:
+        _renameat2(tmp, target, _RENAME_EXCHANGE)
+    raise _conflict(target, expected_etag, swapped_out)
+
+
 def atomic_write(
     path: Path, data: bytes, *, expected_etag: str | None = None, mode: int | None = None
 ) -> str:
     """Replace (or create) ``path`` with ``data`` atomically; returns the new etag.
 
-    Steps: a dot-prefixed temp file (``.<name>.<random>.goat-tmp``) in the same folder is
-    created with the note's current permissions (a new file gets ``0644`` minus the umask,
-    or ``mode``), written and fsynced; the current file's content hash is compared with
-    ``expected_etag`` immediately before :func:`os.replace` (editors take no lock, so this is
-    the last moment a change can be seen); then the folder is fsynced. A symlinked note is
-    written through to its target. On any failure the temp file is removed and the note is
-    untouched.
+    Steps: a dot-prefixed temp file (``.<name>.<pid>-<random>.goat-tmp``, the writer's process
+    id in its name so :func:`sweep_temp_files` can tell a dead writer's) in the same folder is
+    created with the note's current permissions (a new file gets ``0644`` minus the umask, or
+    ``mode``), written and fsynced; then it is put in place and the folder is fsynced. A
+    symlinked note is written through to its target. On any failure the temp file is removed
+    and the note is untouched.
+
+    How the note is put in place, and what holds against an external writer that takes no
+    lock (an editor writing its own temp file and renaming it over the note):
+
+    - ``expected_etag`` an etag, on Linux where the file system supports it (ext4, xfs,
+      btrfs, tmpfs): ``renameat2(RENAME_EXCHANGE)`` swaps the temp file and the note in one
+      step, then the file swapped out is hashed. If it is not the content that was read, an
+      editor's rename landed after the read: the two are swapped back, so the editor's bytes
+      are the note again, and :class:`Conflict` is raised. An external edit is never
+      destroyed: either it landed before the swap (Conflict, its bytes in place) or after it
+      (it replaces this write, as any later save does). Verified by
+      ``benchmarks/bench_edit_race.py``.
+    - ``expected_etag`` :data:`MISSING_ETAG` (create only): ``renameat2(RENAME_NOREPLACE)``
+      on Linux, else a hard link, which fail if the name exists: a note an editor created
+      meanwhile is never replaced.
+    - Elsewhere (macOS, Windows, BSD; or a Linux file system without ``RENAME_EXCHANGE``,
+      such as some FUSE and network mounts): the current content hash is compared just before
+      :func:`os.replace`. An editor's rename landing in the microseconds between that check
+      and the rename is overwritten; that window is what remains there.
+    - ``expected_etag`` ``None``: a plain :func:`os.replace`, no check.
+
+    An editor that rewrites the note in place (no temp file) is only caught if its bytes are
+    in the file when it is hashed.
 
     :param path: the note (already contained by :func:`contain`).
     :param data: the complete new content.
@@ -395,9 +573,10 @@ def atomic_write(
         existing_mode: int | None = stat.S_IMODE(os.stat(target).st_mode)
     except FileNotFoundError:
         existing_mode = None
-    tmp = folder / f".{target.name[:80]}.{secrets.token_hex(6)}{_TEMP_SUFFIX}"
+    tmp = folder / f".{target.name[:80]}.{os.getpid()}-{secrets.token_hex(6)}{_TEMP_SUFFIX}"
     create_mode = 0o644 if mode is None else mode
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, create_mode)
+    new_etag = etag(data)
     try:
         try:
             if existing_mode is not None:
@@ -411,20 +590,17 @@ def atomic_write(
             os.fsync(fd)
         finally:
             os.close(fd)
-        if expected_etag is not None:
+        if expected_etag is None:
+            os.replace(tmp, target)
+        elif expected_etag == MISSING_ETAG:
+            _create_only(tmp, target)
+        elif _exchange_verified(tmp, target, expected_etag, new_etag):
+            os.unlink(tmp)  # the content that was read, swapped out
+        else:
             now = current_etag(target)
             if now != expected_etag:
-                what = (
-                    "was created"
-                    if expected_etag == MISSING_ETAG
-                    else ("was deleted" if now == MISSING_ETAG else "changed")
-                )
-                raise Conflict(
-                    f"{target.name} {what} since it was read (etag {expected_etag} -> {now}); "
-                    "nothing was written",
-                    path=str(target),
-                )
-        os.replace(tmp, target)
+                raise _conflict(target, expected_etag, now)
+            os.replace(tmp, target)
     except BaseException:
         try:
             os.unlink(tmp)
@@ -432,7 +608,110 @@ def atomic_write(
             pass
         raise
     fsync_dir(folder)
-    return etag(data)
+    return new_etag
+
+
+def _create_only(tmp: Path, target: Path) -> None:
+    """Move ``tmp`` to ``target`` only if ``target`` does not exist (atomically where the
+    system allows); :class:`Conflict` if it does."""
+    try:
+        if _renameat2(tmp, target, _RENAME_NOREPLACE):
+            return
+    except FileExistsError:
+        raise _conflict(target, MISSING_ETAG, current_etag(target)) from None
+    try:
+        os.link(tmp, target)
+    except FileExistsError:
+        raise _conflict(target, MISSING_ETAG, current_etag(target)) from None
+    except OSError:  # no hard links here (FAT, some FUSE mounts): check, then rename
+        now = current_etag(target)
+        if now != MISSING_ETAG:
+            raise _conflict(target, MISSING_ETAG, now) from None
+        os.replace(tmp, target)
+        return
+    os.unlink(tmp)
+
+
+#: A GOAT temp file whose name carries its writer's process id (``.<name>.<pid>-<hex>``).
+_TEMP_PID = re.compile(r"\.(\d+)-[0-9a-f]{12}" + re.escape(_TEMP_SUFFIX) + "$")
+#: A GOAT temp file of a writer that is still alive is removed once it is this old (seconds):
+#: a write takes milliseconds, so the process id was reused.
+STALE_TEMP_S = 3600.0
+#: A GOAT temp file without a process id in its name (written by an older version) is removed
+#: once it is this old (seconds).
+STALE_LEGACY_TEMP_S = 600.0
+
+
+def _process_alive(pid: int) -> bool:
+    """Whether process ``pid`` runs on this machine (a zombie counts as dead). Where this
+    cannot be told without side effects (Windows, whose ``os.kill`` terminates), ``True``."""
+    if os.name != "posix":
+        return True
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    except OSError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            state = f.read().rsplit(b")", 1)[1].split()[0]
+        return state not in (b"Z", b"X")
+    except (OSError, IndexError):
+        return True
+
+
+def sweep_temp_files(root: Path | str, temp_files: list[str]) -> list[str]:
+    """Remove the GOAT temp files (``.*.goat-tmp``) of writers that are gone; returns the
+    store-relative paths removed. Call under the store's :class:`StoreLock`, with the
+    ``temp_files`` a :func:`walk_notes` of ``root`` just found.
+
+    A writer killed between creating its temp file and renaming it (``kill -9``, a power cut)
+    leaves the file behind. One is stale when the process id in its name
+    (:func:`atomic_write` puts it there) is not a live process on this machine, or the file
+    is older than :data:`STALE_TEMP_S` (the id was reused); a temp file without a process id
+    (an older version's) when it is older than :data:`STALE_LEGACY_TEMP_S`. The temp file of a
+    live writer is never touched: a write takes milliseconds. Only names matching GOAT's
+    pattern are considered, so an editor's or a sync client's files stay. A writer on another
+    machine sharing the folder (a network mount) is not known here: only the age rule holds
+    for its temp files' ids, which may name a dead local process; its write then fails with an
+    error rather than landing partially.
+    """
+    removed: list[str] = []
+    now = time.time()
+    for rel in temp_files:
+        name = rel.rsplit("/", 1)[-1]
+        if not (name.startswith(".") and name.endswith(_TEMP_SUFFIX)):
+            continue
+        path = os.path.join(root, rel)
+        try:
+            st = os.lstat(path)
+        except OSError:
+            continue
+        if not stat.S_ISREG(st.st_mode):
+            continue
+        age = now - st.st_mtime
+        match = _TEMP_PID.search(name)
+        if match is not None:
+            stale = age > STALE_TEMP_S or not _process_alive(int(match.group(1)))
+        else:
+            stale = age > STALE_LEGACY_TEMP_S
+        if not stale:
+            continue
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            continue
+        except OSError:  # a read-only store: left for a later sweep
+            continue
+        removed.append(rel)
+    for folder in {os.path.dirname(os.path.join(root, rel)) for rel in removed}:
+        fsync_dir(Path(folder))
+    return removed
 
 
 class StoreLock:
@@ -473,6 +752,17 @@ class StoreLock:
                 f"{self.timeout_s:g} s ({self.lock_path}); nothing was written, try again",
                 lock=str(self.lock_path),
             ) from exc
+
+    def try_acquire(self) -> bool:
+        """Take the lock only if it is free now (re-entrant); ``True`` if taken: then
+        :meth:`release` it."""
+        import filelock
+
+        try:
+            self._get().acquire(timeout=0)
+        except filelock.Timeout:
+            return False
+        return True
 
     def release(self) -> None:
         if self._lock is not None:

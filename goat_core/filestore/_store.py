@@ -41,7 +41,13 @@ from goat_core.contract import (
     normalize_pen_id,
 )
 from goat_core.errors import PathError, ScopeError, StoreUnwritable
-from goat_core.filestore._files import StoreLock, validate_store_root
+from goat_core.filestore._files import (
+    StoreLock,
+    WalkResult,
+    sweep_temp_files,
+    validate_store_root,
+    walk_notes,
+)
 from goat_core.filestore._worker import StoreWorker
 
 if TYPE_CHECKING:
@@ -88,6 +94,7 @@ class FolderStoreSettings(BaseModel):
 
 #: The note type a store reads (``goat_core.filestore.StoredNote`` or a subclass).
 NoteT = TypeVar("NoteT", bound="StoredNote")
+T = TypeVar("T")
 
 
 class FolderStoreProvider(Provider, Generic[NoteT]):
@@ -148,6 +155,28 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
         return context.settings
 
     # -- notes and the search index (worker thread) ------------------------------------------
+    def _walk(self) -> WalkResult:
+        """:func:`~goat_core.filestore.walk_notes` of the root, swept (:meth:`_swept`)."""
+        return self._swept(walk_notes(self.root))
+
+    def _swept(self, walk: WalkResult) -> WalkResult:
+        """Remove the temp files of dead writers that a walk of the root saw
+        (:func:`~goat_core.filestore.sweep_temp_files`), under the store lock: taken here
+        unless another process holds it (then a later walk sweeps). Returns ``walk``."""
+        if walk.temp_files and self._lock.try_acquire():
+            try:
+                removed = sweep_temp_files(self.root, walk.temp_files)
+            finally:
+                self._lock.release()
+            if removed:
+                from goat_core.logs import get_logger
+
+                get_logger("goat_core.filestore").info(
+                    "store.temp_files_removed", root=str(self.root), count=len(removed)
+                )
+                walk.temp_files = [t for t in walk.temp_files if t not in set(removed)]
+        return walk
+
     def _load(self, rel: str, mtime_ns: int = 0, size: int = 0) -> NoteT | None:
         """Read and parse one note, or ``None`` if it vanished or is unreadable."""
         raise NotImplementedError
@@ -167,6 +196,32 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
 
             self._index = open_search_index(self._index_path)
         return self._index
+
+    def _whole_read(self, read: Callable[[], T]) -> T:
+        """Run ``read`` (a read that syncs the index, then answers from it); if the index was
+        found damaged and rebuilt meanwhile, the answer came from an index missing notes: run
+        it again, so its sync re-indexes every note (reporting through the progress sink)
+        before it answers. A read never answers from a damaged index as if it were complete.
+
+        :raises ProviderUnavailable: the index was found damaged again on every try.
+        """
+        index = self._index_open()
+        for _attempt in range(3):
+            before = index.rebuilds
+            result = read()
+            if index.rebuilds == before:
+                return result
+            from goat_core.logs import get_logger
+
+            get_logger("goat_core.filestore").warning(
+                "store.index_rebuilt", root=str(self.root), index=str(index.db_path)
+            )
+        from goat_core.errors import ProviderUnavailable
+
+        raise ProviderUnavailable(
+            f"the search index of {self.label()} ({index.db_path}) was found damaged on "
+            "every try, even after rebuilding it; nothing was answered"
+        )
 
     def _indexed_doc(self, note: NoteT) -> IndexedDoc:
         from goat_core.filestore._pages import indexed_doc

@@ -86,7 +86,8 @@ def _is_corrupt(exc: BaseException) -> bool:
     if not isinstance(exc, sqlite3.DatabaseError):
         return False
     msg = str(exc).lower()
-    return "malformed" in msg or "not a database" in msg
+    # FTS5 reports a damaged structure record as its constructor failing
+    return "malformed" in msg or "not a database" in msg or "vtable constructor failed" in msg
 
 
 def _is_busy(exc: BaseException) -> bool:
@@ -112,6 +113,10 @@ class SearchIndex:
         self.busy_timeout_s = float(busy_timeout_s)
         self.rebuilt = False
         """``True`` once this object rebuilt the index (corrupt or older schema): sync again."""
+        self.rebuilds = 0
+        """How many times this object emptied the index (found corrupt, an older schema, or
+        :meth:`rebuild`): a reader that sees it change during a read answered from an index
+        missing notes, and must sync (then read) again."""
         self._conn: sqlite3.Connection | None = None
         self._vocab_conn: sqlite3.Connection | None = None
         self._tokens = _Tokenizer()
@@ -177,6 +182,7 @@ class SearchIndex:
                 return
             if have is not None or version is not None:
                 self.rebuilt = True
+                self.rebuilds += 1
             self._drop_all(db)
             for stmt in _SCHEMA:
                 db.execute(stmt)
@@ -262,6 +268,7 @@ class SearchIndex:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(f"{self.db_path}{suffix}")
         self.rebuilt = True
+        self.rebuilds += 1
         self._guarded(self._open)
 
     # ---------------------------------------------------------------- writing
@@ -630,6 +637,7 @@ class SearchIndex:
 
         self._run(go)
         self.rebuilt = True
+        self.rebuilds += 1
 
     # ---------------------------------------------------------------- reading
 

@@ -372,6 +372,9 @@ class MarkdownProvider(FolderStoreProvider[filestore.StoredNote]):
         self._known: dict[str, NoteFile] | None = None
         self._skipped: list[tuple[str, str]] = []
         self._scanned_at = 0.0
+        # the index's rebuild count as of the last full sync: a rebuild since (the index was
+        # found damaged) means it misses notes the watcher will never report again
+        self._synced_rebuilds = -1
 
     # -- helpers on the worker thread -----------------------------------------------------------
     def _load(self, rel: str, mtime_ns: int = 0, size: int = 0) -> _Note | None:
@@ -392,7 +395,7 @@ class MarkdownProvider(FolderStoreProvider[filestore.StoredNote]):
     def _scan(self) -> _Scan:
         """Every note parsed, for the link map: stat every note, re-read only those that
         changed since this object last read them (kept in ``_cache``)."""
-        walk = walk_notes(self.root)
+        walk = self._swept(walk_notes(self.root))
         return _Scan(walk=walk, notes=filestore.refresh_notes(walk.files, self._cache, self._load))
 
     @staticmethod
@@ -415,12 +418,17 @@ class MarkdownProvider(FolderStoreProvider[filestore.StoredNote]):
         if self._watch is not None:
             self._watch.settle()
             self._watch.take()  # the walk below sees every change reported so far
-        walk = walk_notes(self.root)
+        walk = self._swept(walk_notes(self.root))
         load = filestore.index_loader(self._load, self._cache, self._indexed_doc)
         # the walk's entries go in as they are (copying 100k of them costs more than the check)
         # a read reports through the host's sink (a first indexing can take minutes)
         sink = progress if progress is not None else self.context.progress
-        stats = self._index_open().sync(walk.folders, load, progress=sink)
+        index = self._index_open()
+        before = index.rebuilds
+        stats = index.sync(walk.folders, load, progress=sink)
+        if index.rebuilds != before:  # found damaged mid-sync: rows written before are gone
+            stats = index.sync(walk.folders, load, progress=sink)
+        self._synced_rebuilds = index.rebuilds
         log.debug(
             "markdown.scan",
             root=str(self.root),
@@ -477,6 +485,7 @@ class MarkdownProvider(FolderStoreProvider[filestore.StoredNote]):
             watch is None
             or self._known is None
             or time.monotonic() - self._scanned_at > WATCH_RESCAN_S
+            or self._index_open().rebuilds != self._synced_rebuilds
         ):
             return self._sync_index()[0].skipped
         watch.settle()
@@ -664,7 +673,7 @@ class MarkdownProvider(FolderStoreProvider[filestore.StoredNote]):
             self._new_frontmatter(title or stem, write, kind),
             text,
             unique=True,
-            walk=walk_notes(self.root),
+            walk=self._swept(walk_notes(self.root)),
         )
 
     def _write(self, write: MemoryWrite, kind: str) -> Receipt:
@@ -699,6 +708,9 @@ class MarkdownProvider(FolderStoreProvider[filestore.StoredNote]):
 
     # -- reads (worker thread) ------------------------------------------------------------------
     def _recall(self, query: str, limit: int) -> RecallResult:
+        return self._whole_read(lambda: self._recall_once(query, limit))
+
+    def _recall_once(self, query: str, limit: int) -> RecallResult:
         skipped = self._fresh()
         index = self._index_open()
         results = index.search(query, limit=limit)
@@ -720,6 +732,9 @@ class MarkdownProvider(FolderStoreProvider[filestore.StoredNote]):
         )
 
     def _list_pages(self, limit: int, cursor: str | None) -> PageList:
+        return self._whole_read(lambda: self._list_pages_once(limit, cursor))
+
+    def _list_pages_once(self, limit: int, cursor: str | None) -> PageList:
         walk, _stats = self._sync_index()
         ordered = [f.path for f in walk.files]  # already in page order
         chunk, more, next_cursor = filestore.page_window(ordered, limit, cursor, issuer="store")
@@ -736,8 +751,11 @@ class MarkdownProvider(FolderStoreProvider[filestore.StoredNote]):
         )
 
     def _get_page(self, ref: str) -> Page:
-        self._fresh()
-        return self._page(self._must_load(self._resolve(ref, self._refs())))
+        def read() -> Page:
+            self._fresh()
+            return self._page(self._must_load(self._resolve(ref, self._refs())))
+
+        return self._whole_read(read)
 
     def _link_inputs(self) -> tuple[_Scan, list[tuple[PageSummary, str]], list[str]]:
         scan = self._scan()

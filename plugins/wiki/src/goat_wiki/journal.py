@@ -45,7 +45,7 @@ class WikiJournal(WikiStore):
         from goat_core.filestore.search import FileStat
 
         self._recover()
-        walk = walk_notes(self.root)
+        walk = self._walk()
         layout = self._layout()
         load = filestore.index_loader(self._load, self._cache, self._indexed_doc)
         files = (FileStat(f.path, f.mtime_ns, f.size) for f in self._page_files(walk, layout))

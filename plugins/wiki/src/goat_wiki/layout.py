@@ -360,7 +360,7 @@ class WikiStore(FolderStoreProvider[WikiNote]):
     def _scan(self) -> Scan:
         """Every page parsed (for map, connections, lint and a full index): one stat walk,
         re-reading only pages changed since this object last read them."""
-        walk = walk_notes(self.root)
+        walk = self._walk()
         layout = self._layout()
         notes = filestore.refresh_notes(self._page_files(walk, layout), self._cache, self._load)
         return Scan(walk=walk, layout=layout, notes=notes)

@@ -376,6 +376,9 @@ class WikiPages(WikiLint):
 
     # == reads ===================================================================================
     def _recall(self, query: str, limit: int) -> RecallResult:
+        return self._whole_read(lambda: self._recall_once(query, limit))
+
+    def _recall_once(self, query: str, limit: int) -> RecallResult:
         walk, _layout = self._sync()
         index = self._index_open()
         results = index.search(query, limit=limit)
@@ -409,8 +412,11 @@ class WikiPages(WikiLint):
         )
 
     def _get_page(self, ref: str) -> Page:
-        self._sync()
-        return self._page(self._must_load(self._resolve(ref, self._refs())))
+        def read() -> Page:
+            self._sync()
+            return self._page(self._must_load(self._resolve(ref, self._refs())))
+
+        return self._whole_read(read)
 
     def _read_any(self, ref: str) -> dict[str, Any]:
         """A page, or one of the provider's files by name, or a source (``raw/<id>``)."""
