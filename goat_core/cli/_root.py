@@ -11,7 +11,7 @@ import click
 
 from goat_core.cli._options import _registry
 from goat_core.cli._output import _BUILTIN_DEBUG_ENV, _debug, _err, _fail, _one_line
-from goat_core.errors import BadInput, GoatError
+from goat_core.errors import BadInput, GoatError, PluginLoadError
 
 if TYPE_CHECKING:
     from typing import TextIO
@@ -34,6 +34,8 @@ class GoatGroup(click.Group):
         try:
             with ctx.scope(cleanup=False):
                 _registry().register_commands(self)
+        except PluginLoadError:
+            raise  # strict loading (GOAT_STRICT_PLUGINS=1): any failure stops the command
         except GoatError as exc:
             _err(f"goat: warning: plugin commands unavailable: {_one_line(str(exc))}")
 

@@ -40,7 +40,7 @@ from goat_core.contract import (
     ReceiptStatus,
     normalize_pen_id,
 )
-from goat_core.errors import PathError, ScopeError
+from goat_core.errors import NotFound, PathError, ScopeError
 from goat_core.filestore._files import StoreLock, validate_store_root
 from goat_core.filestore._worker import StoreWorker
 
@@ -285,6 +285,17 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
         """Remove the note ``ref`` resolves to (like :meth:`get_page`); ``removed`` lists its
         path."""
         return await self._worker.run(self._forget, ref)
+
+    async def refresh(self, receipt: Receipt) -> Receipt:
+        """A folder store writes at once and never queues, so it knows no operation id:
+        refreshing one is :class:`NotFound` (docs/design.md, Writes and outcomes); a receipt
+        without an operation id comes back unchanged."""
+        if receipt.operation_id is not None:
+            raise NotFound(
+                f"no queued operation {receipt.operation_id!r} in {self.label()}: it writes at "
+                "once and never queues"
+            )
+        return receipt
 
     async def recall(self, query: str, *, limit: int = 10) -> RecallResult:
         """Ranked full-text search (user text, never query syntax). ``complete`` is ``False``

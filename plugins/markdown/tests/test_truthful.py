@@ -1,0 +1,79 @@
+"""Issue 13 at the user's boundary (the ``goat`` CLI on the embedded markdown store), each
+case with the exact input the issue reported: a colon in a file name, titles that read as
+paths, refreshing an operation id a markdown store never issued."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+from goat_core.cli import cli
+
+
+@pytest.fixture
+def goat_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    path = tmp_path / "home"
+    monkeypatch.setenv("GOAT_HOME", str(path))
+    monkeypatch.delenv("GOAT_STRICT_PLUGINS", raising=False)
+    return path
+
+
+def goat(*args: str) -> Result:
+    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
+
+
+def global_root(home: Path) -> Path:
+    return home / "data" / "stores" / "global"
+
+
+def test_a_colon_in_a_file_name_never_breaks_the_map(goat_home: Path, tmp_path: Path) -> None:
+    """Item 4: ``x:y.md`` made ``goat map`` and ``map --html`` fail with exit 2."""
+    assert goat("remember", "first note", "--title", "Plain").exit_code == 0
+    (global_root(goat_home) / "x:y.md").write_text("links to [[Plain]]\n", encoding="utf-8")
+    outline = goat("map")
+    assert outline.exit_code == 0, outline.output
+    assert "x:y.md" in outline.stdout and "Plain.md" in outline.stdout
+    data = json.loads(goat("map", "--json").stdout)
+    assert {"source": "x:y.md", "target": "Plain.md"}.items() <= data["edges"][0].items()
+    html = goat("map", "--html", str(tmp_path / "map.html"))
+    assert html.exit_code == 0, html.output
+    assert "x:y.md" in (tmp_path / "map.html").read_text(encoding="utf-8")
+    assert goat("show", "x:y.md").stdout.strip() == "links to [[Plain]]"
+    assert goat("pages").exit_code == 0
+
+
+@pytest.mark.parametrize("title", ["../x", "a/../../b", ".obsidian/x", ".git/config", "~/x"])
+def test_whatever_remember_accepts_as_a_title_show_and_forget_find(
+    goat_home: Path, title: str
+) -> None:
+    """Item 7: ``show '../x'`` and ``forget '../x'`` exited 2 (``a/../../b`` too);
+    ``forget '.obsidian/x'`` answered not found (``.git/config``, ``~/x`` too)."""
+    stored = json.loads(goat("remember", f"body of {title}", "--title", title, "--json").stdout)
+    assert stored["status"] == "stored"
+    shown = goat("show", title, "--json")
+    assert shown.exit_code == 0, shown.output
+    assert json.loads(shown.stdout)["id"] == stored["id"]
+    forgot = goat("forget", title, "--json")
+    assert forgot.exit_code == 0, forgot.output
+    assert json.loads(forgot.stdout)["id"] == stored["id"]
+    assert not (global_root(goat_home) / stored["path"]).exists()
+    again = goat("forget", title)
+    assert again.exit_code in (2, 3)  # gone: the same answer as any unknown reference
+
+
+def test_a_path_like_title_never_forgets_a_same_named_note_elsewhere(goat_home: Path) -> None:
+    root = global_root(goat_home)
+    assert goat("remember", "keep me", "--title", "x").exit_code == 0
+    assert (root / "x.md").exists()
+    assert goat("forget", "notes/x").exit_code == 3
+    assert goat("forget", "../x").exit_code == 2  # no such title: the path rule answers
+    assert (root / "x.md").exists()
+
+
+def test_refresh_of_an_unknown_operation_id_is_not_found(goat_home: Path) -> None:
+    """Item 10: ``goat refresh made-up-id`` answered "queued" with exit 0."""
+    result = goat("refresh", "made-up-id")
+    assert result.exit_code == 3, result.output
+    assert "made-up-id" in result.stderr and "queued" not in result.stdout
