@@ -359,7 +359,7 @@ def bad_hook_dist(fake_dist: Path) -> Iterator[Path]:
 def test_strict_plugins_stop_a_command_on_a_failing_hook(
     bad_hook_dist: Path, bound: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Issue 13, item 8: the hook is listed as failed, and strict stops ``recall x``."""
+    """docs/design.md, Plugins: the hook is listed as failed, and strict stops ``recall x``."""
     check = run("plugins", "--check")
     assert check.exit_code == 6
     assert "hook blew up" in check.stderr

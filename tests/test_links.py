@@ -508,7 +508,7 @@ def test_connections() -> None:
 
 
 def test_a_colon_is_a_file_name_character_and_a_bad_name_is_reported_not_fatal() -> None:
-    """Issue 13, item 4: ``x:y.md`` broke the map of the whole store."""
+    """docs/design.md, Browsing and links: ``x:y.md`` once broke the whole store's map."""
     pages = [
         (PageSummary(id="x:y.md", title="x:y", path="x:y.md"), "[[A]]"),
         (PageSummary(id="A.md", title="A", path="A.md"), "[[x:y]]"),

@@ -1,6 +1,7 @@
-"""Issue 13 at the user's boundary (the ``goat`` CLI on the embedded markdown store), each
-case with the exact input the issue reported: a colon in a file name, titles that read as
-paths, refreshing an operation id a markdown store never issued."""
+"""Truthful answers at the user's boundary (the ``goat`` CLI on the embedded markdown store),
+each case with the exact input an adversarial run reported: a colon in a file name, titles
+that read as paths, refreshing an operation id a markdown store never issued
+(docs/design.md, Browsing and links; Writes and outcomes)."""
 
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ def global_root(home: Path) -> Path:
 
 
 def test_a_colon_in_a_file_name_never_breaks_the_map(goat_home: Path, tmp_path: Path) -> None:
-    """Item 4: ``x:y.md`` made ``goat map`` and ``map --html`` fail with exit 2."""
+    """``x:y.md`` made ``goat map`` and ``map --html`` fail with exit 2."""
     assert goat("remember", "first note", "--title", "Plain").exit_code == 0
     (global_root(goat_home) / "x:y.md").write_text("links to [[Plain]]\n", encoding="utf-8")
     outline = goat("map")
@@ -48,7 +49,7 @@ def test_a_colon_in_a_file_name_never_breaks_the_map(goat_home: Path, tmp_path: 
 def test_whatever_remember_accepts_as_a_title_show_and_forget_find(
     goat_home: Path, title: str
 ) -> None:
-    """Item 7: ``show '../x'`` and ``forget '../x'`` exited 2 (``a/../../b`` too);
+    """``show '../x'`` and ``forget '../x'`` exited 2 (``a/../../b`` too);
     ``forget '.obsidian/x'`` answered not found (``.git/config``, ``~/x`` too)."""
     stored = json.loads(goat("remember", f"body of {title}", "--title", title, "--json").stdout)
     assert stored["status"] == "stored"
@@ -73,7 +74,7 @@ def test_a_path_like_title_never_forgets_a_same_named_note_elsewhere(goat_home: 
 
 
 def test_refresh_of_an_unknown_operation_id_is_not_found(goat_home: Path) -> None:
-    """Item 10: ``goat refresh made-up-id`` answered "queued" with exit 0."""
+    """``goat refresh made-up-id`` answered "queued" with exit 0."""
     result = goat("refresh", "made-up-id")
     assert result.exit_code == 3, result.output
     assert "made-up-id" in result.stderr and "queued" not in result.stdout
