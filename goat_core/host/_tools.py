@@ -37,8 +37,8 @@ from goat_core.contract import (
     Scope,
 )
 from goat_core.errors import BadInput, ConfigError, GoatError, NotFound, ScopeError
-from goat_core.logs import redact
 from goat_core.host._gate import Gate, check_access, run_gated
+from goat_core.logs import redact
 
 #: Property names no tool schema may have (they would let a model pick another store).
 FORBIDDEN_ARGUMENTS = frozenset(
