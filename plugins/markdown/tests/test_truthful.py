@@ -78,3 +78,30 @@ def test_refresh_of_an_unknown_operation_id_is_not_found(goat_home: Path) -> Non
     result = goat("refresh", "made-up-id")
     assert result.exit_code == 3, result.output
     assert "made-up-id" in result.stderr and "queued" not in result.stdout
+
+
+def test_a_symlink_loop_is_reported_by_the_link_that_closes_it(
+    goat_home: Path, tmp_path: Path
+) -> None:
+    """With ``loopalias -> loopdir`` and ``loopdir/up -> ..``, the warning named the real
+    folder ``loopdir`` as the cycle, and ``show`` of a listed path exited 3."""
+    vault = tmp_path / "vault"
+    (vault / "loopdir").mkdir(parents=True)
+    (vault / "loopdir" / "inner.md").write_text("inner note\n", encoding="utf-8")
+    (vault / "top.md").write_text("top note\n", encoding="utf-8")
+    (vault / "loopdir" / "up").symlink_to("..")
+    (vault / "loopalias").symlink_to("loopdir")
+    assert goat("bind", "--pen", "lp", "markdown", "--set", f"root={vault}").exit_code == 0
+    listed = goat("pages", "--pen", "lp", "--json")
+    assert listed.exit_code == 0, listed.output
+    paths = [item["path"] for item in json.loads(listed.stdout)["items"]]
+    assert paths == ["loopdir/inner.md", "top.md"]
+    mapped = goat("map", "--pen", "lp")
+    assert mapped.exit_code == 0, mapped.output
+    warnings = [line for line in mapped.stderr.splitlines() if "warning" in line]
+    cycle = [line for line in warnings if "cycle" in line]
+    assert len(cycle) == 1 and "loopdir/up" in cycle[0], warnings
+    assert any("loopalias" in line and "already listed" in line for line in warnings), warnings
+    assert not any(line.split("warning: ")[1].startswith("loopdir:") for line in warnings)
+    for path in paths:
+        assert goat("show", path, "--pen", "lp").exit_code == 0, path
