@@ -4,8 +4,8 @@ points, a fresh GOAT home per test), plus the generic memory commands on a wiki.
 from __future__ import annotations
 
 import json
-import re
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
