@@ -105,3 +105,35 @@ def test_a_symlink_loop_is_reported_by_the_link_that_closes_it(
     assert not any(line.split("warning: ")[1].startswith("loopdir:") for line in warnings)
     for path in paths:
         assert goat("show", path, "--pen", "lp").exit_code == 0, path
+
+
+def _readme_host_example() -> str:
+    from conftest import REPO
+
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Use it from a host", 1)[1]
+    return section.split("```python\n", 1)[1].split("```", 1)[0]
+
+
+def test_the_readme_host_example_runs_with_the_pen_unbound_then_bound(
+    goat_home: Path, tmp_path: Path
+) -> None:
+    """The README's host example raised a traceback while its Pen was unbound."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "example.py"
+    script.write_text(_readme_host_example(), encoding="utf-8")
+
+    def run() -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, str(script)], capture_output=True, text=True, timeout=120
+        )
+
+    unbound = run()
+    assert unbound.returncode == 0, unbound.stderr
+    assert "goat bind --pen docs" in unbound.stdout and "Traceback" not in unbound.stderr
+    assert goat("bind", "--pen", "docs", "markdown").exit_code == 0
+    bound = run()
+    assert bound.returncode == 0, bound.stderr
+    assert bound.stdout.startswith("ok ") and "'recall'" in bound.stdout
