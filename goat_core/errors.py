@@ -187,5 +187,7 @@ class PluginLoadError(GoatError):
 
     def __init__(self, failures: Sequence[Any]) -> None:
         names = ", ".join(f"{f.plugin}: {f.error}" for f in failures)
-        super().__init__(f"{len(failures)} plugin(s) failed to load: {names}")
+        hooks = all(getattr(f, "kind", None) == "hook" for f in failures) and failures
+        what = "had a failing hook" if hooks else "failed to load"
+        super().__init__(f"{len(failures)} plugin(s) {what} (strict plugins): {names}")
         self.failures = list(failures)

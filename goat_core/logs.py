@@ -20,6 +20,7 @@ every value passed to :func:`register_secret` wherever it appears, and scrubs
 from __future__ import annotations
 
 import functools
+import json
 import logging
 import re
 import sys
@@ -36,7 +37,9 @@ __all__ = [
     "RedactSecrets",
     "configure",
     "get_logger",
+    "redact",
     "register_secret",
+    "secret_forms",
 ]
 
 #: What a redacted value is replaced with.
@@ -77,6 +80,11 @@ LEVELS: dict[str, int] = {
 _STDLIB_LOGGERS = ("httpx2", "httpcore2", "httpx", "httpcore", "mcp", "uvicorn")
 
 _BEARER = re.compile(r"(?i)\b(bearer|basic)(\s+)[A-Za-z0-9._~+/=-]+")
+#: A header value that is a credential, not a word ("a bearer token is required"): at least
+#: 8 characters with a digit or punctuation.
+_BEARER_VALUE = re.compile(
+    r"(?i)\b(bearer|basic)(\s+)(?=[A-Za-z]*[0-9._~+/=-])[A-Za-z0-9._~+/=-]{8,}"
+)
 _KEY_VALUE = re.compile(
     r"(?i)\b((?:x[_-])?api[_-]?key|(?:access_|refresh_|auth_|id_)?token|password|passwd|"
     r"(?:client_)?secret)(\s*[=:]\s*)([^\s,;'\"&]+)"
@@ -84,6 +92,18 @@ _KEY_VALUE = re.compile(
 _MIN_SECRET_LENGTH = 4
 _MAX_DEPTH = 12
 _PASS_THROUGH_KEYS = frozenset({"_record", "_from_structlog"})
+
+
+def secret_forms(value: str) -> tuple[str, ...]:
+    """``value`` and the forms a server may echo it in: URL-encoded (``quote`` and
+    ``quote_plus``, upper- and lowercase escapes) and JSON-escaped. A header value
+    ``Bearer <value>`` is covered by ``value`` itself."""
+    from urllib.parse import quote, quote_plus
+
+    forms = {value, quote(value, safe=""), quote_plus(value, safe=""), quote(value)}
+    forms |= {re.sub(r"%[0-9A-F]{2}", lambda m: m.group(0).lower(), f) for f in set(forms)}
+    forms.add(json.dumps(value)[1:-1])
+    return tuple(sorted(f for f in forms if len(f) >= _MIN_SECRET_LENGTH))
 
 
 def _is_sensitive_key(key: object) -> bool:
@@ -108,19 +128,27 @@ class RedactSecrets:
             self.add_secret(value)
 
     def add_secret(self, value: str) -> None:
-        """Replace ``value`` wherever it appears from now on."""
+        """Replace ``value`` wherever it appears from now on, in every form a server may
+        echo it: as is, URL-encoded (``%2F``, ``+`` for a space) and JSON-escaped."""
         if not isinstance(value, str) or len(value) < _MIN_SECRET_LENGTH:
             return
         with self._lock:
-            if value not in self._known:
+            forms = [f for f in secret_forms(value) if f not in self._known]
+            if forms:
                 # longest first, so a secret containing another is replaced whole
-                self._known = tuple(sorted((*self._known, value), key=len, reverse=True))
+                self._known = tuple(sorted((*self._known, *forms), key=len, reverse=True))
 
-    def scrub_text(self, text: str) -> str:
-        """``text`` with known secrets, bearer tokens and ``key=value`` credentials blanked."""
+    def scrub_known(self, text: str) -> str:
+        """``text`` with the known secrets (every form) replaced, and nothing else touched:
+        for data a user wrote, where ``password: x`` may be meant."""
         for secret in self._known:
             if secret in text:
                 text = text.replace(secret, REDACTED)
+        return text
+
+    def scrub_text(self, text: str) -> str:
+        """``text`` with known secrets, bearer tokens and ``key=value`` credentials blanked."""
+        text = self.scrub_known(text)
         text = _BEARER.sub(lambda m: f"{m.group(1)}{m.group(2)}{REDACTED}", text)
         return _KEY_VALUE.sub(lambda m: f"{m.group(1)}{m.group(2)}{REDACTED}", text)
 
@@ -171,6 +199,17 @@ def register_secret(value: str) -> None:
     ignored.
     """
     _REDACTOR.add_secret(value)
+
+
+def redact(text: str) -> str:
+    """``text`` with every secret handed out in this process (:func:`register_secret`: stored
+    keys as read, draft keys as checked) replaced in every form, and any whole
+    ``Bearer <credential>`` / ``Basic <credential>`` value blanked (the redaction of logs,
+    without its ``key=value`` rule, so GOAT's own words stay readable): applied to every text
+    that may quote a server before it reaches a message, status, reason or tool error
+    (docs/design.md, Credentials and egress)."""
+    text = _REDACTOR.scrub_known(text)
+    return _BEARER_VALUE.sub(lambda m: f"{m.group(1)}{m.group(2)}{REDACTED}", text)
 
 
 def get_logger(name: str | None = None, **bound: Any) -> Any:

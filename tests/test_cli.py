@@ -341,6 +341,36 @@ def test_strict_loading_failure_is_exit_6_for_other_commands(
     assert "broken" in one_error_line(result)
 
 
+@pytest.fixture
+def bad_hook_dist(fake_dist: Path) -> Iterator[Path]:
+    """Add distribution ``goat-badhook``: it loads, but its providers hook raises."""
+    _write_dist(
+        fake_dist,
+        "goat-badhook",
+        "goat_badhook",
+        "badhook",
+        "from goat_core import hookimpl\n\n\n@hookimpl\ndef goat_register_providers():\n"
+        "    raise RuntimeError('hook blew up')\n",
+    )
+    yield fake_dist
+    sys.modules.pop("goat_badhook", None)
+
+
+def test_strict_plugins_stop_a_command_on_a_failing_hook(
+    bad_hook_dist: Path, bound: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """docs/design.md, Plugins: the hook is listed as failed, and strict stops ``recall x``."""
+    check = run("plugins", "--check")
+    assert check.exit_code == 6
+    assert "hook blew up" in check.stderr
+    assert run("recall", "x").exit_code == 0  # not strict: reported, the command goes on
+    monkeypatch.setenv("GOAT_STRICT_PLUGINS", "1")
+    result = run("recall", "x")
+    assert result.exit_code == 6, result.output
+    line = one_error_line(result)
+    assert "badhook" in line and "goat_register_providers" in line and "hook blew up" in line
+
+
 def test_providers_json_has_settings_schema(fake_dist: Path, home: Path) -> None:
     data = ok_json("providers")
     fake = next(p for p in data["providers"] if p["name"] == "fake")

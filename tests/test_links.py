@@ -505,3 +505,20 @@ def test_connections() -> None:
     assert connections(index, "C.md").to_json()["outgoing"] == []
     with pytest.raises(NotFound):
         connections(index, "Nope.md")
+
+
+def test_a_colon_is_a_file_name_character_and_a_bad_name_is_reported_not_fatal() -> None:
+    """docs/design.md, Browsing and links: ``x:y.md`` once broke the whole store's map."""
+    pages = [
+        (PageSummary(id="x:y.md", title="x:y", path="x:y.md"), "[[A]]"),
+        (PageSummary(id="A.md", title="A", path="A.md"), "[[x:y]]"),
+        (PageSummary(id="../out.md", title="out", path="../out.md"), "[[A]]"),
+    ]
+    link_map = build_link_map(pages, ["x:y.md", "A.md", "C:/abs.png"])
+    assert [n.id for n in link_map.nodes] == ["A.md", "x:y.md"]
+    assert [(e.source, e.target) for e in link_map.edges] == [
+        ("A.md", "x:y.md"),
+        ("x:y.md", "A.md"),
+    ]
+    assert len(link_map.degraded) == 2
+    assert "'../out.md'" in link_map.degraded[0] and "'C:/abs.png'" in link_map.degraded[1]

@@ -321,3 +321,20 @@ def test_an_unconfigured_host_never_gets_log_lines_on_stdout(mode: str) -> None:
     assert proc.stderr.count("Traceback") == 1  # rendered once, redacted, not re-attached
     if mode == "configured":
         assert "HOST goat_hindsight.client event='now.shown' scope='pen:a'" in proc.stderr
+
+
+def test_redact_covers_every_form_a_server_may_echo() -> None:
+    """docs/design.md, Credentials and egress: the key, its whole header value and its
+    URL-encoded form; GOAT's own words ("a bearer token is required") stay readable."""
+    from urllib.parse import quote
+
+    from goat_core.logs import redact, register_secret
+
+    key = "rk-echo/Key+3=aB!c9"
+    register_secret(key)
+    echoed = f"Authorization: Bearer {key}; url ?k={quote(key, safe='')} {quote(key)}"
+    out = redact(echoed)
+    assert key not in out and quote(key, safe="") not in out and quote(key) not in out
+    assert out.count("[REDACTED]") == 3
+    assert redact("a bearer token is required") == "a bearer token is required"
+    assert redact("Bearer other-token-123") == "Bearer [REDACTED]"

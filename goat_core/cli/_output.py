@@ -10,6 +10,7 @@ from typing import Any, NoReturn
 import click
 
 from goat_core.errors import Ambiguous, GoatError
+from goat_core.logs import redact
 
 _BUILTIN_DEBUG_ENV = "GOAT_DEBUG"
 
@@ -20,7 +21,8 @@ def _debug() -> bool:
 
 
 def _err(message: str) -> None:
-    click.echo(message, err=True)
+    """One line on stderr; secrets are redacted (an error may quote a server)."""
+    click.echo(redact(message), err=True)
 
 
 def emit_json(data: Any) -> None:

@@ -11,7 +11,8 @@ import click
 
 from goat_core.cli._options import _registry
 from goat_core.cli._output import _BUILTIN_DEBUG_ENV, _debug, _err, _fail, _one_line
-from goat_core.errors import BadInput, GoatError
+from goat_core.errors import BadInput, GoatError, PluginLoadError
+from goat_core.logs import redact
 
 if TYPE_CHECKING:
     from typing import TextIO
@@ -34,6 +35,8 @@ class GoatGroup(click.Group):
         try:
             with ctx.scope(cleanup=False):
                 _registry().register_commands(self)
+        except PluginLoadError:
+            raise  # strict loading (GOAT_STRICT_PLUGINS=1): any failure stops the command
         except GoatError as exc:
             _err(f"goat: warning: plugin commands unavailable: {_one_line(str(exc))}")
 
@@ -125,7 +128,7 @@ def _unexpected(exc: BaseException) -> None:
 
         traceback.print_exception(exc, file=sys.stderr)
     _err(
-        f"goat: error: unexpected {type(exc).__name__}: {_one_line(str(exc))} "
+        f"goat: error: unexpected {type(exc).__name__}: {_one_line(redact(str(exc)))} "
         f"(rerun with {_BUILTIN_DEBUG_ENV}=1 for the traceback)"
     )
 

@@ -5,11 +5,17 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
 from goat_core.errors import AuthError, CredentialError, GoatError, NotFound, ProviderUnavailable
+from goat_core.logs import redact
+
+#: A one-line reason that may quote a server: every secret handed out in this process (stored
+#: and draft keys, in every form) is redacted when the model is built, so no status, health,
+#: receipt or turn shows it (docs/design.md, Credentials and egress).
+RedactedText = Annotated[str, AfterValidator(redact)]
 
 
 class Tone(StrEnum):
@@ -61,7 +67,7 @@ class Health(BaseModel):
 
     ok: bool
     tone: Tone
-    reason: str = ""
+    reason: RedactedText = ""
     checked_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
     cause: HealthCause | None = None
 

@@ -14,6 +14,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from goat_core.contract._health import RedactedText
+
 _FROZEN = ConfigDict(frozen=True)
 
 
@@ -59,7 +61,7 @@ class Receipt(BaseModel):
 
     status: ReceiptStatus
     operation_id: str | None = None
-    reason: str | None = None
+    reason: RedactedText | None = None
     id: str | None = None
     path: str | None = None
     scope: str

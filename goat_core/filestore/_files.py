@@ -298,11 +298,32 @@ def _walk(root: Path | str, exts: tuple[str, ...]) -> WalkResult:
     skipped: list[tuple[str, str]] = []
     symlinks: list[str] = []
     temps: list[str] = []
-    # folders as (real path, path relative to the root with a trailing "/" or "")
+    # folders as (real path, path relative to the root with a trailing "/" or ""); real
+    # folders are walked before any symlinked one, so a folder is listed under its own path
+    # and a link to it is reported for what it is: an alias, or the link that closes a cycle
     stack: list[tuple[str, str]] = [(real_root, "")]
+    # symlinked folders: (relative path, real target, real folder holding the link)
+    linked: list[tuple[str, str, str]] = []
     s_isdir, s_isreg = stat.S_ISDIR, stat.S_ISREG
     realpath, os_stat = os.path.realpath, os.stat
-    while stack:
+    while stack or linked:
+        if not stack:
+            linked.sort(key=lambda item: _sort_key(item[0]), reverse=True)
+            rel, target, holder = linked.pop()
+            if target == holder or holder.startswith(target.rstrip(os.sep) + os.sep):
+                where = os.path.relpath(target, real_root).replace(os.sep, "/")
+                skipped.append(
+                    (rel, f"symlink cycle: it points back to {where!r}, a folder holding it")
+                )
+                continue
+            if target in visited:
+                where = os.path.relpath(target, real_root).replace(os.sep, "/")
+                skipped.append((rel, f"symlink to folder {where!r}, already listed there"))
+                continue
+            visited.add(target)
+            symlinks.append(rel)
+            stack.append((target, rel + "/"))
+            continue
         folder, prefix = stack.pop()
         try:
             with os.scandir(folder) as it:
@@ -332,12 +353,7 @@ def _walk(root: Path | str, exts: tuple[str, ...]) -> WalkResult:
                         skipped.append((rel, "broken symlink"))
                         continue
                     if s_isdir(st.st_mode):
-                        if target in visited:
-                            skipped.append((rel, "symlink cycle: folder already visited"))
-                            continue
-                        visited.add(target)
-                        symlinks.append(rel)
-                        stack.append((target, rel + "/"))
+                        linked.append((rel, target, folder))
                     elif s_isreg(st.st_mode):
                         symlinks.append(rel)
                         if is_note:

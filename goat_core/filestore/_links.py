@@ -22,6 +22,7 @@ syntax (``Editing and formatting/Basic formatting syntax.md``).
 
 from __future__ import annotations
 
+import os
 import posixpath
 import re
 import unicodedata
@@ -540,10 +541,15 @@ def _key(path: str) -> str:
     return unicodedata.normalize("NFC", path).casefold()
 
 
+#: A drive (``C:/x``) is absolute everywhere; ``C:x`` only on Windows: elsewhere ``x:y.md``
+#: is an ordinary file name (docs/design.md, Browsing and links).
+_DRIVE_PATH = r"[A-Za-z]:" if os.name == "nt" else r"[A-Za-z]:(?:/|\\|$)"
+
+
 def _check_path(path: str) -> str:
     if not isinstance(path, str) or not path:
         raise PathError(f"store path {path!r} is empty; give a relative POSIX path", rule="empty")
-    if path.startswith("/") or re.match(r"[A-Za-z]:", path):
+    if path.startswith("/") or re.match(_DRIVE_PATH, path):
         raise PathError(
             f"store path {path!r} is absolute; paths are relative to the store root",
             rule="absolute-path",
@@ -714,25 +720,39 @@ class LinkIndex:
         and its text (frontmatter optional).
     :param paths: all file paths of the store (notes and attachments); defaults to the page
         ids, so links to attachments are then missing.
-    :raises PathError: as :class:`LinkResolver` for an invalid path or page id.
+
+    A page id or path :class:`LinkResolver` would refuse is left out and reported in
+    :attr:`skipped` (and the map's ``degraded``): one bad name never breaks the map of the
+    rest of the store (docs/design.md, Browsing and links).
     """
 
     def __init__(
         self, pages: Iterable[tuple[PageSummary, str]], paths: Iterable[str] | None = None
     ) -> None:
-        page_list = list(pages)
+        page_list: list[tuple[PageSummary, str]] = []
+        #: why each left-out page or file was left out, one line each
+        self.skipped: list[str] = []
         self.pages: dict[str, PageSummary] = {}
-        for summary, _ in page_list:
-            _check_path(summary.id)
-            self.pages[summary.id] = summary
-        all_paths = list(self.pages) if paths is None else [*paths, *self.pages]
-        self.resolver = LinkResolver(all_paths)
+        for summary, body in pages:
+            if self._usable(summary.id):
+                page_list.append((summary, body))
+                self.pages[summary.id] = summary
+        extra = [] if paths is None else [p for p in paths if p in self.pages or self._usable(p)]
+        self.resolver = LinkResolver([*extra, *self.pages])
         self.links: dict[str, tuple[Link, ...]] = {}
         for summary, body in page_list:
             self.links[summary.id] = tuple(
                 self.resolver.resolve(p, summary.id) for p in parse_links(body)
             )
         self._backlinks: dict[str, list[Edge]] | None = None
+
+    def _usable(self, path: str) -> bool:
+        try:
+            _check_path(path)
+        except PathError as exc:
+            self.skipped.append(f"left out of the link map: {exc.message}")
+            return False
+        return True
 
     def edges(self) -> Iterator[Edge]:
         """Every link as an edge, pages in path order, links in order of appearance."""
@@ -747,7 +767,7 @@ class LinkIndex:
         carry the attachment path as target; missing ones ``None``; same-note links are
         self-edges with resolution ``self``)."""
         nodes = tuple(self.pages[k] for k in sorted(self.pages))
-        return LinkMap(nodes=nodes, edges=tuple(self.edges()))
+        return LinkMap(nodes=nodes, edges=tuple(self.edges()), degraded=tuple(self.skipped))
 
     def connections(self, page_id: str) -> Connections:
         """The page's outgoing links and its backlinks: edges from *other* pages whose target

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from goat_core.contract import Health, Page, PageSummary, RecallItem
-from goat_core.errors import Ambiguous, BadInput, NotFound, TooLarge
+from goat_core.errors import Ambiguous, BadInput, NotFound, PathError, TooLarge
 from goat_core.filestore._files import contain, etag
 from goat_core.filestore._frontmatter import jsonable, parse_note
 
@@ -279,7 +279,14 @@ def resolve_page_ref(
     if f"{ref}.md" in paths:
         return paths[f"{ref}.md"]
     if "/" in ref or ref.lower().endswith(".md"):
-        contain(root, ref)  # an unsafe reference is refused with its rule, not "missing"
+        try:
+            contain(root, ref)  # an unsafe reference is refused with its rule, not "missing"
+        except PathError:
+            # ... unless it is a title as remember accepted it (``../x`` is ``-x.md``)
+            titled = _by_exact_title(ref, items)
+            if titled is None:
+                raise
+            return titled
         folded = fold(ref if ref.lower().endswith(".md") else f"{ref}.md")
         hits = [p for n, p in paths.items() if fold(n) == folded]
         if len(hits) == 1:
@@ -287,7 +294,12 @@ def resolve_page_ref(
         if hits:
             raise ambiguous_pages(ref, hits)
         if exact_paths:
-            raise NotFound(f"no page at path {ref!r} in {where}")
+            # a title that looks like a path (``.obsidian/x``, ``~/x``) names its own note,
+            # never a same-named file elsewhere
+            found = _by_exact_title(ref, items)
+            if found is None:
+                raise NotFound(f"no page at path {ref!r} in {where}")
+            return found
     key = fold(ref[:-3] if ref.lower().endswith(".md") else ref)
     matches = [p for p, t, _i in items if fold(t) == key or fold(file_stem(p)) == key]
     if shared_ids_ambiguous and len(with_id) > 1:
@@ -297,6 +309,20 @@ def resolve_page_ref(
     if matches:
         raise ambiguous_pages(ref, matches)
     raise NotFound(f"no page matches {ref!r} in {where}")
+
+
+def _by_exact_title(ref: str, items: Sequence[PageRef]) -> str | None:
+    """The one page whose title is ``ref`` (ignoring case, NFC), ``None`` when none is.
+
+    Titles round-trip (docs/design.md, Writes and outcomes): whatever ``remember`` accepted as
+    a title finds its note, even when it reads as a path (``../x``, ``.git/config``).
+    :raises Ambiguous: several pages carry that title.
+    """
+    key = fold(ref)
+    hits = [p for p, t, _i in items if fold(t) == key]
+    if len(hits) > 1:
+        raise ambiguous_pages(ref, hits)
+    return hits[0] if hits else None
 
 
 # -- listing --------------------------------------------------------------------------------

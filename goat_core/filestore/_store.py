@@ -40,7 +40,7 @@ from goat_core.contract import (
     ReceiptStatus,
     normalize_pen_id,
 )
-from goat_core.errors import PathError, ScopeError, StoreUnwritable
+from goat_core.errors import NotFound, PathError, ScopeError, StoreUnwritable
 from goat_core.filestore._files import (
     StoreLock,
     WalkResult,
@@ -350,6 +350,17 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
             if typed is None:
                 raise
             raise typed from exc
+
+    async def refresh(self, receipt: Receipt) -> Receipt:
+        """A folder store writes at once and never queues, so it knows no operation id:
+        refreshing one is :class:`NotFound` (docs/design.md, Writes and outcomes); a receipt
+        without an operation id comes back unchanged."""
+        if receipt.operation_id is not None:
+            raise NotFound(
+                f"no queued operation {receipt.operation_id!r} in {self.label()}: it writes at "
+                "once and never queues"
+            )
+        return receipt
 
     async def recall(self, query: str, *, limit: int = 10) -> RecallResult:
         """Ranked full-text search (user text, never query syntax). ``complete`` is ``False``

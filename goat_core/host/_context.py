@@ -29,6 +29,7 @@ from goat_core.errors import (
     GoatError,
     NotFound,
     NotSupported,
+    PluginLoadError,
     ProviderUnavailable,
     Rejected,
     ScopeError,
@@ -407,6 +408,8 @@ class MemoryContext:
             result = await self.recall(
                 prompt, limit=TURN_RECALL_LIMIT, max_tokens=max(1, budget // CHARS_PER_TOKEN)
             )
+        except PluginLoadError:
+            raise  # strict plugins: a failing hook stops the turn
         except Exception as exc:  # reported for this turn only
             reason = (
                 f"{type(exc).__name__}: {exc}"

@@ -6,11 +6,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import AfterValidator, BaseModel, ConfigDict
 
 from goat_core.contract import Binding, Health, HealthCause, Scope, Tone, normalize_pen_id
+from goat_core.logs import redact
 
 #: The provider of the embedded default Global store (docs/design.md, Bindings and providers).
 EMBEDDED_DEFAULT_PROVIDER = "markdown"
@@ -83,7 +84,7 @@ class BindingStatus(BaseModel):
     label: str
     provider: str | None
     tone: Tone
-    reason: str
+    reason: Annotated[str, AfterValidator(redact)]  # may quote a server: never a secret
     last_checked: datetime | None = None
     binding_id: str | None = None
     enabled: bool = True

@@ -38,6 +38,7 @@ from goat_core.contract import (
 )
 from goat_core.errors import BadInput, ConfigError, GoatError, NotFound, ScopeError
 from goat_core.host._gate import Gate, check_access, run_gated
+from goat_core.logs import redact
 
 #: Property names no tool schema may have (they would let a model pick another store).
 FORBIDDEN_ARGUMENTS = frozenset(
@@ -145,7 +146,8 @@ class CoreTool:
 
 
 def _error(kind: str, message: str) -> dict[str, Any]:
-    return {"error": {"type": kind, "message": message}}
+    """A tool error; its message may quote a server, so secrets are redacted."""
+    return {"error": {"type": kind, "message": redact(message)}}
 
 
 def _validation_text(exc: ValidationError) -> str:

@@ -8,11 +8,12 @@ import json
 import re
 import unicodedata
 from collections.abc import Sequence
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import AfterValidator, BaseModel, ConfigDict
 
 from goat_core.contract import RecallItem
+from goat_core.logs import redact
 
 #: Prompts that never trigger automatic recall (compared case-insensitively, without
 #: trailing ``.!?`` and surrounding whitespace). Slash commands (``/help``) skip too.
@@ -76,7 +77,7 @@ class TurnMemory(BaseModel):
     block: str
     items: list[RecallItem]
     outcome: Outcome
-    reason: str | None = None
+    reason: Annotated[str, AfterValidator(redact)] | None = None  # may quote a server
     scope: str | None = None
     label: str | None = None
 

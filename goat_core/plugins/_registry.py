@@ -23,7 +23,14 @@ from goat_core.contract import (
     ScopeRequest,
     ScopeResolution,
 )
-from goat_core.errors import GoatError, NotFound, ProviderUnavailable, Rejected, ScopeError
+from goat_core.errors import (
+    GoatError,
+    NotFound,
+    PluginLoadError,
+    ProviderUnavailable,
+    Rejected,
+    ScopeError,
+)
 from goat_core.plugins._manager import GoatPluginManager, PluginSettings, make_plugin_manager
 
 if TYPE_CHECKING:
@@ -86,19 +93,25 @@ class Registry:
         return result
 
     def _hook_failure(self, plugin: str, hook: str, exc: BaseException) -> None:
+        """Record a hook implementation's failure against its plugin; under strict loading
+        (``GOAT_STRICT_PLUGINS=1``) it stops the command (docs/design.md, Plugins).
+
+        :raises PluginLoadError: strict loading.
+        """
         import traceback
 
         origin = self.pm.origins.get(plugin)
-        self.pm.record_failure(
-            PluginLoadFailure(
-                plugin=plugin,
-                distribution=origin.distribution if origin else None,
-                version=origin.version if origin else None,
-                kind="hook",
-                error=f"{hook}: {type(exc).__name__}: {exc}",
-                traceback="".join(traceback.format_exception(exc)),
-            )
+        failure = PluginLoadFailure(
+            plugin=plugin,
+            distribution=origin.distribution if origin else None,
+            version=origin.version if origin else None,
+            kind="hook",
+            error=f"{hook}: {type(exc).__name__}: {exc}",
+            traceback="".join(traceback.format_exception(exc)),
         )
+        self.pm.record_failure(failure)
+        if self.pm.settings.strict:
+            raise PluginLoadError([failure]) from exc
 
     # -- providers ----------------------------------------------------------------------
     def providers(self) -> dict[str, ProviderSpec]:

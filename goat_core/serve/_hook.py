@@ -54,6 +54,14 @@ class HookResult:
     scope: str | None = None
     via: str = "in-process"
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        # the reason may quote a server (an error, a status): never a secret
+        if name == "reason" and value:
+            from goat_core.logs import redact
+
+            value = redact(value)
+        super().__setattr__(name, value)
+
     def to_json(self) -> dict[str, Any]:
         return {
             "hookSpecificOutput": {

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, unquote
 
 from goat_core.errors import GoatError, NotFound
+from goat_core.logs import redact
 
 if TYPE_CHECKING:
     from mcp.server.lowlevel import Server
@@ -120,7 +121,9 @@ def build_server(served: ServedScope, *, name: str = "goat-memory") -> Server[An
                 raise NotFound(f"no resource {uri!r} (goat://scope or goat://page/{{id}})")
         except GoatError as exc:
             raise MCPError(
-                types.INVALID_PARAMS, f"{type(exc).__name__}: {exc}", {"scope": scope.key}
+                types.INVALID_PARAMS,
+                redact(f"{type(exc).__name__}: {exc}"),
+                {"scope": scope.key},
             ) from None
         return types.ReadResourceResult(
             contents=[

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from goat_core.contract import Capability
 from goat_core.errors import BadInput, GoatError, NotFound, ProviderUnavailable
+from goat_core.logs import redact
 from goat_core.serve._scope import ServeScope, bind_hint
 
 if TYPE_CHECKING:
@@ -241,6 +242,7 @@ class ServedScope:
         return {"scope": self.served.scope.key, "store": label}
 
     def _error(self, kind: str, message: str, context: MemoryContext | None) -> ToolOutcome:
+        message = redact(message)  # may quote a server: never a secret
         return ToolOutcome(
             {**self._meta(context), "error": {"type": kind, "message": message}}, True
         )

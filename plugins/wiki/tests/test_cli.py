@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -43,6 +44,7 @@ def test_wiki_commands_on_a_bound_vault(goat_home: Path, tmp_path: Path) -> None
     again = goat("wiki", "ingest", str(docs / "a"), "--pen", "w")
     assert again.exit_code == 0
     assert "0 source(s) added, 1 already present" in again.stdout
+    assert "present id docs/a/readme.md" in again.stdout  # ids, as `write --source` takes
 
     page = tmp_path / "page.md"
     page.write_text("Joins [[Projects/Plan]] with the alpha source. Quokka.\n")
@@ -130,6 +132,21 @@ def test_ingest_progress_goes_to_stderr(goat_home: Path, tmp_path: Path) -> None
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == "5 source(s) added, 0 already present, 0 skipped; 5 in the wiki\n" + (
-        "".join(f"added   docs/n{i}.md\n" for i in range(5))
+        "".join(f"added   id docs/n{i}.md\n" for i in range(5))
     )
     assert "ingesting" in proc.stderr
+
+
+def test_lint_counts_read_as_english(goat_home: Path, tmp_path: Path) -> None:
+    """Three warnings read "3 warnings", never "3 warning"."""
+    vault = write_tree(
+        tmp_path / "vault", {f"Notes/n{i}.md": f"orphan note {i}\n" for i in range(3)}
+    )
+    assert goat("bind", "--pen", "w", "wiki", "--set", f"root={vault}").exit_code == 0
+    lint = goat("wiki", "lint", "--pen", "w")
+    summary = lint.stderr.strip().splitlines()[-1]
+    counts = dict(
+        (noun, int(n)) for n, noun in (part.split() for part in summary.split(";")[0].split(", "))
+    )
+    assert counts.get("warnings", 0) >= 3, summary
+    assert not re.search(r"\b([02-9]|\d\d+) (warning|error)\b", summary), summary

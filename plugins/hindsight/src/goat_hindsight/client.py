@@ -48,7 +48,7 @@ import anyio.to_thread
 import httpx2
 from anyio.streams.memory import MemoryObjectSendStream
 from goat_core.errors import GoatError, ProviderUnavailable
-from goat_core.logs import get_logger
+from goat_core.logs import RedactSecrets, get_logger, redact, register_secret
 from mcp import ClientSession, MCPError
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import REQUEST_TIMEOUT, CallToolResult, PaginatedRequestParams, TextContent
@@ -238,6 +238,8 @@ class HindsightClient:
         self.bank_id = settings.bank_id
         self.url = mcp_url(settings)
         self._api_key = api_key
+        #: the key this client sends, in every form: redacted from all a server says
+        self._secrets = RedactSecrets()
         self._http_client_factory = http_client
         self._transport_seam = transport
         self.deadlines = deadlines or Deadlines()
@@ -319,10 +321,29 @@ class HindsightClient:
             raise ServerUnavailable(f"the client of bank `{self.bank_id}` is closed")
         portal = await self._ensure_portal()
         future = portal.start_task_soon(fn, *args)
-        if _on_asyncio():
-            # shielded: a cancelled caller stops waiting, the call itself runs to its end
-            return await asyncio.shield(asyncio.wrap_future(future))
-        return await anyio.to_thread.run_sync(future.result, abandon_on_cancel=True)
+        try:
+            if _on_asyncio():
+                # shielded: a cancelled caller stops waiting, the call itself runs to its end
+                return await asyncio.shield(asyncio.wrap_future(future))
+            return await anyio.to_thread.run_sync(future.result, abandon_on_cancel=True)
+        except GoatError as exc:  # last line: whatever it quotes, never the key
+            exc.message = self._redact(exc.message)
+            exc.args = (exc.message,)
+            exc.details = self._redact(exc.details)
+            raise
+
+    def _redact(self, value: Any) -> Any:
+        """``value`` (text, or JSON-like data) with the key this client sends, and every
+        secret handed out in this process, redacted in every form (docs/design.md,
+        Credentials and egress). A server's text goes through here before it is cut short,
+        so no prefix of a key survives truncation."""
+        if isinstance(value, str):
+            return redact(self._secrets.scrub_known(value))
+        if isinstance(value, dict):
+            return {k: self._redact(v) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return type(value)(self._redact(v) for v in value)
+        return value
 
     async def _ensure_portal(self) -> anyio.from_thread.BlockingPortal:
         if self._portal is not None:
@@ -469,6 +490,8 @@ class HindsightClient:
         self._had_key = bool(key)
         if key:
             headers["Authorization"] = f"Bearer {key}"
+            self._secrets.add_secret(key)
+            register_secret(key)  # logs too
         self._capped = CappedTransport(self.limits.max_response_bytes, inner=self._transport_seam)
 
         async def record(response: httpx2.Response) -> None:  # must not raise
@@ -609,8 +632,8 @@ class HindsightClient:
         return parse_result(
             tool,
             is_error=bool(result.is_error),
-            texts=texts,
-            structured=result.structured_content,
+            texts=self._redact(texts),
+            structured=self._redact(result.structured_content),
             bank_id=self.bank_id,
             server=self.server,
         )
@@ -632,7 +655,7 @@ class HindsightClient:
             )
         for leaf in leaves:
             if isinstance(leaf, MCPError):
-                message = leaf.message or ""
+                message = self._redact(leaf.message or "")
                 if leaf.code == -32600 and _SESSION_LOST in message.lower():
                     return _SessionLost(message)
                 if self._capped is not None and self._capped.tripped:
@@ -660,7 +683,9 @@ class HindsightClient:
             if isinstance(leaf, httpx2.TransportError):
                 return ServerUnavailable(f"cannot reach `{self.server}` ({type(leaf).__name__})")
             if isinstance(leaf, RuntimeError):
-                return ProtocolViolation(f"`{self.server}` sent an invalid result ({leaf})"[:200])
+                return ProtocolViolation(
+                    self._redact(f"`{self.server}` sent an invalid result ({leaf})")[:200]
+                )
         if all(isinstance(leaf, anyio.get_cancelled_exc_class()) for leaf in leaves):
             return None
         return ServerUnavailable(

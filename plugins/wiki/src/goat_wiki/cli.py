@@ -102,10 +102,11 @@ def ingest_cmd(path: Path, pen: str | None, home: Path | None, as_json: bool) ->
         f"{len(result['added'])} source(s) added, {len(result['present'])} already present, "
         f"{len(result['skipped'])} skipped; {result['sources']} in the wiki"
     )
+    # each line names the source's id (what `goat wiki write --source ID` takes), not a path
     for source_id in result["added"]:
-        click.echo(f"added   {source_id}")
+        click.echo(f"added   id {source_id}")
     for source_id in result["present"]:
-        click.echo(f"present {source_id}")
+        click.echo(f"present id {source_id}")
     for item in result["skipped"]:
         click.echo(f"skipped {item['path']}: {item['reason']}", err=True)
     _exit_if_refused(result)
@@ -137,7 +138,13 @@ def lint_cmd(fix: bool, pen: str | None, home: Path | None, as_json: bool) -> No
         counts: dict[str, int] = {}
         for f in report.findings:
             counts[f.severity] = counts.get(f.severity, 0) + 1
-        summary = ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "no findings"
+        summary = (
+            ", ".join(
+                f"{n} {s}" if n == 1 or s == "info" else f"{n} {s}s"
+                for s, n in sorted(counts.items())
+            )
+            or "no findings"
+        )
         click.echo(f"{summary}; {len(report.fixed)} fixed", err=True)
     if any(f.severity in {"error", "warning"} for f in report.findings):
         raise click.exceptions.Exit(1)
