@@ -22,6 +22,7 @@ import re
 import unicodedata
 import uuid
 from datetime import UTC, datetime
+from typing import Any
 from urllib.parse import quote
 
 from goat_core import (
@@ -177,7 +178,7 @@ class RedisProvider(Provider):
 
     # -- plumbing ------------------------------------------------------------------------
 
-    async def _eval(self, script: str, *args: str | int) -> object:
+    async def _eval(self, script: str, *args: str | int) -> Any:
         return await self.transport.call("EVAL", script, 0, self.prefix, *args)
 
     async def _check_durable(self) -> bool:
@@ -248,11 +249,9 @@ class RedisProvider(Provider):
         words = _words(query)  # user text, never query syntax
         if not words:
             return RecallResult(scope=self.scope.key, items=(), complete=True)
-        total, *rows = await self._eval(_RECALL, limit, *words)  # type: ignore[misc]
+        total, *rows = await self._eval(_RECALL, limit, *words)
         items = []
-        for raw_id, score, title, text in rows:
-            if title is None:
-                continue  # cannot happen inside one script; kept as a guard
+        for raw_id, score, title, text in rows:  # one script: every indexed id has a note
             body = _s(text)
             items.append(RecallItem(id=_s(raw_id), title=_s(title), score=float(score),
                                     snippet=_snippet(body, words), text=body))
@@ -268,7 +267,7 @@ class RedisProvider(Provider):
             except (ValueError, binascii.Error, UnicodeError):
                 raise BadInput("not a cursor this provider issued") from None
         flat = await self._eval(_LIST, after, limit)
-        rows = [flat[i : i + 3] for i in range(0, len(flat), 3)]  # type: ignore[arg-type,index]
+        rows = [flat[i : i + 3] for i in range(0, len(flat), 3)]
         chunk, more = rows[:limit], len(rows) > limit
         return PageList(
             items=tuple(PageSummary(id=_s(i), title=_s(t)) for _, i, t in chunk),
