@@ -20,8 +20,3 @@ def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServ
 def namespace() -> str:
     """A fresh key namespace: every test starts from an empty world on the shared server."""
     return f"t-{uuid.uuid4().hex[:12]}"
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
