@@ -18,6 +18,7 @@ from goat_core.contract import (
     PageSummary,
     PolicyGate,
     ProviderOperation,
+    RecallResult,
     Receipt,
     Scope,
 )
@@ -196,4 +197,32 @@ async def test_operations_run_through_the_gate(tmp_path: Path) -> None:
         await ctx.run_operation("undeclared")
     with pytest.raises(NotSupported, match="no operation 'nope'"):
         await ctx.run_operation("nope")
+    await host.aclose()
+
+
+class EmptyRecall:
+    @hookimpl
+    def goat_filter_recall(
+        self, scope: Scope, query: str, result: RecallResult
+    ) -> RecallResult | None:
+        return result.model_copy(update={"items": ()})
+
+
+async def test_reflect_passes_the_recall_policy(tmp_path: Path) -> None:
+    """An answer based on items the policy hides is withheld, and says why."""
+    plugin = ref._make("markdown", ref.ReferenceProvider)[1]
+    host = await _host(tmp_path, plugin)
+    await host.context_for(Chat()).remember("the ferry leaves at nine", title="Ferry")
+    open_answer = await host.context_for(Chat()).reflect("when does the ferry leave?")
+    assert open_answer.text and open_answer.based_on
+    await host.aclose()
+
+    host = await _host(tmp_path, plugin, EmptyRecall())
+    answer = await host.context_for(Chat()).reflect("when does the ferry leave?")
+    assert answer.text == "" and answer.based_on == ()
+    assert any("hidden by policy; the answer is withheld" in d for d in answer.degraded)
+    tool = await memory_tools(host.context_for(Chat())).call(
+        "reflect", {"query": "when does the ferry leave?"}
+    )
+    assert tool["text"] == "" and "nine" not in str(tool)
     await host.aclose()

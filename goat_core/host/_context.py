@@ -291,8 +291,35 @@ class MemoryContext:
         return self._host.registry.filter_recall(self.scope, query, result)
 
     async def reflect(self, query: str) -> Reflection:
-        """Reason over memory (capability ``reflect``)."""
-        return await self._require(Capability.REFLECT, "reflect").reflect(query)
+        """Reason over memory (capability ``reflect``), through the recall policy.
+
+        The items the answer is based on pass ``goat_filter_recall`` as a recall result for
+        ``query``. When the policy removes any of them, the answer drew on text the reader
+        may not see, so its text is withheld: the reflection comes back with an empty text,
+        the kept items and the degraded reason ``"<n> item(s) hidden by policy; the answer
+        is withheld"`` (docs/design.md, Policy path).
+
+        :raises Rejected: a ``goat_filter_recall`` hook refused the read.
+        """
+        reflection = await self._require(Capability.REFLECT, "reflect").reflect(query)
+        based_on = RecallResult(scope=reflection.scope, items=reflection.based_on)
+        kept = self._host.registry.filter_recall(self.scope, query, based_on)
+        kept_ids = {item.id for item in kept.items}
+        hidden = sum(1 for item in reflection.based_on if item.id not in kept_ids)
+        if not hidden and len(kept.items) == len(reflection.based_on):
+            return reflection
+        return reflection.model_copy(
+            update={
+                "text": "",
+                "based_on": kept.items,
+                "degraded": (
+                    *reflection.degraded,
+                    *kept.degraded,
+                    f"{hidden} item{'' if hidden == 1 else 's'} hidden by policy; the answer "
+                    "is withheld",
+                ),
+            }
+        )
 
     async def list_pages(self, limit: int = 50, cursor: str | None = None) -> PageList:
         """One page of the page list (capability ``pages``), filtered by browse hooks.

@@ -1,0 +1,69 @@
+"""The fault fixture: break the real connection on cue, or make the real server refuse writes."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from goat_core import ProviderUnavailable
+from goat_core.testing import Fault, FaultInjector
+
+from goat_redis import provider as provider_module
+from goat_redis.resp import ConnectionLost, Transport, encode
+
+_WRITES = (provider_module._WRITE, provider_module._FORGET)
+# Server-side faults: the real server refuses the write (-OOM, -NOREPLICAS) while it is set.
+_SERVER_FAULTS = {
+    Fault.DISK_FULL: ("maxmemory", "1", "0"),
+    Fault.READ_ONLY: ("min-replicas-to-write", "1", "0"),
+}
+
+
+class FaultyTransport:
+    """Stands in for a provider's transport and breaks the real connection on cue."""
+
+    def __init__(self, real: Transport, fault: Fault) -> None:
+        self.real, self.fault, self.url = real, fault, real.url
+
+    async def call(self, *args: Any) -> Any:
+        is_write = args[0] == "EVAL" and args[1] in _WRITES
+        fault = self.fault
+        if is_write and fault in _SERVER_FAULTS:
+            name, value, normal = _SERVER_FAULTS[fault]
+            await self.real.call("CONFIG", "SET", name, value)
+            try:
+                return await self.real.call(*args)
+            finally:
+                await self.real.call("CONFIG", "SET", name, normal)
+        if fault is Fault.DROP_CONNECTION or (is_write and fault is not None):
+            if fault is not Fault.DROP_CONNECTION:
+                self.fault = None  # "the next write": once
+            return await self._break(fault, encode(args))
+        return await self.real.call(*args)
+
+    async def _break(self, fault: Fault, payload: bytes) -> Any:
+        real = self.real
+        async with real._lock:
+            if fault is Fault.WRITE_BEFORE_SEND:  # the connection is gone before a byte
+                await real.aclose()
+                raise ProviderUnavailable(f"cannot connect to {real.url}: injected refusal")
+            if real._stream is None:
+                await real._open()
+            sent = payload if fault is Fault.WRITE_AFTER_SEND else payload[: len(payload) // 2]
+            await real._stream.send(sent)
+            await real.aclose()  # the answer (if any) is never read
+            raise ConnectionLost(f"connection to {real.url} lost: injected {fault.value}")
+
+
+class RedisFaults(FaultInjector):
+    kinds = frozenset(Fault)
+
+    @contextmanager
+    def inject(self, fault: Fault, provider: Any) -> Iterator[None]:
+        real = provider.transport
+        provider.transport = FaultyTransport(real, fault)
+        try:
+            yield
+        finally:
+            provider.transport = real
