@@ -7,10 +7,8 @@ keep working. :func:`locate_test_vault` finds the real Obsidian Help vault.
 
 from __future__ import annotations
 
-import os
 import socket
-from collections.abc import Iterator, Mapping
-from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 import hypothesis
@@ -114,48 +112,5 @@ def _fresh_logging() -> Iterator[None]:
 
 
 # -- the real Obsidian Help vault ----------------------------------------------------------------
-#: The vault's folder name inside the shared data folder.
-VAULT_NAME = "obsidian-help-en"
-
-
-def _truthy(value: str | None) -> bool:
-    return (value or "").strip().lower() in {"1", "true", "yes", "on"}
-
-
-def locate_test_vault(repo: Path, environ: Mapping[str, str] | None = None) -> Path:
-    """The Obsidian Help vault the tests read, by one rule (the same rule in
-    ``plugins/markdown/tests/conftest.py``; README "Run the tests", ``.ci/run``):
-
-    1. ``$GOAT_TEST_VAULT`` when set;
-    2. else ``$GOAT_SHARED_DIR/data/obsidian-help-en`` when ``GOAT_SHARED_DIR`` is set;
-    3. else ``<repo>/../shared/data/obsidian-help-en`` (CI puts ``shared/`` beside the clone).
-
-    The first source that is set decides (a wrong explicit setting is reported, never
-    silently replaced by a fallback).
-
-    :param repo: the repository root (the folder holding ``pyproject.toml``).
-    :param environ: the environment (default ``os.environ``).
-    :returns: the vault folder.
-    :raises pytest.skip.Exception: the folder is absent, with a reason naming what was tried.
-    :raises pytest.fail.Exception: the same, under ``CI=true``: CI always has the vault.
-    """
-    env = os.environ if environ is None else environ
-    tried: list[str] = []
-    if env.get("GOAT_TEST_VAULT"):
-        path = Path(env["GOAT_TEST_VAULT"]).expanduser()
-        tried.append(f"GOAT_TEST_VAULT={path}")
-    else:
-        tried.append("GOAT_TEST_VAULT (unset)")
-        if env.get("GOAT_SHARED_DIR"):
-            path = Path(env["GOAT_SHARED_DIR"]).expanduser() / "data" / VAULT_NAME
-            tried.append(f"$GOAT_SHARED_DIR/data/{VAULT_NAME} = {path}")
-        else:
-            tried.append("GOAT_SHARED_DIR (unset)")
-            path = repo.resolve().parent / "shared" / "data" / VAULT_NAME
-            tried.append(f"<repo>/../shared/data/{VAULT_NAME} = {path}")
-    if path.is_dir():
-        return path
-    reason = f"the Obsidian Help vault is not a folder at {path}; tried: {'; '.join(tried)}"
-    if _truthy(env.get("CI")):
-        pytest.fail(f"{reason} (CI=true: CI always has shared/ beside the clone)", pytrace=False)
-    pytest.skip(reason)
+# One rule for every test tree: goat_core.testing.fixtures.locate_test_vault.
+from goat_core.testing.fixtures import VAULT_NAME, locate_test_vault  # noqa: E402, F401

@@ -22,9 +22,10 @@ from goat_core.contract import (
     Receipt,
     Scope,
 )
-from goat_core.errors import ConfigError, NotSupported, Rejected
+from goat_core.errors import ConfigError, NotSupported
 from goat_core.host import Chat, GoatHome, MemoryHost, memory_tools
 from goat_core.plugins import register_plugin
+from goat_core.testing import RefuseWrites
 
 HERE = Path(__file__).parent
 if str(HERE) not in sys.path:
@@ -34,15 +35,6 @@ import reference_provider as ref  # noqa: E402
 
 pytestmark = pytest.mark.anyio
 OBJ = {"type": "object", "properties": {}, "additionalProperties": False}
-
-
-class RefuseWrites:
-    seen: ClassVar[list[str]] = []
-
-    @hookimpl
-    def goat_inspect_remember(self, scope: Scope, write: MemoryWrite) -> MemoryWrite | None:
-        RefuseWrites.seen.append(write.text)
-        raise Rejected("writes are off")
 
 
 class Shout:
@@ -132,6 +124,7 @@ async def test_a_read_that_tries_to_write_is_refused(tmp_path: Path) -> None:
 
 
 async def test_a_write_passes_inspect_with_its_exact_text(tmp_path: Path) -> None:
+    refuse = RefuseWrites()
     stored: list[str] = []
 
     async def put(arguments: dict[str, Any], gate: PolicyGate) -> dict[str, Any]:
@@ -149,11 +142,10 @@ async def test_a_write_passes_inspect_with_its_exact_text(tmp_path: Path) -> Non
         "additionalProperties": False,
     }
     tool = ModelTool("put", "d", schema, put, access=Access.WRITE)
-    host = await _host(tmp_path, _plugin([tool]), RefuseWrites())
-    RefuseWrites.seen.clear()
+    host = await _host(tmp_path, _plugin([tool]), refuse)
     out = await memory_tools(host.context_for(Chat())).call("put", {"text": "the words"})
     assert out["status"] == "rejected" and out["reason"] == "writes are off"
-    assert RefuseWrites.seen == ["the words"] and stored == []
+    assert refuse.seen == ["the words"] and stored == []
     await host.aclose()
 
     host = await _host(tmp_path, _plugin([tool]), Shout())

@@ -93,7 +93,9 @@ from goat_core.filestore._pages import (
 )
 from goat_core.filestore._transfer import (
     ImportPlan,
+    folder_import_operation,
     import_into_folder,
+    import_into_store,
     note_text,
     provenance_hashes,
 )
@@ -182,7 +184,9 @@ __all__ = [
     "to_page",
     # copies and imports (docs/design.md, Copy, export and import)
     "ImportPlan",
+    "folder_import_operation",
     "import_into_folder",
+    "import_into_store",
     "note_text",
     "provenance_hashes",
 ]

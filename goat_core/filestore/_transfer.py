@@ -16,8 +16,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from goat_core.contract import (
+    IMPORT_OPERATION,
     PROVENANCE_KEYS,
+    Access,
     MemoryWrite,
+    PolicyGate,
+    ProviderOperation,
     Receipt,
     TransferItem,
     TransferOutcome,
@@ -206,3 +210,67 @@ def import_into_folder(
         )
         for p in plans
     ]
+
+
+#: ``do_import(provider, gate, pages, dry_run, rename, progress) -> items``, run on the
+#: store's worker thread by :func:`folder_import_operation`.
+FolderImport = Callable[
+    [Any, PolicyGate, Sequence[TransferPage], bool, bool, "Callable[[int, int], None] | None"],
+    list[TransferItem],
+]
+
+
+def folder_import_operation(provider: Any, do_import: FolderImport) -> ProviderOperation:
+    """The ``import_pages`` operation of a folder store (write access): ``await
+    import_pages(gate, pages, *, dry_run=False, rename=False, resend_unknown=False,
+    progress=None)`` runs ``do_import`` on ``provider``'s store worker. ``resend_unknown``
+    means nothing to a folder store (its writes are never ``unknown``).
+
+    :param provider: a :class:`~goat_core.filestore.FolderStoreProvider`.
+    """
+
+    async def import_pages(
+        gate: PolicyGate,
+        pages: Sequence[TransferPage],
+        *,
+        dry_run: bool = False,
+        rename: bool = False,
+        resend_unknown: bool = False,
+        progress: Callable[[int, int], None] | None = None,
+        **_: Any,
+    ) -> list[TransferItem]:
+        return await provider._worker.run(
+            do_import, provider, gate, list(pages), dry_run, rename, progress
+        )
+
+    return ProviderOperation(IMPORT_OPERATION, Access.WRITE, import_pages)
+
+
+def import_into_store(
+    provider: Any,
+    gate: PolicyGate,
+    pages: Sequence[TransferPage],
+    *,
+    notes: Iterable[Any],
+    walk: Any,
+    dry_run: bool,
+    rename: bool,
+    progress: Callable[[int, int], None] | None,
+    **how: Any,
+) -> list[TransferItem]:
+    """:func:`import_into_folder` for a folder store's current walk and notes: every file
+    and attachment path is taken, each body passes ``gate.inspect``, and the provider's
+    ``max_input_chars`` applies. ``how`` carries ``write`` or ``write_many`` (and
+    ``reserved``)."""
+    return import_into_folder(
+        provider.root,
+        pages,
+        notes=notes,
+        taken=[f.path for f in walk.files] + list(walk.attachments),
+        inspect=gate.inspect,
+        dry_run=dry_run,
+        rename=rename,
+        progress=progress,
+        max_chars=provider.spec.max_input_chars,
+        **how,
+    )

@@ -24,12 +24,14 @@ import pytest
 pytest.register_assert_rewrite("goat_core.testing.conformance")
 
 if TYPE_CHECKING:
+    from goat_core.testing.policies import HideReads, RefuseWrites
     from goat_core.testing.conformance import (
         ConformanceBase,
         Fault,
         FaultInjectionTests,
         FaultInjector,
         FolderFaults,
+        FolderStoreConformanceTests,
         ProviderConformanceTests,
         ProviderFactory,
         StoreSet,
@@ -39,10 +41,13 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ConformanceBase",
+    "HideReads",
+    "RefuseWrites",
     "Fault",
     "FaultInjectionTests",
     "FaultInjector",
     "FolderFaults",
+    "FolderStoreConformanceTests",
     "ProviderConformanceTests",
     "ProviderFactory",
     "StoreSet",
@@ -52,6 +57,10 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
+    if name in {"HideReads", "RefuseWrites"}:
+        from goat_core.testing import policies
+
+        return getattr(policies, name)
     if name in __all__:
         from goat_core.testing import conformance
 

@@ -6,20 +6,19 @@ from __future__ import annotations
 
 import importlib.util
 import json
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import pytest
 from mcp import Client
 
-from goat_core import hookimpl
-from goat_core.contract import MemoryWrite, PageSummary, RecallResult, Scope
-from goat_core.errors import Rejected
+from goat_core.contract import Scope
 from goat_core.host import GoatHome, MemoryHost
 from goat_core.plugins import PluginSettings, Registry, register_plugin
 from goat_core.serve import ServedScope, build_server, resolve_serve_scope
+from goat_core.testing import HideReads, RefuseWrites
 
 pytestmark = pytest.mark.anyio
 HAS_WIKI = importlib.util.find_spec("goat_wiki") is not None
@@ -28,29 +27,6 @@ HAS_WIKI = importlib.util.find_spec("goat_wiki") is not None
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
-
-
-class RefuseWrites:
-    seen: ClassVar[list[str]] = []
-
-    @hookimpl
-    def goat_inspect_remember(self, scope: Scope, write: MemoryWrite) -> MemoryWrite | None:
-        RefuseWrites.seen.append(write.text)
-        raise Rejected("writes are off")
-
-
-class HideReads:
-    @hookimpl
-    def goat_filter_recall(
-        self, scope: Scope, query: str, result: RecallResult
-    ) -> RecallResult | None:
-        return result.model_copy(update={"items": ()})
-
-    @hookimpl
-    def goat_filter_browse(
-        self, scope: Scope, items: Sequence[PageSummary]
-    ) -> Sequence[PageSummary] | None:
-        return []
 
 
 @asynccontextmanager
@@ -76,15 +52,15 @@ async def _seed(home: Path, **scope: Any) -> str:
 
 
 async def test_writes_refused_through_mcp(home: Path) -> None:
+    refuse = RefuseWrites()
     await _seed(home, global_=True)
-    RefuseWrites.seen.clear()
-    async with served(home, RefuseWrites(), global_=True) as client:
+    async with served(home, refuse, global_=True) as client:
         r = await client.call_tool("remember", {"text": "Refused words."})
         assert r.structured_content["status"] == "rejected"
         assert r.structured_content["reason"] == "writes are off"
         r = await client.call_tool("feedback", {"text": "Refused feedback."})
         assert r.structured_content["status"] == "rejected"
-        assert RefuseWrites.seen == ["Refused words.", "Refused feedback."]
+        assert refuse.seen == ["Refused words.", "Refused feedback."]
         r = await client.call_tool("recall", {"query": "quokkas"})
         assert r.structured_content["items"]  # a write-only policy leaves reads alone
     notes = sorted(p.name for p in (home / "data").rglob("*.md"))
@@ -108,16 +84,16 @@ async def test_reads_hidden_through_mcp(home: Path) -> None:
 
 @pytest.mark.skipif(not HAS_WIKI, reason="goat-wiki is not installed in this environment")
 async def test_a_providers_extra_tools_follow_the_policy_through_mcp(home: Path) -> None:
+    refuse = RefuseWrites()
     async with served(home, pen="w", provider="wiki") as client:
         r = await client.call_tool(
             "wiki_write_page", {"title": "concepts/Quokka", "body": "A quokka naps by day."}
         )
         assert not r.is_error and r.structured_content["status"] == "stored", r.content
-    RefuseWrites.seen.clear()
-    async with served(home, RefuseWrites(), pen="w", provider="wiki") as client:
+    async with served(home, refuse, pen="w", provider="wiki") as client:
         r = await client.call_tool("wiki_write_page", {"title": "New", "body": "Secret plan."})
         assert r.structured_content["status"] == "rejected"
-        assert RefuseWrites.seen == ["Secret plan."]
+        assert refuse.seen == ["Secret plan."]
     async with served(home, HideReads(), pen="w", provider="wiki") as client:
         r = await client.call_tool("wiki_search", {"query": "quokka"})
         assert r.structured_content["items"] == []

@@ -16,6 +16,7 @@ from goat_core.testing.conformance.faults import (
     filesystem_fault,
 )
 from goat_core.testing.conformance.faulttests import FaultInjectionTests
+from goat_core.testing.conformance.folder import FolderStoreConformanceTests
 from goat_core.testing.conformance.guards import LAG_BOUND_S
 from goat_core.testing.conformance.suite import (
     BAD_PEN_IDS,
@@ -33,6 +34,7 @@ __all__ = [
     "FaultInjectionTests",
     "FaultInjector",
     "FolderFaults",
+    "FolderStoreConformanceTests",
     "filesystem_fault",
     "QUERY_SYNTAX_CASES",
     "ConformanceBase",

@@ -1,26 +1,13 @@
-"""The shared provider conformance suite, run against goat-markdown."""
+"""The shared provider conformance suite, run against goat-markdown (default stores under a fresh
+GOAT home; read-only and full stores injected)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import pytest
-from goat_core.host import GoatHome
-from goat_core.testing import FolderFaults, ProviderConformanceTests
-from goat_core.testing.conformance import ProviderFactory, spec_factory
+from goat_core.testing import FolderStoreConformanceTests
 
 from goat_markdown.plugin import spec
 
 
-class TestMarkdownConformance(ProviderConformanceTests):
+class TestMarkdownConformance(FolderStoreConformanceTests):
     entry_point_name = provider_name = "markdown"
-
-    @pytest.fixture
-    def goat_provider_factory(self, tmp_path: Path) -> ProviderFactory:
-        """Default stores (no ``root``) under a fresh GOAT home: one empty store per scope."""
-        return spec_factory(spec(), GoatHome.at(tmp_path / "goat-home"))
-
-    @pytest.fixture
-    def goat_faults(self) -> FolderFaults:
-        """Read-only and full stores (OS errors injected under the store folder)."""
-        return FolderFaults()
+    folder_spec = staticmethod(spec)

@@ -10,18 +10,16 @@ a tool or operation added without a case here fails :func:`test_every_tool_is_co
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
-from typing import ClassVar
 
 import pytest
 from click.testing import CliRunner, Result
-from goat_core import hookimpl
 from goat_core.cli import cli
-from goat_core.contract import MemoryWrite, PageSummary, RecallResult, Scope
-from goat_core.errors import Rejected
+from goat_core.contract import Scope
 from goat_core.host import Chat, GoatHome, MemoryHost
 from goat_core.plugins import PluginSettings, Registry, make_plugin_manager, register_plugin
+from goat_core.testing import HideReads, RefuseWrites
 from wiki_helpers import write_tree
 
 import goat_wiki.plugin
@@ -42,33 +40,6 @@ OPERATIONS = {"import_pages", "ingest", "lint", "lint_fix", "write_page"}
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
-
-
-class RefuseWrites:
-    """A policy that refuses every write."""
-
-    seen: ClassVar[list[str]] = []
-
-    @hookimpl
-    def goat_inspect_remember(self, scope: Scope, write: MemoryWrite) -> MemoryWrite | None:
-        RefuseWrites.seen.append(write.text)
-        raise Rejected("writes are off")
-
-
-class HideReads:
-    """A policy that empties every recall and hides every page."""
-
-    @hookimpl
-    def goat_filter_recall(
-        self, scope: Scope, query: str, result: RecallResult
-    ) -> RecallResult | None:
-        return result.model_copy(update={"items": ()})
-
-    @hookimpl
-    def goat_filter_browse(
-        self, scope: Scope, items: Sequence[PageSummary]
-    ) -> Sequence[PageSummary] | None:
-        return []
 
 
 def registry(*policies: object) -> Registry:
@@ -133,15 +104,15 @@ def test_every_tool_is_covered(tmp_path: Path) -> None:
 
 # -- model tools ----------------------------------------------------------------------------
 async def test_tools_refuse_writes(tmp_path: Path) -> None:
+    refuse = RefuseWrites()
     home, root = await seeded_wiki(tmp_path)
     before = sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
-    host = MemoryHost(home=home, registry=registry(RefuseWrites()))
+    host = MemoryHost(home=home, registry=registry(refuse))
     try:
         tools = host.context_for(Chat("w")).tools()
-        RefuseWrites.seen.clear()
         out = await tools.call("wiki_write_page", {"title": "New", "body": "Secret plan."})
         assert out["status"] == "rejected" and "writes are off" in out["reason"]
-        assert RefuseWrites.seen == ["Secret plan."]  # the exact text it would store
+        assert refuse.seen == ["Secret plan."]  # the exact text it would store
         core = await tools.call("remember", {"text": "also refused"})
         assert core["status"] == "rejected"
         # reads still work under a write-only policy
@@ -206,11 +177,12 @@ def goat(*args: str) -> Result:
 async def test_commands_refuse_writes(
     tmp_path: Path, policy_cli: list[object], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    refuse = RefuseWrites()
     home, root = await seeded_wiki(tmp_path)
     monkeypatch.setenv("GOAT_HOME", str(home.config_dir))
     (root / "concepts" / "Island.md").write_text("Bare [[Quokka]] link.\n")
     before = {p: p.read_bytes() for p in root.rglob("*") if p.is_file()}
-    policy_cli.append(RefuseWrites())
+    policy_cli.append(refuse)
 
     more = write_tree(tmp_path / "more", {"new.md": "Another source."})
     ingest = goat("wiki", "ingest", str(more), "--pen", "w", "--json")
@@ -255,16 +227,16 @@ async def test_commands_filter_reads(
 
 async def test_import_pages_passes_the_write_policy(tmp_path: Path) -> None:
     """A refused import writes no page, no source, and no index or log line."""
+    refuse = RefuseWrites()
     bundle = write_tree(tmp_path / "bundle", {"Plan.md": "---\ntype: note\n---\nSecret plan.\n"})
     home = GoatHome.at(tmp_path / "home")
     root = tmp_path / "wiki"
     root.mkdir()
-    host = MemoryHost(home=home, registry=registry(RefuseWrites()))
+    host = MemoryHost(home=home, registry=registry(refuse))
     try:
         await host.bind(Scope.pen("w"), "wiki", {"root": str(root)})
-        RefuseWrites.seen.clear()
         report = await host.import_bundle(bundle, Scope.pen("w"))
-        assert RefuseWrites.seen == ["Secret plan.\n"]  # the exact body it would store
+        assert refuse.seen == ["Secret plan.\n"]  # the exact body it would store
         assert [i.outcome.value for i in report.items] == ["rejected"]
         assert not (root / "Plan.md").exists()
         assert not (root / "raw" / "imports").exists()

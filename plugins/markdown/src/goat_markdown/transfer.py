@@ -11,11 +11,9 @@ conflict (``rename``: the next free ``<stem>-<n>.md``).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from goat_core.contract import (
-    IMPORT_OPERATION,
-    Access,
     PolicyGate,
     ProviderOperation,
     Receipt,
@@ -27,7 +25,8 @@ from goat_core.filestore import (
     ImportPlan,
     atomic_write,
     contain,
-    import_into_folder,
+    folder_import_operation,
+    import_into_store,
 )
 
 if TYPE_CHECKING:
@@ -56,35 +55,19 @@ def _import(
             provider._index_note(plan.target)
             return provider._receipt(plan.target)
 
-        return import_into_folder(
-            provider.root,
+        return import_into_store(
+            provider,
+            gate,
             pages,
             notes=scan.notes,
-            taken=[f.path for f in walk.files] + list(walk.attachments),
-            inspect=gate.inspect,
-            write=write,
+            walk=walk,
             dry_run=dry_run,
             rename=rename,
             progress=progress,
-            max_chars=provider.spec.max_input_chars,
+            write=write,
         )
 
 
 def markdown_operations(provider: MarkdownProvider) -> list[ProviderOperation]:
     """``import_pages(pages, *, dry_run, rename, resend_unknown, progress)`` (write)."""
-
-    async def import_pages(
-        gate: PolicyGate,
-        pages: Sequence[TransferPage],
-        *,
-        dry_run: bool = False,
-        rename: bool = False,
-        resend_unknown: bool = False,
-        progress: Callable[[int, int], None] | None = None,
-        **_: Any,
-    ) -> list[TransferItem]:
-        return await provider._worker.run(
-            _import, provider, gate, list(pages), dry_run, rename, progress
-        )
-
-    return [ProviderOperation(IMPORT_OPERATION, Access.WRITE, import_pages)]
+    return [folder_import_operation(provider, _import)]

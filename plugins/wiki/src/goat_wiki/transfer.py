@@ -22,8 +22,6 @@ from typing import TYPE_CHECKING, Any
 
 from goat_core import filestore
 from goat_core.contract import (
-    IMPORT_OPERATION,
-    Access,
     PolicyGate,
     ProviderOperation,
     Receipt,
@@ -37,7 +35,8 @@ from goat_core.filestore import (
     contain,
     current_etag,
     etag,
-    import_into_folder,
+    folder_import_operation,
+    import_into_store,
     set_keys,
 )
 
@@ -179,36 +178,20 @@ def _import(
                 provider._index_note(rel)
             return [provider._receipt(rel) for rel in rels]
 
-        return import_into_folder(
-            provider.root,
+        return import_into_store(
+            provider,
+            gate,
             pages,
             notes=scan.notes,
-            taken=[f.path for f in walk.files] + list(walk.attachments),
-            inspect=gate.inspect,
-            write_many=write_many,
+            walk=walk,
             dry_run=dry_run,
             rename=rename,
-            reserved=_reserved(provider),
             progress=progress,
-            max_chars=provider.spec.max_input_chars,
+            write_many=write_many,
+            reserved=_reserved(provider),
         )
 
 
 def wiki_operations_for_import(provider: WikiProvider) -> list[ProviderOperation]:
     """``import_pages(pages, *, dry_run, rename, resend_unknown, progress)`` (write)."""
-
-    async def import_pages(
-        gate: PolicyGate,
-        pages: Sequence[TransferPage],
-        *,
-        dry_run: bool = False,
-        rename: bool = False,
-        resend_unknown: bool = False,
-        progress: Callable[[int, int], None] | None = None,
-        **_: Any,
-    ) -> list[TransferItem]:
-        return await provider._worker.run(
-            _import, provider, gate, list(pages), dry_run, rename, progress
-        )
-
-    return [ProviderOperation(IMPORT_OPERATION, Access.WRITE, import_pages)]
+    return [folder_import_operation(provider, _import)]

@@ -1,0 +1,51 @@
+"""Policy plugins for testing that every surface of a provider keeps the one policy path
+(docs/design.md, Policy path): register one next to your provider and drive each of its
+tools and commands.
+
+- :class:`RefuseWrites` refuses every write (``goat_inspect_remember`` raises
+  :class:`~goat_core.errors.Rejected`) and records the exact texts it was shown in
+  :attr:`RefuseWrites.seen`.
+- :class:`HideReads` empties every recall (``goat_filter_recall``) and hides every page
+  (``goat_filter_browse``).
+
+Register them with ``goat_core.plugins.register_plugin(registry.pm, RefuseWrites(), "policy")``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from goat_core.contract import MemoryWrite, PageSummary, RecallResult, Scope
+from goat_core.errors import Rejected
+from goat_core.hookspecs import hookimpl
+
+#: The reason :class:`RefuseWrites` gives.
+REFUSED = "writes are off"
+
+
+class RefuseWrites:
+    """Refuses every write; :attr:`seen` holds each text it was asked about, in order."""
+
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+
+    @hookimpl
+    def goat_inspect_remember(self, scope: Scope, write: MemoryWrite) -> MemoryWrite | None:
+        self.seen.append(write.text)
+        raise Rejected(REFUSED)
+
+
+class HideReads:
+    """Empties every recall and hides every page."""
+
+    @hookimpl
+    def goat_filter_recall(
+        self, scope: Scope, query: str, result: RecallResult
+    ) -> RecallResult | None:
+        return result.model_copy(update={"items": ()})
+
+    @hookimpl
+    def goat_filter_browse(
+        self, scope: Scope, items: Sequence[PageSummary]
+    ) -> Sequence[PageSummary] | None:
+        return []
