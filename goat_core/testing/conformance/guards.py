@@ -42,6 +42,10 @@ LAG_BOUND_S = 1.0
 PROBE_INTERVAL_S = 0.02
 
 SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD", re.IGNORECASE)
+#: Names that match :data:`SECRET_NAME` but hold no secret, read by TLS stacks for every
+#: connection (``SSLKEYLOGFILE`` is the path of a key log a developer asked for; httpcore
+#: and Python's ssl read it when they build a context).
+NOT_SECRET_NAMES = frozenset({"SSLKEYLOGFILE"})
 
 _BLOCKING_EVENTS = frozenset(
     {
@@ -202,7 +206,7 @@ class Guard:
         self._add("blocking", f"{what} ran on the event loop{_where(frame)}")
 
     def read_env(self, key: str, frame: FrameType | None) -> None:
-        if not SECRET_NAME.search(key):
+        if not SECRET_NAME.search(key) or key.upper() in NOT_SECRET_NAMES:
             return
         caller = _caller(frame)
         if caller is None:
