@@ -24,7 +24,6 @@ import pytest
 pytest.register_assert_rewrite("goat_core.testing.conformance")
 
 if TYPE_CHECKING:
-    from goat_core.testing.policies import HideReads, RefuseWrites
     from goat_core.testing.conformance import (
         ConformanceBase,
         Fault,
@@ -38,6 +37,7 @@ if TYPE_CHECKING:
         eventually,
         spec_factory,
     )
+    from goat_core.testing.policies import HideReads, RefuseWrites
 
 __all__ = [
     "ConformanceBase",
