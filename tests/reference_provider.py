@@ -10,6 +10,8 @@ The defect variants each break one rule:
 - ``reference_drop``  texts over 1000 characters are dropped but reported ``stored``;
 - ``reference_dedup`` identical text is silently merged while declaring ``keep``.
 - ``reference_retry`` a write overlapping another is stored twice (a lost-ack retry).
+- ``reference_dropraise`` a write whose request was cut part-way (and landed) raises
+  ``ProviderUnavailable``, as if nothing had been stored, instead of answering ``unknown``.
 
 :func:`install_entry_points` writes a throwaway ``.dist-info`` so the real loader finds them.
 """
@@ -112,9 +114,13 @@ class ReferenceProvider(Provider):
     titles_case_sensitive: ClassVar[bool] = False
     swallow_errors: ClassVar[bool] = False
     raw_os_errors: ClassVar[bool] = False
+    raise_on_drop: ClassVar[bool] = False
     check_defect: ClassVar[str | None] = None
-    #: The armed fault (``"before"`` or ``"after"`` the next write), set by the fault fixture.
+    #: The armed fault (``"before"``, ``"after"`` or ``"mid"``-way through the next write),
+    #: set by the fault fixture.
     fault: ClassVar[str | None] = None
+    #: How many writes the ``"mid"`` fault cut (read by the fault fixture).
+    cuts: ClassVar[int] = 0
     _in_flight: ClassVar[int] = 0
     _locks: ClassVar[dict[Path, anyio.Lock]] = {}
 
@@ -165,6 +171,11 @@ class ReferenceProvider(Provider):
                 return  # the seeded defect: the error is swallowed and the caller says stored
             raise typed from exc
         if fault == "after":
+            raise _LostAnswer
+        if fault == "mid":  # the request ran; the connection dropped before the answer
+            type(self).cuts += 1
+            if self.raise_on_drop:  # the seeded defect: a dropped connection read as "failed"
+                raise ProviderUnavailable(f"{self.label()}: the connection dropped; not stored")
             raise _LostAnswer
 
     async def _visible(self) -> list[dict[str, Any]]:
@@ -453,8 +464,9 @@ _CHECK_DEFECTS: dict[str, Callable[[ReferenceProvider], Any]] = {
 
 class ReferenceFaults(FaultInjector):
     """The reference provider's fault fixture: every kind. Writes ``before``/``after`` are
-    flags the provider reads; the connection drop is a failed write before it is sent (the
-    store is a file); read-only and full use :func:`filesystem_fault`."""
+    flags the provider reads; the connection drop (``mid``) lets the write's own request run
+    and loses its answer, and the store (a file) has no other request to cut; read-only and
+    full use :func:`filesystem_fault`."""
 
     kinds = frozenset(Fault)
 
@@ -466,11 +478,13 @@ class ReferenceFaults(FaultInjector):
             with filesystem_fault(provider.path.parent, fault):
                 yield
             return
-        cls.fault = "after" if fault is Fault.WRITE_AFTER_SEND else "before"
+        kind = {Fault.WRITE_AFTER_SEND: "after", Fault.DROP_CONNECTION: "mid"}
+        cls.fault, cls.cuts = kind.get(fault, "before"), 0
         try:
             yield
         finally:
             cls.fault = None
+            self.dropped_writes += cls.cuts
 
 
 class LeakProvider(ReferenceProvider):
@@ -543,6 +557,10 @@ class SwallowProvider(ReferenceProvider):
 
 class RawErrorProvider(ReferenceProvider):
     raw_os_errors = True
+
+
+class DropRaiseProvider(ReferenceProvider):
+    raise_on_drop = True
 
 
 class BlockingProvider(ReferenceProvider):
@@ -679,6 +697,7 @@ DEFECTS: dict[str, type[ReferenceProvider]] = {
     "reference_title": TitleProvider,
     "reference_swallow": SwallowProvider,
     "reference_rawerror": RawErrorProvider,
+    "reference_dropraise": DropRaiseProvider,
     "reference_blocking": BlockingProvider,
     "reference_busy": BusyProvider,
     "reference_socket": SocketProvider,

@@ -37,8 +37,9 @@ class Tone(StrEnum):
 #:   cannot tell; retried with backoff.
 #: - ``not_found``: the server does not know the store the binding names (a bank, a
 #:   collection, an index, a database).
-#: - ``incompatible``: the server lacks an operation the provider needs, or speaks a version
-#:   the provider cannot use.
+#: - ``incompatible``: the server lacks an operation the provider needs, speaks a version
+#:   the provider cannot use, or is set up so that no write could honestly be ``stored`` (it
+#:   does not make writes durable).
 #: - ``legacy``: a stored binding entry that fails closed (set by the host, never by a
 #:   provider).
 #:

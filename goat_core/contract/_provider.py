@@ -86,7 +86,9 @@ class ProviderContext:
     :param settings: the binding's settings, validated against ``spec.settings_model``.
     :param home: GOAT's directories (index and lock files live there, never in a store).
     :param get_credential: ``get_credential(name) -> str | None`` reads a declared secret
-        from the credential store (env override first). Call it when connecting, not earlier.
+        from the credential store (env override first). Call it when the value is needed
+        (connecting; :meth:`Provider.transport_fingerprint` may hash it), never in
+        ``__init__``; keep neither the secret nor a digest of it in an attribute.
     :param http_client: ``http_client(**kwargs) -> httpx2.AsyncClient`` whose transport asks
         the egress guard on every request; ``None`` for providers that declare no network use.
     :param progress: the host's progress sink for long store work that a read may trigger
@@ -146,7 +148,11 @@ class Provider:
 
     def transport_fingerprint(self) -> str | None:
         """For remote providers: a stable digest of server, bank and credential (never the
-        credential itself). ``None`` for local providers."""
+        credential itself). ``None`` for local providers.
+
+        Synchronous: the host's connection supervisor calls it on the event loop, so it does
+        no I/O. It may read the credential and hash it each time it is called.
+        """
         return None
 
     def _unsupported(self, capability: Capability | str | None, operation: str) -> NotSupported:

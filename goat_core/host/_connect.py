@@ -14,6 +14,7 @@ socket audit) can tell a connection that passed the guard from one that did not.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -58,7 +59,7 @@ class GuardedConnect:
     """``await connect(url, *, timeout=10.0, tls=None) -> anyio.abc.ByteStream``.
 
     :param check: ``check(url)`` raises :class:`ProviderUnavailable` when the egress guard
-        refuses ``url`` (the host passes ``goat_core.egress.check_egress`` bound to the
+        refuses ``url`` (the host passes ``goat_core.host.check_egress`` bound to the
         registry and the binding).
     """
 
@@ -101,6 +102,13 @@ class GuardedConnect:
                 f"cannot connect to {host}:{port}: no answer within {timeout:g} s"
             ) from None
         except OSError as exc:
-            raise ProviderUnavailable(
-                f"cannot connect to {host}:{port}: {exc.strerror or type(exc).__name__}"
-            ) from None
+            raise ProviderUnavailable(f"cannot connect to {host}:{port}: {_why(exc)}") from None
+
+
+def _why(exc: OSError) -> str:
+    """What went wrong, in the system's words (``Connection refused``): anyio reports every
+    failed attempt as one ``OSError`` whose cause is the first attempt's error."""
+    for error in (exc, exc.__cause__):
+        if isinstance(error, OSError) and error.errno:
+            return os.strerror(error.errno)
+    return str(exc) or type(exc).__name__

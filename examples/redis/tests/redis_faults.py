@@ -23,8 +23,9 @@ _SERVER_FAULTS = {
 class FaultyTransport:
     """Stands in for a provider's transport and breaks the real connection on cue."""
 
-    def __init__(self, real: Transport, fault: Fault) -> None:
-        self.real, self.fault, self.url = real, fault, real.url
+    def __init__(self, real: Transport, fault: Fault, faults: RedisFaults) -> None:
+        self.real, self.fault, self.url, self.faults = real, fault, real.url, faults
+        self.dropped = False  # DROP_CONNECTION cut the write: every later request drops
 
     async def call(self, *args: Any) -> Any:
         is_write = args[0] == "EVAL" and args[1] in _WRITES
@@ -36,9 +37,15 @@ class FaultyTransport:
                 return await self.real.call(*args)
             finally:
                 await self.real.call("CONFIG", "SET", name, normal)
-        if fault is Fault.DROP_CONNECTION or (is_write and fault is not None):
-            if fault is not Fault.DROP_CONNECTION:
-                self.fault = None  # "the next write": once
+        if fault is Fault.DROP_CONNECTION:
+            if is_write and not self.dropped:  # the write's own request, cut half-way
+                self.dropped = True
+                self.faults.dropped_writes += 1
+            if self.dropped:
+                return await self._break(fault, encode(args))
+            return await self.real.call(*args)  # requests before the write are answered
+        if is_write and fault is not None:
+            self.fault = None  # "the next write": once
             return await self._break(fault, encode(args))
         return await self.real.call(*args)
 
@@ -62,7 +69,7 @@ class RedisFaults(FaultInjector):
     @contextmanager
     def inject(self, fault: Fault, provider: Any) -> Iterator[None]:
         real = provider.transport
-        provider.transport = FaultyTransport(real, fault)
+        provider.transport = FaultyTransport(real, fault, self)
         try:
             yield
         finally:

@@ -14,12 +14,23 @@ arms one of them around a block::
     def goat_faults(self):
         return MyFaults()
 
+``inject`` is called on the event loop's thread, inside the test body, and must return a
+synchronous context manager (``@contextmanager``; not async). Keep it quick and without
+blocking I/O: the runtime guards watch it as they watch the provider. To change anything
+asynchronously, set a flag that the provider's transport reads on its next request.
+
 While the block runs, the suite remembers a text and reads one it stored before. It then
 asserts that the write's receipt is ``unknown`` or the error is typed (a ``GoatError``;
 ``StoreUnwritable`` for a full or read-only store), never ``stored`` for a write that did not
-land, and that the read reports ``degraded`` or ``complete=False`` or raises a typed error,
+land, and never a typed error (or a ``rejected``/``failed`` receipt) for a write that did
+land; and that the read reports ``degraded`` or ``complete=False`` or raises a typed error,
 never a silent empty. Kinds a provider does not list, and every kind of a provider without
 the fixture, are skipped with the reason.
+
+:attr:`Fault.DROP_CONNECTION` must hit the write's own request, so the suite proves the
+half-sent path (``unknown``) rather than an earlier read failing: the fixture answers every
+request before the write's own one, cuts that one part-way, and adds one to
+:attr:`FaultInjector.dropped_writes` (by the time the block ends).
 
 :func:`filesystem_fault` implements ``READ_ONLY`` and ``DISK_FULL`` for any store kept in a
 folder (it works as root too, where ``chmod`` would not stop a write): every write-like file
@@ -47,10 +58,16 @@ class Fault(StrEnum):
     """What can go wrong under a write or read."""
 
     #: The next write fails before anything reaches the store (connection refused, EIO).
+    #: One-shot: the first write request inside the block, not the ones after it.
     WRITE_BEFORE_SEND = "write_before_send"
     #: The next write reaches the store, then the answer is lost (a timeout after sending).
+    #: One-shot, like :attr:`WRITE_BEFORE_SEND`.
     WRITE_AFTER_SEND = "write_after_send"
-    #: The connection drops in the middle of every request while armed.
+    #: The connection drops in the middle of the write's own request (the request that
+    #: carries the write: part of it was sent, no answer comes back). Every request before
+    #: it is answered (a connect, a handshake, a read the write path makes first); from the
+    #: drop until the block ends, every request drops mid-way (the connection stays broken).
+    #: The fixture counts each write request it cut in :attr:`FaultInjector.dropped_writes`.
     DROP_CONNECTION = "drop_connection"
     #: The store cannot be written: read-only.
     READ_ONLY = "read_only"
@@ -63,12 +80,20 @@ class FaultInjector:
 
     #: The faults this store can have (the others are skipped, with the reason).
     kinds: ClassVar[frozenset[Fault]] = frozenset()
+    #: How many write requests :attr:`Fault.DROP_CONNECTION` cut part-way (add one per cut,
+    #: at the latest when the block ends). The suite compares it before and after the
+    #: block: a write test under the drop whose write request was never cut proves nothing
+    #: and fails, naming the fixture.
+    dropped_writes: int = 0
 
     def inject(self, fault: Fault, provider: Provider) -> AbstractContextManager[Any]:
-        """A context manager arming ``fault`` for ``provider``'s store while it is entered.
+        """A synchronous context manager arming ``fault`` for ``provider``'s store while it
+        is entered. Called on the event loop's thread, in the test body; not async.
 
         ``WRITE_BEFORE_SEND`` and ``WRITE_AFTER_SEND`` fail the first write made inside the
-        block; the others hold until the block ends. Leaving the block restores the store.
+        block (once); ``DROP_CONNECTION`` answers every request up to the write's own one,
+        cuts that one part-way and every request after it; ``READ_ONLY`` and ``DISK_FULL``
+        hold until the block ends. Leaving the block restores the store.
         """
         raise NotImplementedError
 

@@ -42,14 +42,19 @@ class FaultInjectionTests(ConformanceBase):
         self, goat_stores: StoreSet, goat_faults: FaultInjector | None, fault: Fault
     ) -> None:
         """Under a fault, ``remember`` answers ``unknown`` or raises a typed error
-        (``StoreUnwritable`` for a full or read-only store); a ``stored`` receipt is only
-        allowed for a write that landed, which the suite checks once the fault is lifted.
+        (``StoreUnwritable`` for a full or read-only store). Once the fault is lifted the
+        suite checks the answer: ``stored`` (or ``queued``) only for a write that landed, a
+        typed error (or ``rejected``/``failed``) only for one that did not. Under
+        ``drop_connection`` the fault fixture must cut the write's own request (counted in
+        ``dropped_writes``), so a half-sent write is what is tested, not an earlier read.
 
         Troubleshooting: catch the transport or OS error around the write and raise a
-        ``GoatError`` (``ProviderUnavailable`` for a lost connection, ``StoreUnwritable`` for
-        ``ENOSPC``/``EROFS``/``EACCES``, e.g. ``StoreUnwritable.from_os_error``), or return
-        ``unknown`` when the request may have reached the store. Never return ``stored`` from
-        an ``except`` branch.
+        ``GoatError`` (``ProviderUnavailable`` for a connection that failed before anything
+        was sent, ``StoreUnwritable`` for ``ENOSPC``/``EROFS``/``EACCES``, e.g.
+        ``StoreUnwritable.from_os_error``), or return ``unknown`` when the request may have
+        reached the store (sent, or cut part-way). Never return ``stored`` from an
+        ``except`` branch. If the suite says the write request was never cut, fix the fault
+        fixture: answer the requests before the write's own, cut that one, count it.
         """
         spec = goat_stores.spec
         injector = _need(goat_faults, fault, spec.name)
@@ -57,6 +62,7 @@ class FaultInjectionTests(ConformanceBase):
         word = token()
         receipt: Receipt | None = None
         error: BaseException | None = None
+        cuts = injector.dropped_writes
         with injector.inject(fault, provider):
             try:
                 receipt = await provider.remember(
@@ -70,30 +76,55 @@ class FaultInjectionTests(ConformanceBase):
                     f"{type(exc).__name__}: {exc}. Raise a GoatError (StoreUnwritable for a "
                     "full or read-only store, ProviderUnavailable for a lost connection)"
                 ) from exc
+        if fault is Fault.DROP_CONNECTION:
+            outcome = (
+                f"raised {type(error).__name__}"
+                if error is not None
+                else f"answered {receipt.status.value!r}"
+                if receipt is not None
+                else "returned"
+            )
+            assert injector.dropped_writes > cuts, (
+                f"under drop_connection, the fault fixture never cut the write's own request "
+                f"(dropped_writes stayed {cuts}; remember {outcome}), so the half-sent write "
+                "was not tested: the fixture must answer every request before the write's "
+                "own (a connect, a handshake, a read), cut that one part-way and add one to "
+                "dropped_writes (docs/authors.md, Fault injection)"
+            )
         if error is not None:
             if fault in _UNWRITABLE:
                 assert isinstance(error, StoreUnwritable), (
                     f"under {fault.value}, remember raised {type(error).__name__}: {error}; "
                     "a full or read-only store is StoreUnwritable (exit 6), naming the path"
                 )
+            await self._did_not_land(provider, word, fault, f"raised {type(error).__name__}")
             return
         assert receipt is not None
-        if receipt.status is ReceiptStatus.STORED:
+        if receipt.status in {ReceiptStatus.STORED, ReceiptStatus.QUEUED}:
 
             async def landed() -> None:
                 assert await find(provider, word), (
-                    f"under {fault.value}, remember answered 'stored' for a write that did not "
-                    "land (a swallowed error): answer 'unknown' or raise a typed error"
+                    f"under {fault.value}, remember answered {receipt.status.value!r} for a "
+                    "write that did not land (a swallowed error): answer 'unknown' or raise a "
+                    "typed error"
                 )
 
             await self.settle(spec, landed)
+        elif receipt.status in {ReceiptStatus.REJECTED, ReceiptStatus.FAILED}:
+            await self._did_not_land(provider, word, fault, f"answered {receipt.status.value!r}")
         else:
-            assert receipt.status in {
-                ReceiptStatus.UNKNOWN,
-                ReceiptStatus.QUEUED,
-                ReceiptStatus.REJECTED,
-                ReceiptStatus.FAILED,
-            }, receipt
+            assert receipt.status is ReceiptStatus.UNKNOWN, receipt
+
+    async def _did_not_land(self, provider: object, word: str, fault: Fault, said: str) -> None:
+        """A write that failed left nothing behind (docs/design.md, Writes and outcomes)."""
+        from goat_core.contract import Provider
+
+        assert isinstance(provider, Provider)
+        assert not await find(provider, word), (
+            f"under {fault.value}, remember {said}, yet the write landed: an error or a "
+            "rejected/failed receipt says nothing was stored. A request that was sent, or cut "
+            "part-way, may have run: answer 'unknown' unless you know it did not"
+        )
 
     @pytest.mark.goat_fault
     @pytest.mark.parametrize("fault", list(Fault))
@@ -102,6 +133,9 @@ class FaultInjectionTests(ConformanceBase):
     ) -> None:
         """Under a fault, a read of a stored note finds it, reports ``degraded`` or
         ``complete=False``, or raises a typed error; never an empty ``complete=True``.
+
+        Under ``drop_connection`` the suite first makes a write inside the block, so the
+        fault fixture cuts the connection, and then reads over the broken connection.
 
         Troubleshooting: catch the transport or OS error around the read and raise a
         ``GoatError`` or answer with ``degraded=("<reason>",)`` and ``complete=False``; an
@@ -114,9 +148,25 @@ class FaultInjectionTests(ConformanceBase):
         receipt = await provider.remember(MemoryWrite(text=f"{word} stored before", title=word))
         await self.assert_truthful(provider, receipt, word=word)
         with injector.inject(fault, provider):
+            if fault is Fault.DROP_CONNECTION:
+                await self._break_connection(provider, fault)
             await self._read_is_honest(provider, word, fault, "recall")
             if spec.supports(Capability.PAGES):
                 await self._read_is_honest(provider, word, fault, "list_pages")
+
+    async def _break_connection(self, provider: object, fault: Fault) -> None:
+        """A write the drop cuts; its outcome is the write test's business, but it is typed."""
+        from goat_core.contract import Provider
+
+        assert isinstance(provider, Provider)
+        try:
+            await provider.remember(MemoryWrite(text=f"{token()} cut by the drop", source="test"))
+        except GoatError:
+            pass
+        except Exception as exc:
+            raise AssertionError(
+                f"under {fault.value}, remember raised an untyped {type(exc).__name__}: {exc}"
+            ) from exc
 
     async def _read_is_honest(self, provider: object, word: str, fault: Fault, op: str) -> None:
         from goat_core.contract import Provider

@@ -1,8 +1,9 @@
 """The suite's fault-injection tests against goat-hindsight, through its transport seam.
 
 The provider talks to the scripted fake server (``fake_hindsight``) through a transport that
-fails the next retain before it is sent, loses the answer after it was sent, or drops every
-request mid-way. No live server is needed, so this runs in every CI run.
+fails the next retain before it is sent, loses the answer after it was sent, or drops the
+connection in the middle of the retain (the requests before it answered, every request after
+it dropped). No live server is needed, so this runs in every CI run.
 """
 
 from __future__ import annotations
@@ -29,15 +30,21 @@ from goat_hindsight.provider import HindsightProvider
 class FaultyTransport(httpx2.AsyncBaseTransport):
     """Wraps the fake server's transport; :attr:`fault` says what the next request meets."""
 
-    def __init__(self, inner: httpx2.AsyncBaseTransport) -> None:
+    def __init__(self, inner: httpx2.AsyncBaseTransport, faults: TransportFaults) -> None:
         self.inner = inner
+        self.faults = faults
         self.fault: Fault | None = None
+        self.dropped = False  # the drop cut a retain: the connection stays broken
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         fault = self.fault
         is_write = request.method == "POST" and b'"retain"' in request.content
         if fault is Fault.DROP_CONNECTION and request.method == "POST":
-            raise httpx2.RemoteProtocolError("peer closed the connection mid-request")
+            if is_write and not self.dropped:  # the write's own request, cut part-way
+                self.dropped = True
+                self.faults.dropped_writes += 1
+            if self.dropped:
+                raise httpx2.RemoteProtocolError("peer closed the connection mid-request")
         if fault is Fault.WRITE_BEFORE_SEND and is_write:
             self.fault = None
             raise httpx2.ConnectError("connection refused (injected before sending)")
@@ -58,12 +65,12 @@ class TransportFaults(FaultInjector):
     @contextmanager
     def inject(self, fault: Fault, provider: Provider) -> Iterator[None]:
         for transport in self.transports:
-            transport.fault = fault
+            transport.fault, transport.dropped = fault, False
         try:
             yield
         finally:
             for transport in self.transports:
-                transport.fault = None
+                transport.fault, transport.dropped = None, False
 
 
 class TestHindsightFaults(FaultInjectionTests):
@@ -84,7 +91,7 @@ class TestHindsightFaults(FaultInjectionTests):
         clock = FakeClock()
 
         async def make(scope: Scope) -> Provider:
-            transport = FaultyTransport(httpx2.MockTransport(fake))
+            transport = FaultyTransport(httpx2.MockTransport(fake), goat_faults)
             goat_faults.transports.append(transport)
             return HindsightProvider(
                 make_context(home, bank=fake.bank_id, scope=scope),
