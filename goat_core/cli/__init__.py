@@ -12,6 +12,7 @@ Commands (``goat COMMAND --help`` for each)::
     remember TEXT [--title T]     feedback TEXT [--on PAGE]     forget PAGE
     recall QUERY [--limit N]      reflect QUERY                 pages [--limit N] [--cursor C]
     show PAGE                     map [--html FILE]             reindex
+    embedders [--json]            embedders fetch NAME [URL]
 
 Every memory command takes ``--pen ID`` (default: Global), ``--json`` and ``--home DIR``
 (default ``$GOAT_HOME``, else the platform directories), placed after the subcommand.
@@ -50,7 +51,7 @@ store, HTML map and progress bar are imported by the commands that use them, so
 
 from __future__ import annotations
 
-from goat_core.cli import _admin, _map, _memory
+from goat_core.cli import _admin, _embedders, _map, _memory
 from goat_core.cli._options import (
     home_option,
     json_option,
@@ -76,6 +77,6 @@ __all__ = [
     "pen_option",
 ]
 
-for _command in (*_admin.COMMANDS, *_memory.COMMANDS, *_map.COMMANDS):
+for _command in (*_admin.COMMANDS, *_embedders.COMMANDS, *_memory.COMMANDS, *_map.COMMANDS):
     cli.add_command(_command)
 del _command

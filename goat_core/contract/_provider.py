@@ -93,6 +93,9 @@ class ProviderContext:
         (a first indexing), called as ``progress(done, total)`` in files, possibly from the
         store's worker thread; ``None`` when the host shows none. A provider may ignore it;
         an explicit ``reindex(progress=...)`` takes its own callback instead.
+    :param embedders: ``embedders(name) -> EmbedderSpec`` looks up an installed embedder
+        (raises :class:`~goat_core.errors.NotFound`); ``None``: a store that needs one asks
+        the plugin registry itself.
     """
 
     scope: Scope
@@ -102,6 +105,7 @@ class ProviderContext:
     get_credential: Callable[[str], str | None] = field(default=lambda name: None, repr=False)
     http_client: Callable[..., Any] | None = field(default=None, repr=False)
     progress: Callable[[int, int], None] | None = field(default=None, repr=False)
+    embedders: Callable[[str], Any] | None = field(default=None, repr=False)
 
 
 class Provider:
