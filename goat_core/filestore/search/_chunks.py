@@ -1,11 +1,13 @@
 """Heading-section chunks of a note, what the vector index embeds.
 
-A note is cut at its Markdown headings (``#`` to ``######`` at the start of a line, outside
-fenced code). Each section becomes one chunk, or several when it is longer than
+A note is cut at its Markdown headings (``#`` and ``##`` at the start of a line, outside
+fenced code; deeper headings stay inside their section). Each section becomes one chunk, or several when it is longer than
 :data:`CHUNK_CHARS` (cut at a blank line, else a line end, else a space). What is embedded
 is the chunk's *context* (the note title and the heading path, plus the description for the
-first chunk) followed by its text, so a section that never repeats the note's subject is
-still found by it. ``start``/``end`` are offsets into the body, for the snippet.
+first chunk) followed by the first :data:`EMBED_CHARS` characters of its text, so a section
+that never repeats the note's subject is still found by it, and the cost of embedding stays
+near one short model window per section. ``start``/``end`` are offsets into the body, for
+the snippet.
 """
 
 from __future__ import annotations
@@ -15,9 +17,13 @@ from dataclasses import dataclass
 
 __all__ = ["CHUNK_CHARS", "Chunk", "chunk_note"]
 
-#: Longest chunk text in characters (about 250 word pieces of English, the window of
-#: small sentence encoders).
-CHUNK_CHARS = 1000
+#: Longest chunk in characters; a longer section is cut in several chunks.
+CHUNK_CHARS = 4000
+#: Headings at this level or above start a chunk (deeper ones stay inside their section).
+SPLIT_LEVEL = 2
+#: Characters of a chunk's text that are embedded (about 128 word pieces of English with its
+#: context, the window small sentence encoders were trained on).
+EMBED_CHARS = 480
 
 _HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$")
 _FENCE = re.compile(r"^\s*(```|~~~)")
@@ -47,7 +53,7 @@ def _sections(body: str) -> list[tuple[int, int, list[str]]]:
             fenced = not fenced
         elif not fenced:
             m = _HEADING.match(line.rstrip("\r\n"))
-            if m:
+            if m and len(m.group(1)) <= SPLIT_LEVEL:
                 out.append((start, pos, current))
                 level = len(m.group(1))
                 path = [(lv, t) for lv, t in path if lv < level] + [(level, m.group(2).strip())]
@@ -84,7 +90,7 @@ def chunk_note(
             context = [title, *headings]
             if not chunks and description:
                 context.append(description)
-            text = " ".join(body[ps:pe].split())
+            text = " ".join(body[ps : ps + EMBED_CHARS * 2].split())[:EMBED_CHARS]
             chunks.append(
                 Chunk(
                     ps, pe, " > ".join(headings), ". ".join(c for c in context if c) + "\n" + text

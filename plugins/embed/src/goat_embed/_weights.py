@@ -1,0 +1,56 @@
+"""Finding model weights inside installed packages, and checking them."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+from pathlib import Path
+
+from goat_core.errors import ProviderUnavailable
+
+#: Environment that keeps Hugging Face libraries off the network in this process.
+OFFLINE_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+
+
+def go_offline() -> None:
+    """Put every hub client this process may import in offline mode (run time: nothing is
+    downloaded on a read)."""
+    for key, value in OFFLINE_ENV.items():
+        os.environ.setdefault(key, value)
+
+
+def package_dir(module: str, *parts: str) -> Path | None:
+    """The folder ``parts`` inside installed package ``module``, or ``None``; the package
+    is located without importing it."""
+    spec = importlib.util.find_spec(module)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    path = Path(next(iter(spec.submodule_search_locations))).joinpath(*parts)
+    return path if path.exists() else None
+
+
+_VERIFIED: dict[tuple[str, int, int], str] = {}
+
+
+def sha256_of(path: Path) -> str:
+    st = path.stat()
+    key = (str(path), st.st_mtime_ns, st.st_size)
+    if key not in _VERIFIED:
+        h = hashlib.sha256()
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                h.update(block)
+        _VERIFIED[key] = h.hexdigest()
+    return _VERIFIED[key]
+
+
+def verify(path: Path, expected: str, what: str) -> None:
+    """:raises ProviderUnavailable: ``path`` is missing or its sha256 is not ``expected``."""
+    if not path.is_file():
+        raise ProviderUnavailable(f"{what}: {path} is missing")
+    got = sha256_of(path)
+    if got != expected:
+        raise ProviderUnavailable(
+            f"{what}: {path} has sha256 {got}, expected {expected}; refusing to load it"
+        )
