@@ -27,7 +27,6 @@ from goat_core.filestore.search._query import (
     search_terms,
 )
 from goat_core.filestore.search._ranking import _marks, _rank
-from goat_core.filestore.search._snippets import _snippet
 from goat_core.filestore.search._records import (
     DocInfo,
     FileStat,
@@ -47,6 +46,7 @@ from goat_core.filestore.search._scan import (
     _Pending,
     _Plan,
 )
+from goat_core.filestore.search._snippets import _snippet
 
 SCHEMA_VERSION = 4
 """Bump when the tables, the tokenizer or the text preprocessing change: old indexes rebuild.

