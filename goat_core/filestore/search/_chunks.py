@@ -2,12 +2,12 @@
 
 A note is cut at its Markdown headings (``#`` and ``##`` at the start of a line, outside
 fenced code; deeper headings stay inside their section). Each section becomes one chunk, or
-several when it is longer than :data:`CHUNK_CHARS` (cut at a blank line, else a line end, else a space). What is embedded
-is the chunk's *context* (the note title and the heading path, plus the description for the
-first chunk) followed by the first :data:`EMBED_CHARS` characters of its text, so a section
-that never repeats the note's subject is still found by it, and the cost of embedding stays
-near one short model window per section. ``start``/``end`` are offsets into the body, for
-the snippet.
+several when it is longer than :data:`CHUNK_CHARS` (cut at a blank line, else a line end,
+else a space). What is embedded is the chunk's *context* (the note title and the heading
+path, plus the description for the first chunk) followed by the first :data:`EMBED_CHARS`
+characters of its text, so a section that never repeats the note's subject is still found by
+it, and the cost of embedding stays near one short model window per section.
+``start``/``end`` are offsets into the body, for the snippet.
 """
 
 from __future__ import annotations
