@@ -85,9 +85,13 @@ def descriptions(vault: Path) -> list[tuple[str, str]]:
     return out
 
 
-def mrr(rankings: Sequence[Sequence[str]], answers: Sequence[str]) -> float:
+Ranked = list[tuple[str, float]]
+
+
+def mrr(rankings: Sequence[Sequence[Any]], answers: Sequence[str]) -> float:
     total = 0.0
-    for ranked, answer in zip(rankings, answers, strict=True):
+    for scored, answer in zip(rankings, answers, strict=True):
+        ranked = [r[0] if isinstance(r, tuple) else r for r in scored]
         if answer in ranked[:10]:
             total += 1.0 / (ranked.index(answer) + 1)
     return total / max(len(answers), 1)
@@ -127,30 +131,29 @@ class System:
             model = spec.factory(embedder_cache_dir(home.data_dir, embedder))
             self.vectors = VectorIndex(home.index_path(vault, "search-vectors"), model)
 
-    def kw(self, q: str) -> list[str]:
-        return [h.path for h in self.keyword.search(q, limit=DEPTH, snippets=False).hits]
+    def kw(self, q: str) -> list[tuple[str, float]]:
+        return [(h.path, h.score) for h in self.keyword.search(q, limit=DEPTH, snippets=False).hits]
 
-    def vec(self, q: str) -> list[str]:
+    def vec(self, q: str) -> list[tuple[str, float]]:
         assert self.vectors is not None
-        return [h.path for h in self.vectors.search(q, DEPTH)]
+        return [(h.path, h.score) for h in self.vectors.search(q, DEPTH)]
 
 
-def rankings(system: System, queries: Sequence[str]) -> tuple[list[list[str]], list[list[str]]]:
-    kws = [system.kw(q) for q in queries]
-    vecs = [system.vec(q) for q in queries] if system.vectors is not None else []
-    return kws, vecs
-
-
-def fused(kws: list[list[str]], vecs: list[list[str]], f: Fusion) -> list[list[str]]:
+def fused(kws: list[Ranked], vecs: list[Ranked], f: Fusion) -> list[list[str]]:
     return [[p for p, _ in fuse(k, v, f)] for k, v in zip(kws, vecs, strict=True)]
 
 
-def tune(kws: list[list[str]], vecs: list[list[str]], answers: list[str]) -> Fusion:
+def tune(kws: list[Ranked], vecs: list[Ranked], answers: list[str]) -> Fusion:
+    """The best fusion on these questions: RRF over keyword weight, vector weight and k, and
+    the convex combination over the keyword share (ties: the first found)."""
+    candidates = [
+        Fusion(keyword=kw, vector=vw, k=k, depth=DEPTH, mode="rrf")
+        for kw, vw, k in itertools.product(
+            (0.5, 0.75, 1.0, 1.5), (0.5, 1.0, 1.5, 2.0, 3.0), (1.0, 5.0, 10.0, 20.0, 60.0)
+        )
+    ] + [Fusion(keyword=a / 20, vector=1 - a / 20, depth=DEPTH, mode="cc") for a in range(0, 21)]
     best: tuple[float, Fusion] = (-1.0, FUSION)
-    for kw, vw, k in itertools.product(
-        (0.5, 0.75, 1.0, 1.5), (0.5, 1.0, 1.5, 2.0, 3.0), (1.0, 5.0, 10.0, 20.0, 60.0)
-    ):
-        f = Fusion(keyword=kw, vector=vw, k=k, depth=DEPTH)
+    for f in candidates:
         score = mrr(fused(kws, vecs, f), answers)
         if score > best[0] + 1e-9:
             best = (score, f)
@@ -225,7 +228,7 @@ def main(argv: list[str] | None = None) -> int:
     names = list(sets)
     rows: list[list[str]] = []
     keyword = System(home, vault, None)
-    kw_lists = {n: [keyword.kw(q) for q in sets[n][0]] for n in names}
+    kw_lists: dict[str, list[Ranked]] = {n: [keyword.kw(q) for q in sets[n][0]] for n in names}
     rows.append(["goat keyword (BM25F)", *(f"{mrr(kw_lists[n], sets[n][1]):.2f}" for n in names)])
     bm = bm25s_rankings(vault)
     if bm is not None:
@@ -246,7 +249,8 @@ def main(argv: list[str] | None = None) -> int:
         rows.append([f"{name} alone", *(f"{mrr(vec_lists[n], sets[n][1]):.2f}" for n in names)])
         rows.append(
             [
-                f"hybrid goat + {name} (kw {f.keyword:g}, vec {f.vector:g}, k {f.k:g})",
+                f"hybrid goat + {name} ({f.mode}: kw {f.keyword:g}, vec {f.vector:g}"
+                + (f", k {f.k:g})" if f.mode == "rrf" else ")"),
                 *(f"{mrr(fused(kw_lists[n], vec_lists[n], f), sets[n][1]):.2f}" for n in names),
             ]
         )

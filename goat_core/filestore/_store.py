@@ -334,7 +334,7 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
         keyword = index.search(query, limit=FUSION.depth, snippets=False)
         by_kw = {h.path: h for h in keyword.hits}
         by_vec = {h.path: h for h in vhits}
-        fused = fuse([h.path for h in keyword.hits], [h.path for h in vhits])
+        fused = fuse([(h.path, h.score) for h in keyword.hits], [(h.path, h.score) for h in vhits])
         titles: dict[str, str] = {}
         if any(p not in by_kw for p, _ in fused[:limit]):
             titles = {d.path: d.title for d in index.documents()}

@@ -1,12 +1,19 @@
 """Hybrid ranking: the keyword ranking (BM25F) and the vector ranking (best chunk per note)
-fused by weighted reciprocal rank.
+fused into one.
 
-``score(note) = keyword / (k + keyword rank) + vector / (k + vector rank)`` (a ranking the
-note is absent from adds nothing). Ranks, not raw scores, are fused, so neither side's scale
-matters, and a long note gets no more from the vector side than its single best section.
-The weights in :data:`FUSION` were tuned on the tuning half of the question set in
-``benchmarks/questions/`` (``benchmarks/eval_recall.py --tune``) and are reported on the
-other half.
+Two ways, chosen by :attr:`Fusion.mode`:
+
+- ``"rrf"`` (weighted reciprocal rank): ``keyword / (k + keyword rank) + vector / (k + vector
+  rank)``; ranks only, so neither side's scale matters, but a clear semantic margin counts
+  no more than a narrow one.
+- ``"cc"`` (convex combination of normalised scores): ``keyword * s_kw / max s_kw + vector *
+  (cos - min cos) / (max cos - min cos)`` over each side's first ``depth`` candidates (a note
+  absent from a side gets 0 from it), so the size of each side's lead counts.
+
+A ranking the note is absent from adds nothing, and a long note gets no more from the vector
+side than its single best section. The defaults in :data:`FUSION` were tuned on the tuning
+half of the question set in ``benchmarks/questions/`` (``benchmarks/eval_recall.py --tune``)
+and are reported on the other half.
 """
 
 from __future__ import annotations
@@ -25,20 +32,46 @@ class Fusion:
     vector: float = 1.0
     k: float = 60.0
     depth: int = 50
+    mode: str = "rrf"
 
 
 #: The tuned weights (see the module docstring).
-FUSION = Fusion(keyword=1.0, vector=1.0, k=60.0, depth=50)
+FUSION = Fusion(keyword=0.5, vector=1.0, k=10.0, depth=50, mode="rrf")
+
+
+def _normalised(side: Sequence[tuple[str, float]], shift: bool) -> dict[str, float]:
+    if not side:
+        return {}
+    scores = [s for _, s in side]
+    hi, lo = max(scores), (min(scores) if shift else 0.0)
+    span = hi - lo
+    if span <= 0:
+        return {p: 1.0 for p, _ in side}
+    return {p: (s - lo) / span for p, s in side}
 
 
 def fuse(
-    keyword: Sequence[str], vector: Sequence[str], fusion: Fusion = FUSION
+    keyword: Sequence[tuple[str, float]],
+    vector: Sequence[tuple[str, float]],
+    fusion: Fusion = FUSION,
 ) -> list[tuple[str, float]]:
-    """Paths ranked by fused score, best first (ties: keyword rank, then path)."""
+    """Paths ranked by fused score, best first (ties: keyword rank, then path).
+
+    :param keyword: ``(path, BM25F score)`` best first.
+    :param vector: ``(path, cosine of its best chunk)`` best first.
+    """
+    kw = keyword[: fusion.depth]
+    vec = vector[: fusion.depth]
     scores: dict[str, float] = {}
-    for rank, path in enumerate(keyword[: fusion.depth], 1):
-        scores[path] = scores.get(path, 0.0) + fusion.keyword / (fusion.k + rank)
-    for rank, path in enumerate(vector[: fusion.depth], 1):
-        scores[path] = scores.get(path, 0.0) + fusion.vector / (fusion.k + rank)
-    kw_rank = {p: i for i, p in enumerate(keyword)}
+    if fusion.mode == "cc":
+        for path, s in _normalised(kw, shift=False).items():
+            scores[path] = scores.get(path, 0.0) + fusion.keyword * s
+        for path, s in _normalised(vec, shift=True).items():
+            scores[path] = scores.get(path, 0.0) + fusion.vector * s
+    else:
+        for rank, (path, _) in enumerate(kw, 1):
+            scores[path] = scores.get(path, 0.0) + fusion.keyword / (fusion.k + rank)
+        for rank, (path, _) in enumerate(vec, 1):
+            scores[path] = scores.get(path, 0.0) + fusion.vector / (fusion.k + rank)
+    kw_rank = {p: i for i, (p, _) in enumerate(keyword)}
     return sorted(scores.items(), key=lambda kv: (-kv[1], kw_rank.get(kv[0], len(kw_rank)), kv[0]))

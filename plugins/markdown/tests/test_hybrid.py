@@ -17,7 +17,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-
 from goat_core import hookimpl
 from goat_core.contract import EmbedderSpec, ProviderContext, SyncProvider
 from goat_core.errors import NotFound, ProviderUnavailable
@@ -132,7 +131,7 @@ def stores(home: GoatHome) -> Iterator[Any]:
 
 # -- fusion and chunks --------------------------------------------------------------------
 def test_fuse_rewards_agreement_and_keeps_one_sided_hits() -> None:
-    ranked = [p for p, _ in fuse(["a", "b", "c"], ["b", "d"])]
+    ranked = [p for p, _ in fuse([("a", 3.0), ("b", 2.0), ("c", 1.0)], [("b", 0.9), ("d", 0.5)])]
     assert ranked[0] == "b" and set(ranked) == {"a", "b", "c", "d"}
 
 
