@@ -129,7 +129,7 @@ class System:
         if embedder is not None:
             spec = Registry.load().get_embedder(embedder)
             model = spec.factory(embedder_cache_dir(home.data_dir, embedder))
-            self.vectors = VectorIndex(home.index_path(vault, "search-vectors"), model)
+            self.vectors = VectorIndex(home.index_path(vault, f"search-vectors-{embedder}"), model)
 
     def kw(self, q: str) -> list[tuple[str, float]]:
         return [(h.path, h.score) for h in self.keyword.search(q, limit=DEPTH, snippets=False).hits]

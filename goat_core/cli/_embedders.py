@@ -121,10 +121,8 @@ async def _download(url: str, target: Path, sha256: str | None) -> str:
             if response.status_code != 200:
                 raise ProviderUnavailable(f"fetching {url} answered HTTP {response.status_code}")
             total = int(response.headers.get("content-length") or 0) or None
-            with (
-                open(partial, "wb") as out,
-                click.progressbar(length=total, label=f"fetching {target.name}") as bar,
-            ):
+            bar: Any = click.progressbar(length=total, label=f"fetching {target.name}")
+            with open(partial, "wb") as out, bar:
                 async for block in response.aiter_bytes():
                     out.write(block)
                     hasher.update(block)

@@ -281,7 +281,9 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
                 lookup = Registry.load().get_embedder
             spec = lookup(name)
             embedder = spec.factory(embedder_cache_dir(self.context.home.data_dir, name))
-            path = self.context.home.index_path(self.root, f"{self.index_name}-vectors")
+            # one file per embedder name: switching a binding's embedder back and forth does
+            # not re-embed; a new model under the same name (identity) rebuilds it
+            path = self.context.home.index_path(self.root, f"{self.index_name}-vectors-{name}")
             self._vectors = VectorIndex(path, embedder)
             if self._vectors.rebuilt:
                 from goat_core.logs import get_logger

@@ -36,7 +36,7 @@ class Fusion:
 
 
 #: The tuned weights (see the module docstring).
-FUSION = Fusion(keyword=0.5, vector=1.0, k=10.0, depth=50, mode="rrf")
+FUSION = Fusion(keyword=0.15, vector=0.85, k=60.0, depth=50, mode="cc")
 
 
 def _normalised(side: Sequence[tuple[str, float]], shift: bool) -> dict[str, float]:

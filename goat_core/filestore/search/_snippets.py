@@ -152,8 +152,13 @@ def _snippet(text: str, marks: list[_Mark], width: int = SNIPPET_WIDTH) -> str |
         return i if offsets is None else offsets[min(i, len(offsets) - 1)]
 
     best_i, best_score = 0, -1
+    reach = width * 3 // 4
     for i, (s, _e, _t) in enumerate(matches):
-        distinct = {t for (s2, _e2, t) in matches[i:] if s2 < s + width * 3 // 4}
+        distinct: set[int] = set()
+        for j in range(i, len(matches)):  # matches are sorted by start
+            if matches[j][0] >= s + reach:
+                break
+            distinct.add(matches[j][2])
         if len(distinct) > best_score:
             best_i, best_score = i, len(distinct)
     first = orig(matches[best_i][0])

@@ -213,7 +213,7 @@ def test_missing_embedder_answers_degraded_never_silently(stores: Any, vault: Pa
 
 
 def _vector_file(home: GoatHome, vault: Path) -> Path:
-    return home.index_path(vault, "search-vectors")
+    return home.index_path(vault, "search-vectors-fake")
 
 
 def test_damaged_vector_index_is_rebuilt(stores: Any, home: GoatHome, vault: Path) -> None:
