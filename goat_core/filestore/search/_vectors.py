@@ -238,21 +238,34 @@ class VectorIndex:
 
     # -- search -----------------------------------------------------------------------------
     def _load_matrix(self) -> Any:
+        """``(int8 rows, scales, note number per row, chunk id per row, note paths)``, read
+        row by row (no list of all rows: at 100k notes that list alone is hundreds of MB)."""
         import numpy as np
 
         if self._matrix is None:
-            rows = self._db.execute(
-                "SELECT path, start, end, heading, scale, vec FROM chunks ORDER BY id"
-            ).fetchall()
+            db = self._db
+            n = int(db.execute("SELECT count(*) FROM chunks").fetchone()[0])
             dim = self.embedder.dimensions
-            mat = np.empty((len(rows), dim), dtype=np.int8)
-            scales = np.empty(len(rows), dtype=np.float32)
-            meta: list[tuple[str, int, int, str]] = []
-            for i, (path, start, end, heading, scale, vec) in enumerate(rows):
+            mat = np.empty((n, dim), dtype=np.int8)
+            scales = np.empty(n, dtype=np.float32)
+            note_of = np.empty(n, dtype=np.int32)
+            chunk_id = np.empty(n, dtype=np.int64)
+            paths: list[str] = []
+            number: dict[str, int] = {}
+            i = 0
+            for cid, path, scale, vec in db.execute(
+                "SELECT id, path, scale, vec FROM chunks ORDER BY id"
+            ):
+                if i >= n:
+                    break
+                k = number.get(path)
+                if k is None:
+                    k = number[path] = len(paths)
+                    paths.append(path)
                 mat[i] = np.frombuffer(vec, dtype=np.int8)
-                scales[i] = scale
-                meta.append((path, start, end, heading))
-            self._matrix = (mat, scales, meta)
+                scales[i], note_of[i], chunk_id[i] = scale, k, cid
+                i += 1
+            self._matrix = (mat[:i], scales[:i], note_of[:i], chunk_id[:i], paths)
         return self._matrix
 
     def search(self, query: str, limit: int) -> list[ChunkHit]:
@@ -260,38 +273,45 @@ class VectorIndex:
         (one hit per note: a long note counts its best section, never the sum)."""
         import numpy as np
 
-        mat, scales, meta = self._load_matrix()
-        if not meta:
+        mat, scales, note_of, chunk_id, paths = self._load_matrix()
+        if not len(mat):
             return []
         q = np.asarray(self.embedder.embed_query(query), dtype=np.float32).reshape(-1)
-        sims = np.empty(len(meta), dtype=np.float32)
-        for lo in range(0, len(meta), SEARCH_BLOCK):
+        sims = np.empty(len(mat), dtype=np.float32)
+        for lo in range(0, len(mat), SEARCH_BLOCK):
             block = mat[lo : lo + SEARCH_BLOCK].astype(np.float32)
             sims[lo : lo + SEARCH_BLOCK] = (block @ q) * scales[lo : lo + SEARCH_BLOCK]
         # the best rows only, enough for ``limit`` notes unless many rows are sections of the
         # same notes (then every row, sorted)
         top = min(len(sims), max(limit * 8, 64))
-        hits = self._best_notes(sims, np.argpartition(-sims, top - 1)[:top], meta, limit)
-        if len(hits) < limit and top < len(sims):
-            hits = self._best_notes(sims, np.arange(len(sims)), meta, limit)
+        best = self._best_rows(sims, np.argpartition(-sims, top - 1)[:top], note_of, limit)
+        if len(best) < limit and top < len(sims):
+            best = self._best_rows(sims, np.arange(len(sims)), note_of, limit)
+        hits: list[ChunkHit] = []
+        for row in best:
+            start, end, heading = self._db.execute(
+                "SELECT start, end, heading FROM chunks WHERE id = ?", (int(chunk_id[row]),)
+            ).fetchone() or (0, 0, "")
+            hits.append(ChunkHit(paths[int(note_of[row])], float(sims[row]), start, end, heading))
         return hits
 
     @staticmethod
-    def _best_notes(sims: Any, rows: Any, meta: list[Any], limit: int) -> list[ChunkHit]:
+    def _best_rows(sims: Any, rows: Any, note_of: Any, limit: int) -> list[int]:
+        """The best row of each of the ``limit`` best notes among ``rows``."""
         import numpy as np
 
         order = rows[np.argsort(-sims[rows], kind="stable")]
-        hits: list[ChunkHit] = []
-        seen: set[str] = set()
+        out: list[int] = []
+        seen: set[int] = set()
         for i in order:
-            path, start, end, heading = meta[int(i)]
-            if path in seen:
+            note = int(note_of[i])
+            if note in seen:
                 continue
-            seen.add(path)
-            hits.append(ChunkHit(path, float(sims[int(i)]), start, end, heading))
-            if len(hits) >= limit:
+            seen.add(note)
+            out.append(int(i))
+            if len(out) >= limit:
                 break
-        return hits
+        return out
 
     def chunks_of(self, path: str) -> Sequence[tuple[int, int, str]]:
         return self._db.execute(
