@@ -9,8 +9,8 @@ Question sets (``benchmarks/questions/``):
 
 - ``en_questions.tsv``: natural questions, each with its answer page. Odd data lines are the
   tuning half (set 1), even lines the reporting half (set 2); ``--tune`` grid-searches the
-  fusion weights on set 1 only and prints the best, which ``goat_core.filestore.search.FUSION``
-  then records.
+  fusion weights on set 1 (among settings keeping the descriptions at 0.97 or better) and
+  prints the best, which ``goat_core.filestore.search.FUSION`` then records.
 - descriptions: every note's own frontmatter ``description`` as the query for that note.
 - ``descriptions_translated.tsv``: 31 of those descriptions in French, Russian and Japanese,
   queried against the English vault.
@@ -143,15 +143,25 @@ def fused(kws: list[Ranked], vecs: list[Ranked], f: Fusion) -> list[list[str]]:
     return [[p for p, _ in fuse(k, v, f)] for k, v in zip(kws, vecs, strict=True)]
 
 
-def tune(kws: list[Ranked], vecs: list[Ranked], answers: list[str]) -> Fusion:
+def tune(
+    kws: list[Ranked],
+    vecs: list[Ranked],
+    answers: list[str],
+    guard: tuple[list[Ranked], list[Ranked], list[str]] | None = None,
+    floor: float = 0.97,
+) -> Fusion:
     """The best fusion on these questions: RRF over keyword weight, vector weight and k, and
-    the convex combination over the keyword share (ties: the first found)."""
+    the convex combination over the keyword share (ties: the first found), among those that
+    keep MRR@10 on ``guard`` (the descriptions) at ``floor`` or better when any does."""
     candidates = [
         Fusion(keyword=kw, vector=vw, k=k, depth=DEPTH, mode="rrf")
         for kw, vw, k in itertools.product(
             (0.5, 0.75, 1.0, 1.5), (0.5, 1.0, 1.5, 2.0, 3.0), (1.0, 5.0, 10.0, 20.0, 60.0)
         )
     ] + [Fusion(keyword=a / 20, vector=1 - a / 20, depth=DEPTH, mode="cc") for a in range(0, 21)]
+    if guard is not None:
+        kept = [f for f in candidates if mrr(fused(guard[0], guard[1], f), guard[2]) >= floor]
+        candidates = kept or candidates
     best: tuple[float, Fusion] = (-1.0, FUSION)
     for f in candidates:
         score = mrr(fused(kws, vecs, f), answers)
@@ -244,7 +254,12 @@ def main(argv: list[str] | None = None) -> int:
         vec_lists = {n: [system.vec(q) for q in sets[n][0]] for n in names}
         f = FUSION
         if args.tune:
-            f = tune(kw_lists[names[1]], vec_lists[names[1]], sets[names[1]][1])
+            f = tune(
+                kw_lists[names[1]],
+                vec_lists[names[1]],
+                sets[names[1]][1],
+                guard=(kw_lists[names[0]], vec_lists[names[0]], sets[names[0]][1]),
+            )
             print(f"  tuned on set 1: {f}")
         rows.append([f"{name} alone", *(f"{mrr(vec_lists[n], sets[n][1]):.2f}" for n in names)])
         rows.append(
