@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
     from goat_core.contract import (
         Binding,
+        EmbedderSpec,
         MemoryWrite,
         PageSummary,
         ProviderSpec,
@@ -115,4 +116,15 @@ def goat_authorize_egress(binding: Binding, url: str) -> bool | None:
     :returns: ``True`` to allow, ``False`` to refuse, ``None`` for no opinion. Any ``False``
         refuses; otherwise at least one ``True`` is needed. The built-in rule allows only
         URLs under the ``egress_urls`` of a binding the user explicitly bound.
+    """
+
+
+@hookspec
+def goat_register_embedders() -> Iterable[EmbedderSpec]:  # type: ignore[empty-body]
+    """Declare embedders (text to vectors, for semantic recall in folder stores; a binding
+    opts in with ``--set embedder=NAME``). Must not load a model or touch the network: the
+    spec's factory loads weights from disk when a store first needs them.
+
+    :returns: :class:`~goat_core.contract.EmbedderSpec` objects; names are unique across
+        plugins.
     """

@@ -115,6 +115,46 @@ def test_hook_goat_register_providers(reg: Registry) -> None:
         reg.get_provider("gamma")
 
 
+def test_hook_goat_register_embedders(reg: Registry) -> None:
+    from goat_core.contract import EmbedderSpec
+
+    def embedder(name: str) -> EmbedderSpec:
+        return EmbedderSpec(
+            name=name,
+            dimensions=8,
+            languages=("en",),
+            source="test",
+            factory=lambda cache: None,  # type: ignore[arg-type,return-value]
+            available=lambda cache: True,
+        )
+
+    class One:
+        @hookimpl
+        def goat_register_embedders(self) -> list[EmbedderSpec]:
+            return [embedder("small"), embedder("shared")]
+
+    class Two:
+        @hookimpl
+        def goat_register_embedders(self) -> list[EmbedderSpec]:
+            return [embedder("shared")]
+
+    class WrongType:
+        @hookimpl
+        def goat_register_embedders(self) -> list[str]:
+            return ["not a spec"]
+
+    add(reg, One(), "one")
+    add(reg, Two(), "two")
+    add(reg, WrongType(), "wrong")
+    assert set(reg.embedders()) == {"small", "shared"}
+    failures = hook_failures(reg)
+    assert "embedder 'shared' is already declared" in failures["two"]
+    assert "expected EmbedderSpec, got str" in failures["wrong"]
+    assert reg.get_embedder("small").dimensions == 8
+    with pytest.raises(NotFound, match="no embedder named 'big'"):
+        reg.get_embedder("big")
+
+
 # -- goat_resolve_scope ----------------------------------------------------------------
 
 
@@ -362,6 +402,10 @@ class AsyncImpls:
         return None
 
     @hookimpl
+    async def goat_register_embedders(self) -> list[object]:
+        return []
+
+    @hookimpl
     async def goat_register_commands(self, cli: click.Group) -> None:
         return None
 
@@ -400,6 +444,7 @@ CALLS: dict[str, Callable[[Registry], Any]] = {
 COLLECTIONS: dict[str, Callable[[Registry], Any]] = {
     "goat_register_providers": lambda r: r.providers(),
     "goat_register_commands": lambda r: r.register_commands(click.Group("goat")),
+    "goat_register_embedders": lambda r: r.embedders(),
 }
 
 

@@ -14,6 +14,7 @@ Commands (``goat COMMAND --help`` for each)::
     show PAGE                     map [--html FILE]             reindex
     copy PAGE... (--to-pen ID | --to-global) [--rename] [--dry-run]
     export DIR [--force]          import DIR [--rename] [--dry-run] [--resend-unknown]
+    embedders [--json]            embedders fetch NAME [URL]
 
 Every memory command takes ``--pen ID`` (default: Global), ``--json`` and ``--home DIR``
 (default ``$GOAT_HOME``, else the platform directories), placed after the subcommand.
@@ -53,7 +54,7 @@ store, HTML map and progress bar are imported by the commands that use them, so
 
 from __future__ import annotations
 
-from goat_core.cli import _admin, _map, _memory, _serve, _transfer
+from goat_core.cli import _admin, _embedders, _map, _memory, _serve, _transfer
 from goat_core.cli._options import (
     home_option,
     json_option,
@@ -81,6 +82,7 @@ __all__ = [
 
 for _command in (
     *_admin.COMMANDS,
+    *_embedders.COMMANDS,
     *_memory.COMMANDS,
     *_map.COMMANDS,
     *_serve.COMMANDS,

@@ -7,6 +7,7 @@ and providers; Writes and outcomes; Reads and truth; Browsing and links; Remote 
 and the supervisor).
 """
 
+from goat_core.contract._embedder import Embedder, EmbedderSpec, embedder_cache_dir
 from goat_core.contract._extras import Access, ModelTool, PolicyGate, ProviderOperation
 from goat_core.contract._health import Health, HealthCause, Tone
 from goat_core.contract._provider import (
@@ -76,6 +77,8 @@ __all__ = [
     "CredentialSpec",
     "Derivation",
     "Edge",
+    "Embedder",
+    "EmbedderSpec",
     "Health",
     "HealthCause",
     "Link",
@@ -111,5 +114,6 @@ __all__ = [
     "TransferReport",
     "credential_env_var",
     "derive_pen_id",
+    "embedder_cache_dir",
     "normalize_pen_id",
 ]

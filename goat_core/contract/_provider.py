@@ -100,6 +100,9 @@ class ProviderContext:
         ``postgresql://host:port/db``) after the egress guard allowed the URL, on every
         connect; a refusal raises :class:`~goat_core.errors.ProviderUnavailable` and never
         reaches the network. ``None`` for providers that declare no network use.
+    :param embedders: ``embedders(name) -> EmbedderSpec`` looks up an installed embedder
+        (raises :class:`~goat_core.errors.NotFound`); ``None``: a store that needs one asks
+        the plugin registry itself.
     """
 
     scope: Scope
@@ -110,6 +113,7 @@ class ProviderContext:
     http_client: Callable[..., Any] | None = field(default=None, repr=False)
     progress: Callable[[int, int], None] | None = field(default=None, repr=False)
     connect: Callable[..., Awaitable[Any]] | None = field(default=None, repr=False)
+    embedders: Callable[[str], Any] | None = field(default=None, repr=False)
 
 
 class Provider:

@@ -52,7 +52,7 @@ from goat_core.filestore._worker import StoreWorker
 
 if TYPE_CHECKING:
     from goat_core.filestore._pages import PageRef, StoredNote
-    from goat_core.filestore.search import IndexedDoc, SearchIndex
+    from goat_core.filestore.search import IndexedDoc, SearchIndex, SearchResults, VectorIndex
 
 
 def absolute_store_root(value: Path | None) -> Path | None:
@@ -90,11 +90,29 @@ class FolderStoreSettings(BaseModel):
             "the scope's store under the GOAT home data folder, created on first use."
         ),
     )
+    embedder: str | None = Field(
+        default=None,
+        pattern=r"^[a-z0-9][a-z0-9._-]{0,63}$",
+        description=(
+            "Embedder for semantic recall (`goat embedders` lists the installed ones): recall "
+            "fuses keyword and vector rankings. Default: keyword recall only."
+        ),
+    )
 
 
 #: The note type a store reads (``goat_core.filestore.StoredNote`` or a subclass).
 NoteT = TypeVar("NoteT", bound="StoredNote")
 T = TypeVar("T")
+
+
+def _chunk_head(text: str, width: int = 160) -> str:
+    """The start of a chunk, flattened, cut at a word (for a snippet with no keyword)."""
+    lines = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+    flat = " ".join(" ".join(lines).split())
+    if len(flat) <= width:
+        return flat
+    cut = flat.rfind(" ", 0, width)
+    return flat[: cut if cut > width // 2 else width] + "…"
 
 
 class FolderStoreProvider(Provider, Generic[NoteT]):
@@ -147,6 +165,8 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
         self._index_path = home.index_path(self.root, self.index_name)
         self._worker = StoreWorker(home.store_key(self.root))
         self._index: SearchIndex | None = None
+        self._embedder: str | None = getattr(self._store_settings(context), "embedder", None)
+        self._vectors: VectorIndex | None = None
         self._cache: dict[str, NoteT] = {}
         self._closed = False
 
@@ -292,6 +312,106 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
         if self._index is not None:
             self._index.close()
             self._index = None
+        if self._vectors is not None:
+            self._vectors.close()
+            self._vectors = None
+
+    # -- hybrid recall (worker thread) --------------------------------------------------------
+    def _vector_open(self) -> VectorIndex:
+        """The store's vector index for its embedder, opened (and loaded) on first use.
+
+        :raises GoatError: the embedder is not installed or its weights are missing or do not
+            match their recorded sha256.
+        """
+        if self._vectors is None:
+            from goat_core.contract import embedder_cache_dir
+            from goat_core.filestore.search import VectorIndex
+
+            name = self._embedder
+            assert name is not None
+            lookup = self.context.embedders
+            if lookup is None:
+                from goat_core.plugins import Registry
+
+                lookup = Registry.load().get_embedder
+            spec = lookup(name)
+            embedder = spec.factory(embedder_cache_dir(self.context.home.data_dir, name))
+            # one file per embedder name: switching a binding's embedder back and forth does
+            # not re-embed; a new model under the same name (identity) rebuilds it
+            path = self.context.home.index_path(self.root, f"{self.index_name}-vectors-{name}")
+            self._vectors = VectorIndex(path, embedder)
+            if self._vectors.rebuilt:
+                from goat_core.logs import get_logger
+
+                get_logger(__name__).info("vectors.rebuilt", reason=self._vectors.rebuilt)
+        return self._vectors
+
+    def _sync_vectors(self, vectors: VectorIndex) -> None:
+        index = self._index_open()
+
+        def load(rel: str) -> tuple[str, str, str] | None:
+            note = self._load(rel)
+            if note is None:
+                return None
+            doc = self._indexed_doc(note)
+            return doc.title, doc.body, doc.description
+
+        listing = [(d.path, d.mtime_ns, d.size) for d in index.documents()]
+        vectors.sync(listing, load, self.context.progress)
+
+    def _ranked(self, query: str, limit: int) -> SearchResults:
+        """The ranked hits of a recall: keyword only (exactly the search index's answer)
+        without an embedder; else keyword and vector rankings fused
+        (:func:`goat_core.filestore.search.fuse`), each hit's snippet cut from its best
+        matching chunk. When the embedder cannot be loaded, the keyword hits come back
+        ``complete=False`` with the reason in ``degraded``."""
+        index = self._index_open()
+        if self._embedder is None:
+            return index.search(query, limit=limit)
+        import dataclasses
+
+        from goat_core.errors import GoatError
+        from goat_core.filestore.search import FUSION, SearchHit, SearchResults, fuse
+
+        try:
+            vectors = self._vector_open()
+            self._sync_vectors(vectors)
+            vhits = vectors.search(query, FUSION.depth)
+        except (GoatError, OSError) as exc:
+            results = index.search(query, limit=limit)
+            return dataclasses.replace(
+                results,
+                complete=False,
+                degraded=(
+                    *results.degraded,
+                    f"semantic recall with embedder {self._embedder!r} is unavailable "
+                    f"({exc}); these are keyword results only",
+                ),
+            )
+        keyword = index.search(query, limit=FUSION.depth, snippets=False)
+        by_kw = {h.path: h for h in keyword.hits}
+        by_vec = {h.path: h for h in vhits}
+        fused = fuse([(h.path, h.score) for h in keyword.hits], [(h.path, h.score) for h in vhits])
+        titles: dict[str, str] = {}
+        if any(p not in by_kw for p, _ in fused[:limit]):
+            titles = {d.path: d.title for d in index.documents()}
+        hits: list[SearchHit] = []
+        for path, score in fused[:limit]:
+            note = self._load(path)
+            body = note.body if note is not None else ""
+            snippet: str | None = None
+            chunk = by_vec.get(path)
+            if chunk is not None and chunk.end > chunk.start:
+                text = body[chunk.start : chunk.end]
+                snippet = index.snippet(text, query) or _chunk_head(text)
+            if not snippet:
+                snippet = index.snippet(body, query) or _chunk_head(body)
+            title = by_kw[path].title if path in by_kw else titles.get(path, path)
+            hits.append(SearchHit(path=path, title=title, score=score, snippet=snippet))
+        total = max(keyword.total, len(fused))
+        return SearchResults(
+            hits=hits, total=total, complete=total <= len(hits), degraded=keyword.degraded
+        )
 
     # -- the operations a subclass implements (worker thread) ---------------------------------
     def _write(self, write: MemoryWrite, kind: str) -> Receipt:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from goat_core.contract import (
     Binding,
+    EmbedderSpec,
     MemoryWrite,
     PageSummary,
     PluginInfo,
@@ -56,6 +57,7 @@ class Registry:
         self._providers: dict[str, ProviderSpec] | None = None
         self._owners: dict[str, str] = {}
         self._by_plugin: dict[str, list[str]] = {}
+        self._embedders: dict[str, EmbedderSpec] | None = None
 
     @classmethod
     def load(cls, settings: PluginSettings | None = None) -> Registry:
@@ -161,6 +163,46 @@ class Registry:
                 raise ProviderUnavailable(f"{name}: plugin {dist} failed to load: {failure.error}")
         known = ", ".join(sorted(providers)) or "none"
         raise NotFound(f"no provider named {name!r} is installed (installed: {known})")
+
+    # -- embedders ----------------------------------------------------------------------
+    def embedders(self) -> dict[str, EmbedderSpec]:
+        """All declared embedders by name (cached). Bad declarations and duplicate names
+        become failures of the plugin that made them."""
+        if self._embedders is not None:
+            return self._embedders
+        found: dict[str, EmbedderSpec] = {}
+        hook = "goat_register_embedders"
+        for impl in reversed(list(self._impls(hook))):
+            try:
+                specs = list(self._call(impl, hook, {}) or ())
+                for spec in specs:
+                    if not isinstance(spec, EmbedderSpec):
+                        raise TypeError(f"expected EmbedderSpec, got {type(spec).__name__}")
+            except Exception as exc:
+                self._hook_failure(impl.plugin_name, hook, exc)
+                continue
+            for spec in specs:
+                if spec.name in found:
+                    self._hook_failure(
+                        impl.plugin_name,
+                        hook,
+                        ValueError(f"embedder {spec.name!r} is already declared"),
+                    )
+                    continue
+                found[spec.name] = spec
+        self._embedders = found
+        return found
+
+    def get_embedder(self, name: str) -> EmbedderSpec:
+        """The spec of embedder ``name``.
+
+        :raises NotFound: no installed plugin declares it (the message lists those that do).
+        """
+        embedders = self.embedders()
+        if name in embedders:
+            return embedders[name]
+        known = ", ".join(sorted(embedders)) or "none"
+        raise NotFound(f"no embedder named {name!r} is installed (installed: {known})")
 
     def provider_owner(self, name: str) -> str | None:
         self.providers()

@@ -64,6 +64,8 @@ Threading: a :class:`SearchIndex` owns a single connection and must be used from
 time (the store's :class:`~goat_core.filestore.StoreWorker`); it may be created on another thread.
 """
 
+from goat_core.filestore.search._chunks import CHUNK_CHARS, Chunk, chunk_note
+from goat_core.filestore.search._hybrid import FUSION, Fusion, fuse
 from goat_core.filestore.search._index import (
     SCHEMA_VERSION,
     SearchIndex,
@@ -89,23 +91,33 @@ from goat_core.filestore.search._snippets import (
     SNIPPET_CLOSE,
     SNIPPET_OPEN,
 )
+from goat_core.filestore.search._vectors import VECTOR_SCHEMA, ChunkHit, VectorIndex
 
 __all__ = [
+    "CHUNK_CHARS",
     "ENGLISH_STOP_WORDS",
+    "FUSION",
     "MAX_QUERY_TERMS",
     "SCHEMA_VERSION",
     "SNIPPET_CLOSE",
     "SNIPPET_OPEN",
+    "VECTOR_SCHEMA",
+    "Chunk",
+    "ChunkHit",
     "DocInfo",
     "FileStat",
     "FileStatLike",
+    "Fusion",
     "IndexStats",
     "IndexedDoc",
     "SearchHit",
     "SearchIndex",
     "SearchResults",
     "SyncStats",
+    "VectorIndex",
+    "chunk_note",
     "fts_query",
+    "fuse",
     "query_terms",
     "search_terms",
 ]

@@ -26,7 +26,7 @@ from goat_core.filestore.search._query import (
     _valid_utf8,
     search_terms,
 )
-from goat_core.filestore.search._ranking import _rank
+from goat_core.filestore.search._ranking import _marks, _rank
 from goat_core.filestore.search._records import (
     DocInfo,
     FileStat,
@@ -46,6 +46,7 @@ from goat_core.filestore.search._scan import (
     _Pending,
     _Plan,
 )
+from goat_core.filestore.search._snippets import _snippet
 
 SCHEMA_VERSION = 4
 """Bump when the tables, the tokenizer or the text preprocessing change: old indexes rebuild.
@@ -641,10 +642,12 @@ class SearchIndex:
 
     # ---------------------------------------------------------------- reading
 
-    def search(self, query: str, *, limit: int = 10) -> SearchResults:
+    def search(self, query: str, *, limit: int = 10, snippets: bool = True) -> SearchResults:
         """Ranked notes for user text ``query`` (semantics: :mod:`goat_core.filestore.search`).
 
         :param limit: most hits returned, at least 1.
+        :param snippets: ``False``: hits carry an empty snippet (a caller that reranks cuts
+            its own with :meth:`snippet` for what it shows).
         :raises BadInput: ``limit`` below 1.
         :raises ProviderUnavailable: the index could not be read within the busy timeout.
         """
@@ -655,7 +658,7 @@ class SearchIndex:
             return SearchResults(hits=[], total=0, complete=True)
         terms = every[:MAX_QUERY_TERMS]
         try:
-            results = self._guarded(lambda: self._search(terms, limit))
+            results = self._guarded(lambda: self._search(terms, limit, snippets))
             if len(every) > len(terms):
                 # Never a silent cut: the caller learns the query was shortened.
                 return dataclasses.replace(
@@ -679,7 +682,16 @@ class SearchIndex:
                 degraded=(f"search index {self.db_path} was corrupt and has been rebuilt",),
             )
 
-    def _search(self, terms: list[str], limit: int) -> SearchResults:
+    def snippet(self, text: str, query: str) -> str | None:
+        """The window of ``text`` around the best match of ``query``'s terms, matched words
+        marked as in a search hit; ``None`` when no term occurs in it."""
+        terms = search_terms(query, cap=None)[:MAX_QUERY_TERMS]
+        if not terms:
+            return None
+        qterms = self._guarded(lambda: self._query_terms(terms))
+        return _snippet(text, _marks(qterms))
+
+    def _search(self, terms: list[str], limit: int, snippets: bool = True) -> SearchResults:
         db = self._db
         if self._vocab_conn is not db:
             # per connection, in its temp schema: term statistics of the index
@@ -693,7 +705,7 @@ class SearchIndex:
             self._vocab_conn = db
         qterms = self._query_terms(terms)
         with self._read() as db:
-            return _rank(db, terms, qterms, limit)
+            return _rank(db, terms, qterms, limit, snippets=snippets)
 
     def _query_terms(self, terms: list[str]) -> list[_QueryTerm]:
         """Each search term with the tokens the index holds for it (case-folded, diacritics

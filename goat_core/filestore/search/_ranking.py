@@ -228,8 +228,18 @@ class _Scorer:
         return out
 
 
+def _marks(qterms: list[_QueryTerm]) -> list[_Mark]:
+    """What a snippet highlights for each query term."""
+    return [_Mark(t.text, t.tokens[0] if len(t.tokens) == 1 else None, t.spaceless) for t in qterms]
+
+
 def _rank(
-    db: sqlite3.Connection, terms: list[str], qterms: list[_QueryTerm], limit: int
+    db: sqlite3.Connection,
+    terms: list[str],
+    qterms: list[_QueryTerm],
+    limit: int,
+    *,
+    snippets: bool = True,
 ) -> SearchResults:
     """The top ``limit`` hits for ``terms`` (``qterms``: the same terms with their index
     tokens), read inside the caller's read transaction on ``db`` (which has the
@@ -256,10 +266,20 @@ def _rank(
         total = db.execute(count_sql, (q_or,)).fetchone()[0]
     scored = _Scorer(db, qterms).score(candidates)
     ranked = sorted(candidates, key=scored.order)
-    marks = [
-        _Mark(t.text, t.tokens[0] if len(t.tokens) == 1 else None, t.spaceless) for t in qterms
-    ]
+    marks = _marks(qterms)
     hits: list[SearchHit] = []
+    if not snippets:
+        top = ranked[:limit]
+        found = dict(
+            (rid, (path, title))
+            for rid in top
+            for path, title in db.execute("SELECT path, title FROM docs WHERE id = ?", (rid,))
+        )
+        for rid in top:
+            if rid in found:
+                path, title = found[rid]
+                hits.append(SearchHit(path, title, scored.scores.get(rid, 0.0), ""))
+        return SearchResults(hits=hits, total=total, complete=total <= len(hits))
     for rid in ranked[:limit]:
         row = db.execute(
             "SELECT path, title, aliases, meta, extra, body FROM docs WHERE id = ?",

@@ -32,11 +32,34 @@ def _fold_char(ch: str) -> str:
     return got
 
 
+#: ``str.translate`` table: each character seen so far, by code point, to its folded form.
+_FOLD_TABLE: dict[int, str] = {c: chr(c).lower() for c in range(128)}
+
+
 def _fold(text: str) -> tuple[str, list[int] | None]:
     """Folded text for snippet matching and, unless it is the identity, a map from each
-    folded index to its original index (with one extra entry for the end)."""
+    folded index to its original index (with one extra entry for the end).
+
+    The folding runs in C (``str.translate`` over a table grown with each new character);
+    only a text holding a character that folds to several (``ß``, ``ﬁ``) or to nothing (a
+    combining mark) builds the offset map, in Python."""
     if text.isascii():
         return text.lower(), None
+    table = _FOLD_TABLE
+    uneven = False
+    for ch in set(text):
+        code = ord(ch)
+        got = table.get(code)
+        if got is None:
+            got = _fold_char(ch)
+            if len(table) < 65536:
+                table[code] = got
+            else:
+                uneven = True  # not in the table: fold it in Python below
+        if len(got) != 1:
+            uneven = True
+    if not uneven:
+        return text.translate(table), None
     parts = [_fold_char(c) for c in text]
     offsets: list[int] = []
     for i, p in enumerate(parts):
@@ -129,8 +152,13 @@ def _snippet(text: str, marks: list[_Mark], width: int = SNIPPET_WIDTH) -> str |
         return i if offsets is None else offsets[min(i, len(offsets) - 1)]
 
     best_i, best_score = 0, -1
+    reach = width * 3 // 4
     for i, (s, _e, _t) in enumerate(matches):
-        distinct = {t for (s2, _e2, t) in matches[i:] if s2 < s + width * 3 // 4}
+        distinct: set[int] = set()
+        for j in range(i, len(matches)):  # matches are sorted by start
+            if matches[j][0] >= s + reach:
+                break
+            distinct.add(matches[j][2])
         if len(distinct) > best_score:
             best_i, best_score = i, len(distinct)
     first = orig(matches[best_i][0])

@@ -713,7 +713,7 @@ class MarkdownProvider(FolderStoreProvider[filestore.StoredNote]):
     def _recall_once(self, query: str, limit: int) -> RecallResult:
         skipped = self._fresh()
         index = self._index_open()
-        results = index.search(query, limit=limit)
+        results = self._ranked(query, limit)
         items = []
         for hit in results.hits:
             note = self._load(hit.path)  # only the hits are read (at most ``limit`` files)

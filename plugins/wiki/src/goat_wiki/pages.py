@@ -381,7 +381,7 @@ class WikiPages(WikiLint):
     def _recall_once(self, query: str, limit: int) -> RecallResult:
         walk, _layout = self._sync()
         index = self._index_open()
-        results = index.search(query, limit=limit)
+        results = self._ranked(query, limit)
         items = []
         for hit in results.hits:
             items.append(

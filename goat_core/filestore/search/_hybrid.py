@@ -1,0 +1,78 @@
+"""Hybrid ranking: the keyword ranking (BM25F) and the vector ranking (best chunk per note)
+fused into one.
+
+Two ways, chosen by :attr:`Fusion.mode`:
+
+- ``"rrf"`` (weighted reciprocal rank): ``keyword / (k + keyword rank) + vector / (k + vector
+  rank)``; ranks only, so neither side's scale matters, but a clear semantic margin counts
+  no more than a narrow one.
+- ``"cc"`` (convex combination of normalised scores): ``keyword * s_kw / max s_kw + vector *
+  (cos - min cos) / (max cos - min cos)`` over each side's first ``depth`` candidates (a note
+  absent from a side gets 0 from it), so the size of each side's lead counts.
+
+A ranking the note is absent from adds nothing, and a long note gets no more from the vector
+side than its single best section. The defaults in :data:`FUSION` were tuned on the tuning
+half of the question set in ``benchmarks/questions/`` (``benchmarks/eval_recall.py --tune``:
+the best MRR@10 on that half among the settings that keep the notes' own descriptions at
+MRR@10 0.97 or better) and are reported on the other half.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+__all__ = ["FUSION", "Fusion", "fuse"]
+
+
+@dataclass(frozen=True)
+class Fusion:
+    """Weights of the fused ranking and how deep each side is read."""
+
+    keyword: float = 1.0
+    vector: float = 1.0
+    k: float = 60.0
+    depth: int = 50
+    mode: str = "rrf"
+
+
+#: The tuned weights (see the module docstring).
+FUSION = Fusion(keyword=0.2, vector=0.8, k=60.0, depth=50, mode="cc")
+
+
+def _normalised(side: Sequence[tuple[str, float]], shift: bool) -> dict[str, float]:
+    if not side:
+        return {}
+    scores = [s for _, s in side]
+    hi, lo = max(scores), (min(scores) if shift else 0.0)
+    span = hi - lo
+    if span <= 0:
+        return {p: 1.0 for p, _ in side}
+    return {p: (s - lo) / span for p, s in side}
+
+
+def fuse(
+    keyword: Sequence[tuple[str, float]],
+    vector: Sequence[tuple[str, float]],
+    fusion: Fusion = FUSION,
+) -> list[tuple[str, float]]:
+    """Paths ranked by fused score, best first (ties: keyword rank, then path).
+
+    :param keyword: ``(path, BM25F score)`` best first.
+    :param vector: ``(path, cosine of its best chunk)`` best first.
+    """
+    kw = keyword[: fusion.depth]
+    vec = vector[: fusion.depth]
+    scores: dict[str, float] = {}
+    if fusion.mode == "cc":
+        for path, s in _normalised(kw, shift=False).items():
+            scores[path] = scores.get(path, 0.0) + fusion.keyword * s
+        for path, s in _normalised(vec, shift=True).items():
+            scores[path] = scores.get(path, 0.0) + fusion.vector * s
+    else:
+        for rank, (path, _) in enumerate(kw, 1):
+            scores[path] = scores.get(path, 0.0) + fusion.keyword / (fusion.k + rank)
+        for rank, (path, _) in enumerate(vec, 1):
+            scores[path] = scores.get(path, 0.0) + fusion.vector / (fusion.k + rank)
+    kw_rank = {p: i for i, (p, _) in enumerate(keyword)}
+    return sorted(scores.items(), key=lambda kv: (-kv[1], kw_rank.get(kv[0], len(kw_rank)), kv[0]))

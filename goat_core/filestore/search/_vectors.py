@@ -1,0 +1,319 @@
+"""The vector index of a folder store: heading-section chunks of every note, embedded by the
+binding's embedder, kept in one SQLite file under the GOAT home (never in the store).
+
+- Incremental: :meth:`VectorIndex.sync` takes the keyword index's listing (path, mtime,
+  size) and embeds only new or changed notes; rows of vanished notes are dropped.
+- Crash-safe: each note's chunks and its stat row are written in one transaction (WAL), so
+  after ``kill -9`` a note is either fully indexed at its old stat or at its new one; the
+  next sync re-embeds whatever is not current.
+- Rebuilt when the embedder's ``identity`` (model id, revision, weights sha256) changes,
+  when the schema changes, and when SQLite reports the file damaged (the file is deleted
+  and rebuilt; :attr:`VectorIndex.rebuilt` says why).
+- Plain SQLite only (no extension): vectors are int8 rows with one float scale each
+  (about a quarter of float32's size); search is a brute-force dot product in NumPy over
+  blocks of rows, so memory stays bounded.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from goat_core.contract import Embedder
+from goat_core.filestore.search._chunks import chunk_note
+
+__all__ = ["VECTOR_SCHEMA", "ChunkHit", "VectorIndex"]
+
+VECTOR_SCHEMA = 1
+#: Chunks embedded per call to the model.
+EMBED_BATCH = 32
+#: Rows multiplied at once by a query (bounds the float32 copy of the int8 matrix and keeps
+#: it in cache: 8192 x 384 x 4 bytes = 12 MB).
+SEARCH_BLOCK = 8192
+
+_CORRUPT = ("malformed", "not a database", "file is encrypted", "disk image")
+
+
+@dataclass(frozen=True)
+class ChunkHit:
+    """The best chunk of one note for a query: cosine similarity and body offsets."""
+
+    path: str
+    score: float
+    start: int
+    end: int
+    heading: str
+
+
+def _is_corrupt(exc: BaseException) -> bool:
+    return isinstance(exc, sqlite3.DatabaseError) and any(m in str(exc) for m in _CORRUPT)
+
+
+class VectorIndex:
+    """One store's vectors for one embedder. Use from one thread at a time.
+
+    :param path: the SQLite file (``GoatHome.index_path(root, "<name>-vectors")``).
+    :param embedder: the loaded model; its ``identity`` keys the index.
+    """
+
+    def __init__(self, path: Path, embedder: Embedder) -> None:
+        self.path = path
+        self.embedder = embedder
+        #: Why the index was rebuilt from scratch on open (``None``: it was not).
+        self.rebuilt: str | None = None
+        self._matrix: Any = None  # (int8 rows, float32 scales, chunk meta) or None: stale
+        self._db = self._open()
+
+    # -- file -------------------------------------------------------------------------------
+    def _connect(self) -> sqlite3.Connection:
+        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        db = sqlite3.connect(self.path, timeout=10.0, isolation_level=None)
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")
+        return db
+
+    def _open(self) -> sqlite3.Connection:
+        try:
+            db = self._connect()
+            reason = self._check_schema(db)
+        except sqlite3.DatabaseError as exc:
+            if not _is_corrupt(exc):
+                raise
+            reason = f"vector index {self.path} was damaged ({exc}) and has been rebuilt"
+            db = None
+        if reason is None:
+            assert db is not None
+            return db
+        if db is not None:
+            db.close()
+        self._delete_files()
+        db = self._connect()
+        self._create(db)
+        self.rebuilt = reason
+        return db
+
+    def _check_schema(self, db: sqlite3.Connection) -> str | None:
+        """``None`` when the file is current; else why it must be rebuilt."""
+        tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        if not tables:
+            self._create(db)
+            return None
+        if db.execute("PRAGMA quick_check").fetchone()[0] != "ok":
+            return f"vector index {self.path} failed its integrity check and has been rebuilt"
+        meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
+        if meta.get("schema") != str(VECTOR_SCHEMA):
+            return "the vector index schema changed; it has been rebuilt"
+        if meta.get("identity") != self.embedder.identity:
+            return (
+                f"the embedder changed ({meta.get('identity')} -> {self.embedder.identity}); "
+                "the vector index has been rebuilt"
+            )
+        return None
+
+    def _create(self, db: sqlite3.Connection) -> None:
+        with self._tx(db):
+            db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
+            db.execute(
+                "CREATE TABLE IF NOT EXISTS notes"
+                " (path TEXT PRIMARY KEY, mtime_ns INTEGER, size INTEGER)"
+            )
+            db.execute(
+                "CREATE TABLE IF NOT EXISTS chunks (id INTEGER PRIMARY KEY, path TEXT NOT NULL,"
+                " start INTEGER, end INTEGER, heading TEXT, scale REAL, vec BLOB)"
+            )
+            db.execute("CREATE INDEX IF NOT EXISTS chunks_path ON chunks(path)")
+            db.executemany(
+                "INSERT OR REPLACE INTO meta VALUES (?, ?)",
+                [("schema", str(VECTOR_SCHEMA)), ("identity", self.embedder.identity)],
+            )
+
+    def _delete_files(self) -> None:
+        for suffix in ("", "-wal", "-shm"):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(str(self.path) + suffix)
+
+    @staticmethod
+    @contextlib.contextmanager
+    def _tx(db: sqlite3.Connection) -> Any:
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        db.execute("COMMIT")
+
+    def close(self) -> None:
+        self._db.close()
+
+    def size_bytes(self) -> int:
+        return sum(
+            os.path.getsize(str(self.path) + s)
+            for s in ("", "-wal")
+            if os.path.exists(str(self.path) + s)
+        )
+
+    # -- sync -------------------------------------------------------------------------------
+    def sync(
+        self,
+        listing: Iterable[tuple[str, int, int]],
+        load: Callable[[str], tuple[str, str, str] | None],
+        progress: Callable[[int, int], None] | None = None,
+    ) -> dict[str, int]:
+        """Bring the vectors in line with ``listing`` (``(path, mtime_ns, size)`` of every
+        note the keyword index holds); ``load(path)`` gives ``(title, body, description)``
+        (``None``: unreadable, skipped). Returns counts ``embedded``, ``removed``,
+        ``chunks``."""
+        import numpy as np
+
+        db = self._db
+        have = {p: (m, s) for p, m, s in db.execute("SELECT path, mtime_ns, size FROM notes")}
+        current = {p: (m, s) for p, m, s in listing}
+        gone = [p for p in have if p not in current]
+        todo = [p for p, st in current.items() if have.get(p) != st]
+        if gone:
+            with self._tx(db):
+                db.executemany("DELETE FROM chunks WHERE path = ?", [(p,) for p in gone])
+                db.executemany("DELETE FROM notes WHERE path = ?", [(p,) for p in gone])
+            self._matrix = None
+        embedded = chunks_done = 0
+        total = len(todo)
+        batch: list[tuple[str, Any, list[Any]]] = []  # path, stat, chunks
+        pending_chunks = 0
+
+        def flush() -> None:
+            nonlocal batch, pending_chunks, embedded, chunks_done
+            if not batch:
+                return
+            texts = [c.embed_text for _, _, cs in batch for c in cs]
+            vecs = np.asarray(self.embedder.embed_documents(texts), dtype=np.float32)
+            rows = []
+            i = 0
+            for path, _st, cs in batch:
+                for c in cs:
+                    v = vecs[i]
+                    i += 1
+                    scale = float(np.abs(v).max()) / 127.0 or 1.0
+                    q = np.round(v / scale).astype(np.int8)
+                    rows.append((path, c.start, c.end, c.heading, scale, q.tobytes()))
+            with self._tx(db):  # every note of the batch with its chunks, or none
+                db.executemany("DELETE FROM chunks WHERE path = ?", [(p,) for p, _, _ in batch])
+                db.executemany(
+                    "INSERT INTO chunks (path, start, end, heading, scale, vec)"
+                    " VALUES (?, ?, ?, ?, ?, ?)",
+                    rows,
+                )
+                db.executemany(
+                    "INSERT OR REPLACE INTO notes VALUES (?, ?, ?)",
+                    [(p, st[0], st[1]) for p, st, _ in batch],
+                )
+            embedded += len(batch)
+            chunks_done += len(rows)
+            batch = []
+            pending_chunks = 0
+            self._matrix = None
+            if progress is not None:
+                progress(embedded, total)
+
+        for path in todo:
+            loaded = load(path)
+            if loaded is None:
+                continue
+            title, body, description = loaded
+            cs = chunk_note(title, body, description)
+            batch.append((path, current[path], cs))
+            pending_chunks += len(cs)
+            if pending_chunks >= EMBED_BATCH:
+                flush()
+        flush()
+        return {"embedded": embedded, "removed": len(gone), "chunks": chunks_done}
+
+    def note_count(self) -> int:
+        return int(self._db.execute("SELECT count(*) FROM notes").fetchone()[0])
+
+    # -- search -----------------------------------------------------------------------------
+    def _load_matrix(self) -> Any:
+        """``(int8 rows, scales, note number per row, chunk id per row, note paths)``, read
+        row by row (no list of all rows: at 100k notes that list alone is hundreds of MB)."""
+        import numpy as np
+
+        if self._matrix is None:
+            db = self._db
+            n = int(db.execute("SELECT count(*) FROM chunks").fetchone()[0])
+            dim = self.embedder.dimensions
+            mat = np.empty((n, dim), dtype=np.int8)
+            scales = np.empty(n, dtype=np.float32)
+            note_of = np.empty(n, dtype=np.int32)
+            chunk_id = np.empty(n, dtype=np.int64)
+            paths: list[str] = []
+            number: dict[str, int] = {}
+            i = 0
+            for cid, path, scale, vec in db.execute(
+                "SELECT id, path, scale, vec FROM chunks ORDER BY id"
+            ):
+                if i >= n:
+                    break
+                k = number.get(path)
+                if k is None:
+                    k = number[path] = len(paths)
+                    paths.append(path)
+                mat[i] = np.frombuffer(vec, dtype=np.int8)
+                scales[i], note_of[i], chunk_id[i] = scale, k, cid
+                i += 1
+            self._matrix = (mat[:i], scales[:i], note_of[:i], chunk_id[:i], paths)
+        return self._matrix
+
+    def search(self, query: str, limit: int) -> list[ChunkHit]:
+        """The ``limit`` notes whose best chunk is most similar to ``query``, best first
+        (one hit per note: a long note counts its best section, never the sum)."""
+        import numpy as np
+
+        mat, scales, note_of, chunk_id, paths = self._load_matrix()
+        if not len(mat):
+            return []
+        q = np.asarray(self.embedder.embed_query(query), dtype=np.float32).reshape(-1)
+        sims = np.empty(len(mat), dtype=np.float32)
+        for lo in range(0, len(mat), SEARCH_BLOCK):
+            block = mat[lo : lo + SEARCH_BLOCK].astype(np.float32)
+            sims[lo : lo + SEARCH_BLOCK] = (block @ q) * scales[lo : lo + SEARCH_BLOCK]
+        # the best rows only, enough for ``limit`` notes unless many rows are sections of the
+        # same notes (then every row, sorted)
+        top = min(len(sims), max(limit * 8, 64))
+        best = self._best_rows(sims, np.argpartition(-sims, top - 1)[:top], note_of, limit)
+        if len(best) < limit and top < len(sims):
+            best = self._best_rows(sims, np.arange(len(sims)), note_of, limit)
+        hits: list[ChunkHit] = []
+        for row in best:
+            start, end, heading = self._db.execute(
+                "SELECT start, end, heading FROM chunks WHERE id = ?", (int(chunk_id[row]),)
+            ).fetchone() or (0, 0, "")
+            hits.append(ChunkHit(paths[int(note_of[row])], float(sims[row]), start, end, heading))
+        return hits
+
+    @staticmethod
+    def _best_rows(sims: Any, rows: Any, note_of: Any, limit: int) -> list[int]:
+        """The best row of each of the ``limit`` best notes among ``rows``."""
+        import numpy as np
+
+        order = rows[np.argsort(-sims[rows], kind="stable")]
+        out: list[int] = []
+        seen: set[int] = set()
+        for i in order:
+            note = int(note_of[i])
+            if note in seen:
+                continue
+            seen.add(note)
+            out.append(int(i))
+            if len(out) >= limit:
+                break
+        return out
+
+    def chunks_of(self, path: str) -> Sequence[tuple[int, int, str]]:
+        return self._db.execute(
+            "SELECT start, end, heading FROM chunks WHERE path = ? ORDER BY id", (path,)
+        ).fetchall()

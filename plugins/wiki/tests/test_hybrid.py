@@ -1,0 +1,84 @@
+"""A wiki bound with an embedder fuses keyword and vector rankings (fake embedder: wiring
+only), and says so when the embedder cannot load."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from goat_core.contract import EmbedderSpec, ProviderContext, SyncProvider
+from goat_core.errors import NotFound, ProviderUnavailable
+from goat_core.home import GoatHome
+from goat_core.models import Binding, Scope
+
+from goat_wiki.plugin import spec
+from goat_wiki.settings import WikiSettings
+
+
+class Fake:
+    identity = "fake@1"
+    dimensions = 32
+
+    def _vec(self, text: str) -> Any:
+        v = np.zeros(self.dimensions, dtype=np.float32)
+        for w in text.lower().replace(".", " ").split():
+            w = {"automobile": "car", "vehicle": "car"}.get(w, w)
+            v[int(hashlib.md5(w.encode()).hexdigest(), 16) % self.dimensions] += 1
+        return v / (np.linalg.norm(v) or 1.0)
+
+    def embed_documents(self, texts: Sequence[str]) -> Any:
+        return np.stack([self._vec(t) for t in texts]) if texts else np.zeros((0, 32))
+
+    def embed_query(self, text: str) -> Any:
+        return self._vec(text)
+
+
+def _wiki(tmp_path: Path, loadable: bool) -> SyncProvider:
+    root = tmp_path / "wiki"
+    (root / "concepts").mkdir(parents=True)
+    (root / "concepts" / "Cars.md").write_text("# Cars\n\nA car has four wheels.\n")
+    (root / "concepts" / "Boats.md").write_text("# Boats\n\nA boat floats.\n")
+
+    def factory(cache: Path) -> Fake:
+        if not loadable:
+            raise ProviderUnavailable("weights missing")
+        return Fake()
+
+    fake = EmbedderSpec("fake", 32, ("en",), "test", factory, lambda c: loadable)
+
+    def lookup(name: str) -> EmbedderSpec:
+        if name != "fake":
+            raise NotFound(name)
+        return fake
+
+    settings = WikiSettings(root=root, embedder="fake")
+    context = ProviderContext(
+        scope=Scope.global_(),
+        binding=Binding(id="default", provider="wiki", settings={}),
+        settings=settings,
+        home=GoatHome.from_env(tmp_path / "home"),
+        embedders=lookup,
+    )
+    return SyncProvider(lambda: spec().factory(context))
+
+
+def test_wiki_recall_finds_by_meaning(tmp_path: Path) -> None:
+    wiki = _wiki(tmp_path, loadable=True)
+    try:
+        result = wiki.recall("automobile", limit=3)
+        assert result.items[0].path == "concepts/Cars.md" and result.degraded == ()
+    finally:
+        wiki.close()
+
+
+def test_wiki_recall_without_the_model_is_degraded(tmp_path: Path) -> None:
+    wiki = _wiki(tmp_path, loadable=False)
+    try:
+        result = wiki.recall("boat", limit=3)
+        assert result.items and not result.complete
+        assert any("weights missing" in d for d in result.degraded)
+    finally:
+        wiki.close()
