@@ -38,10 +38,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from goat_core.contract import ProviderContext, SyncProvider, embedder_cache_dir
+from goat_core.contract import Binding, ProviderContext, Scope, SyncProvider, embedder_cache_dir
 from goat_core.filestore.search import FUSION, Fusion, SearchIndex, VectorIndex, fuse
-from goat_core.home import GoatHome
-from goat_core.models import Binding, Scope
+from goat_core.host import GoatHome
 from goat_core.plugins import Registry
 
 HERE = Path(__file__).resolve().parent

@@ -108,9 +108,9 @@ def fetch_cmd(name: str, url: str | None, home: Path | None, as_json: bool) -> N
 
 
 async def _download(url: str, target: Path, sha256: str | None) -> str:
-    from goat_core.egress import guarded_http_client
+    from goat_core.contract import Binding
     from goat_core.errors import ProviderUnavailable
-    from goat_core.models import Binding
+    from goat_core.host import guarded_http_client
 
     # The guard allows this URL, for this command only: a binding that exists nowhere else.
     binding = Binding(id=FETCH_BINDING, provider="embedder", egress=(url,))

@@ -134,7 +134,7 @@ def open_host(
     home: Path | None, progress: Callable[[int, int], None] | None = None
 ) -> Iterator[SyncMemoryHost]:
     """A :class:`~goat_core.host.SyncMemoryHost` for this invocation, closed afterwards:
-    the GOAT home of ``home`` (:meth:`GoatHome.from_env <goat_core.home.GoatHome.from_env>`)
+    the GOAT home of ``home`` (:meth:`GoatHome.from_env <goat_core.host.GoatHome.from_env>`)
     and the plugins of ``GOAT_*_PLUGINS`` (one registry per invocation). ``progress`` is the
     providers' sink for a first indexing inside a read."""
     from goat_core.host import SyncMemoryHost

@@ -19,8 +19,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["Embedder", "EmbedderSpec", "embedder_cache_dir"]
-
 
 @runtime_checkable
 class Embedder(Protocol):

@@ -15,8 +15,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["CHUNK_CHARS", "Chunk", "chunk_note"]
-
 #: Longest chunk in characters; a longer section is cut in several chunks.
 CHUNK_CHARS = 4000
 #: Headings at this level or above start a chunk (deeper ones stay inside their section).

@@ -22,8 +22,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-__all__ = ["FUSION", "Fusion", "fuse"]
-
 
 @dataclass(frozen=True)
 class Fusion:

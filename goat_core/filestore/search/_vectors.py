@@ -27,8 +27,6 @@ from typing import Any
 from goat_core.contract import Embedder
 from goat_core.filestore.search._chunks import chunk_note
 
-__all__ = ["VECTOR_SCHEMA", "ChunkHit", "VectorIndex"]
-
 VECTOR_SCHEMA = 1
 #: Chunks embedded per call to the model.
 EMBED_BATCH = 32

@@ -18,11 +18,10 @@ from typing import Any
 import numpy as np
 import pytest
 from goat_core import hookimpl
-from goat_core.contract import EmbedderSpec, ProviderContext, SyncProvider
+from goat_core.contract import Binding, EmbedderSpec, ProviderContext, Scope, SyncProvider
 from goat_core.errors import NotFound, ProviderUnavailable
 from goat_core.filestore.search import VectorIndex, chunk_note, fuse
-from goat_core.home import GoatHome
-from goat_core.models import Binding, Scope
+from goat_core.host import GoatHome
 from goat_core.plugins import Registry
 
 SYNONYMS = {"phone": "mobile", "desktop": "computer", "laptop": "computer", "refund": "money"}

@@ -9,10 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from goat_core.contract import EmbedderSpec, ProviderContext, SyncProvider
+from goat_core.contract import Binding, EmbedderSpec, ProviderContext, Scope, SyncProvider
 from goat_core.errors import NotFound, ProviderUnavailable
-from goat_core.home import GoatHome
-from goat_core.models import Binding, Scope
+from goat_core.host import GoatHome
 
 from goat_wiki.plugin import spec
 from goat_wiki.settings import WikiSettings
