@@ -7,7 +7,8 @@ this module only speaks the protocol: ``tools/list``, ``tools/call`` (every resu
 
 The SDK serves both the current protocol revision and the one before it (its dual-era loop:
 the modern per-request envelope, ``2026-07-28``, and the ``initialize`` handshake,
-``2025-11-25`` and earlier). mcp is imported only inside :func:`build_server`.
+``2025-11-25`` and earlier). mcp is imported only inside :func:`build_server`, and only the
+parts serving needs (``_sdk``: not the client, not ``MCPServer``).
 """
 
 from __future__ import annotations
@@ -43,6 +44,9 @@ def page_uri(page_id: str) -> str:
 
 def build_server(served: ServedScope, *, name: str = "goat-memory") -> Server[Any]:
     """An MCP server over ``served`` (one scope, fixed)."""
+    from goat_core.serve._sdk import lean_import
+
+    lean_import()  # the low-level server only: not the client, not MCPServer
     import mcp_types as types
     from mcp.server.lowlevel import Server
     from mcp.shared.exceptions import MCPError
