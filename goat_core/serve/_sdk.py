@@ -5,7 +5,7 @@
 ``mcp/server/__init__.py``, which imports ``MCPServer`` (the high-level server) as well as
 the low-level one. A stdio server needs none of that: on this project's machines it is
 about a third of the SDK's import time, which decides whether a host's handshake window is
-met (issue 14, start-up).
+met.
 
 :func:`lean_import` puts those two packages in ``sys.modules`` *uninitialised* (their
 ``__path__`` set, their ``__init__`` not yet run), so ``import mcp.server.lowlevel`` and

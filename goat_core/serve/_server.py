@@ -148,8 +148,8 @@ def build_server(served: ServedScope, *, name: str = "goat-memory") -> Server[An
         )
 
     async def watch_roots(ctx: Any, call_next: Any) -> Any:
-        # MCP roots never choose the scope (issue 14): when a client that declares them has
-        # started (or says they changed), ask for them and only warn if none matches
+        # MCP roots never choose the scope: when a client that declares them has started
+        # (or says they changed), ask for them and only warn if none matches
         result = await call_next(ctx)
         if ctx.method in ROOTS_EVENTS:
             await _warn_on_roots(ctx, served)
