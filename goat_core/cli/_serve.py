@@ -95,8 +95,14 @@ def serve_cmd(
     With --http, each scope named at start has its own endpoint: /mcp/global, /mcp/pen/<id>.
     """
     if http is None:
+        import gc
+
         from goat_core.serve._stdio import divert_stdout
 
+        # start-up is mostly imports that allocate and keep everything (pydantic models):
+        # the cyclic collector only costs time until the server is built (run_stdio enables
+        # it again, with what start-up made frozen)
+        gc.disable()
         fd = divert_stdout()  # before mcp or any plugin is imported
         _require_mcp()
         if len(pens) > 1:
@@ -205,9 +211,12 @@ def hook_claude_code(
     """Claude Code's (and Codex CLI's) UserPromptSubmit hook: the memory block of the
     project's scope as additionalContext. Reads the hook JSON on stdin; prints exactly one
     JSON object; exits 0 on every failure (the reason goes to stderr)."""
+    import gc
+
     from goat_core.serve._hook import MAX_INPUT_BYTES, HookResult
     from goat_core.serve._stdio import divert_stdout
 
+    gc.disable()  # one short turn, then os._exit: the cyclic collector would only cost time
     fd = divert_stdout()
     chars = int(_number(budget, 4000, "--budget", integer=True))
     seconds = _number(deadline, 3.0, "--deadline", integer=False)

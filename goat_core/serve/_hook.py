@@ -165,13 +165,17 @@ def _recall(
     from goat_core.host import GoatHome, MemoryHost
     from goat_core.plugins import PluginSettings, Registry
     from goat_core.serve._local import ask_local, socket_path
-    from goat_core.serve._scope import PIN_ENV, resolve_serve_scope
+    from goat_core.serve._scope import PIN_ENV, pinned_scope, resolve_serve_scope
 
     home = home if home is not None else GoatHome.from_env()
-    registry = Registry.load(PluginSettings.from_env())
-    served = resolve_serve_scope(
-        registry, from_dir=directory, pin=pin if pin is not None else env.get(PIN_ENV)
-    )
+    pin = pin if pin is not None else env.get(PIN_ENV)
+    # a pinned scope is known without any plugin: a running server may answer before the
+    # plugins are loaded at all; otherwise the scope plugins decide, as for the server
+    registry: Registry | None = None
+    served = pinned_scope(directory, pin)
+    if served is None:
+        registry = Registry.load(PluginSettings.from_env())
+        served = resolve_serve_scope(registry, from_dir=directory, pin=pin)
     scope = served.scope
     path = socket_path(home.data_dir, scope)
     fallback = ""
@@ -189,6 +193,9 @@ def _recall(
                 budget,
                 via="server",
             )
+
+    if registry is None:
+        registry = Registry.load(PluginSettings.from_env())
 
     async def turn() -> HookResult:
         async with MemoryHost(home=home, registry=registry) as host:

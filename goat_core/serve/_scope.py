@@ -100,13 +100,10 @@ def resolve_serve_scope(
     if global_:
         return ServeScope(Scope.global_(), "--global")
     assert from_dir is not None
-    directory = Path(from_dir).expanduser()
-    if not directory.is_dir():
-        raise BadInput(f"--from-dir {str(directory)!r} is not a directory")
-    directory = directory.resolve()
-    pinned = parse_pin(pin if pin is not None else os.environ.get(PIN_ENV))
+    directory = _directory(from_dir)
+    pinned = pinned_scope(directory, pin)
     if pinned is not None:
-        return ServeScope(pinned, "pin", directory=str(directory))
+        return pinned
     resolution = registry.resolve_scope(ScopeRequest(cwd=directory, derive_from_cwd=True))
     how = resolution.derivation.value
     if resolution.derivation is Derivation.GLOBAL:
@@ -118,6 +115,27 @@ def resolve_serve_scope(
         detail=resolution.detail,
         directory=str(directory),
     )
+
+
+def _directory(from_dir: str | os.PathLike[str]) -> Path:
+    directory = Path(from_dir).expanduser()
+    if not directory.is_dir():
+        raise BadInput(f"--from-dir {str(directory)!r} is not a directory")
+    return directory.resolve()
+
+
+def pinned_scope(from_dir: str | os.PathLike[str], pin: str | None) -> ServeScope | None:
+    """What :func:`resolve_serve_scope` gives ``from_dir`` under a pin (``pin``, else
+    ``$GOAT_PIN``), without any plugin: ``None`` when nothing is pinned (then the scope
+    plugins decide).
+
+    :raises BadInput: ``from_dir`` is not a directory. :raises ScopeError: an invalid Pen id.
+    """
+    directory = _directory(from_dir)
+    pinned = parse_pin(pin if pin is not None else os.environ.get(PIN_ENV))
+    if pinned is None:
+        return None
+    return ServeScope(pinned, "pin", directory=str(directory))
 
 
 def bind_hint(scope: Scope) -> str:

@@ -4,10 +4,13 @@ Tools, their annotations and results come from :class:`~goat_core.serve._tools.S
 this module only speaks the protocol: ``tools/list``, ``tools/call`` (every result carries
 ``structuredContent`` with the scope; a failure is a tool error with the typed message),
 ``resources/list`` and ``resources/read`` for ``goat://scope`` and ``goat://page/{id}``.
+A client's MCP roots are never used to choose anything: when none of them resolves to the
+served scope, the server logs a warning (``serve.roots_disagree``) and serves on.
 
 The SDK serves both the current protocol revision and the one before it (its dual-era loop:
 the modern per-request envelope, ``2026-07-28``, and the ``initialize`` handshake,
-``2025-11-25`` and earlier). mcp is imported only inside :func:`build_server`.
+``2025-11-25`` and earlier). mcp is imported only inside :func:`build_server`, and only the
+parts serving needs (``_sdk``: not the client, not ``MCPServer``).
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, unquote
 
 from goat_core.errors import GoatError, NotFound
-from goat_core.logs import redact
+from goat_core.logs import get_logger, redact
 
 if TYPE_CHECKING:
     from mcp.server.lowlevel import Server
@@ -28,6 +31,12 @@ if TYPE_CHECKING:
 PROTOCOL_VERSIONS = ("2026-07-28", "2025-11-25")
 SCOPE_URI = "goat://scope"
 PAGE_URI_PREFIX = "goat://page/"
+#: After these notifications a client's roots are compared with the served scope.
+ROOTS_EVENTS = ("notifications/initialized", "notifications/roots/list_changed")
+#: How long a client may take to list its roots.
+ROOTS_TIMEOUT_SECONDS = 10.0
+
+log = get_logger(__name__)
 
 _INSTRUCTIONS = (
     "GOAT memory for one scope, fixed when this server started: {label} ({scope}). Use "
@@ -43,6 +52,9 @@ def page_uri(page_id: str) -> str:
 
 def build_server(served: ServedScope, *, name: str = "goat-memory") -> Server[Any]:
     """An MCP server over ``served`` (one scope, fixed)."""
+    from goat_core.serve._sdk import lean_import
+
+    lean_import()  # the low-level server only: not the client, not MCPServer
     import mcp_types as types
     from mcp.server.lowlevel import Server
     from mcp.shared.exceptions import MCPError
@@ -135,8 +147,16 @@ def build_server(served: ServedScope, *, name: str = "goat-memory") -> Server[An
             ]
         )
 
+    async def watch_roots(ctx: Any, call_next: Any) -> Any:
+        # MCP roots never choose the scope: when a client that declares them has started
+        # (or says they changed), ask for them and only warn if none matches
+        result = await call_next(ctx)
+        if ctx.method in ROOTS_EVENTS:
+            await _warn_on_roots(ctx, served)
+        return result
+
     label = "Global memory" if scope.is_global else f"Pen `{scope.pen_id}` memory"
-    return Server(
+    server: Server[Any] = Server(
         name,
         version=__version__,
         instructions=_INSTRUCTIONS.format(label=label, scope=scope.key),
@@ -146,3 +166,40 @@ def build_server(served: ServedScope, *, name: str = "goat-memory") -> Server[An
         on_list_resource_templates=list_templates,
         on_read_resource=read_resource,
     )
+    server.middleware.append(watch_roots)
+    return server
+
+
+async def _warn_on_roots(ctx: Any, served: ServedScope) -> None:
+    """Warn (the log, on stderr) when none of a client's roots resolves to the served
+    scope. Roots are deprecated in the current protocol and only a legacy client declares
+    them; any failure to get them is logged at debug and ignored."""
+    import warnings
+
+    import anyio
+    from mcp.shared.exceptions import MCPDeprecationWarning
+
+    session = ctx.session
+    capabilities = getattr(session, "client_capabilities", None)
+    if capabilities is None or getattr(capabilities, "roots", None) is None:
+        return
+    try:
+        with anyio.fail_after(ROOTS_TIMEOUT_SECONDS), warnings.catch_warnings():
+            warnings.simplefilter("ignore", MCPDeprecationWarning)
+            listed = await session.list_roots()
+        uris = [str(root.uri) for root in listed.roots]
+    except Exception as exc:  # a client that declared roots but does not answer
+        log.debug("serve.roots_unavailable", error=type(exc).__name__)
+        return
+    disagreement = await anyio.to_thread.run_sync(served.roots_disagreement, uris)
+    if disagreement is None:
+        log.debug("serve.roots_agree", scope=served.served.scope.key, roots=len(uris))
+    else:
+        scope = served.served.scope.key
+        log.warning(
+            "serve.roots_disagree",
+            scope=scope,
+            how=served.served.how,
+            roots=disagreement,
+            note=f"MCP roots never choose the scope; this server serves {scope} only",
+        )

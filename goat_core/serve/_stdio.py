@@ -9,6 +9,7 @@ done before the first call.
 
 from __future__ import annotations
 
+import gc
 import io
 import os
 import sys
@@ -60,6 +61,10 @@ async def _serve(
     local_socket: bool,
 ) -> None:
     import anyio
+
+    from goat_core.serve._sdk import lean_import
+
+    lean_import()  # the low-level server only: not the client, not MCPServer
     from mcp.server.stdio import stdio_server
 
     from goat_core.host import MemoryHost
@@ -80,6 +85,9 @@ async def _serve(
     async with MemoryHost(home=home, registry=registry) as host:
         served = ServedScope(host, served_scope)
         server = build_server(served)
+        if not gc.isenabled():  # `goat serve` paused it for start-up (goat_core.cli)
+            gc.freeze()  # what start-up made lives as long as the server: never scan it
+            gc.enable()
         log.info("serve.start", scope=served_scope.scope.key, how=served_scope.how)
         async with anyio.create_task_group() as tg:
             path = socket_path(host.home.data_dir, served_scope.scope) if local_socket else None

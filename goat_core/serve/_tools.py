@@ -334,6 +334,37 @@ class ServedScope:
             ),
         }
 
+    def roots_disagreement(self, uris: list[str]) -> list[dict[str, Any]] | None:
+        """Compare a client's MCP roots with the served scope; never changes it.
+
+        Each ``file://`` root that is a local directory is resolved as ``goat scope``
+        resolves a directory (by derivation, no pin). ``None`` when there is nothing to
+        say: no such root, or one of them resolves to the served scope. Otherwise one entry
+        per root: ``{"root", "scope"}`` (``scope`` ``None`` when the root is not a local
+        directory or does not resolve). Blocking (git); run it in a thread.
+        """
+        from urllib.parse import unquote, urlsplit
+
+        from goat_core.serve._scope import resolve_serve_scope
+
+        served = self.served.scope.key
+        seen: list[dict[str, Any]] = []
+        for uri in uris:
+            parts = urlsplit(uri)
+            scope: str | None = None
+            if parts.scheme == "file" and parts.netloc in ("", "localhost"):
+                try:
+                    resolved = resolve_serve_scope(
+                        self.host.registry, from_dir=unquote(parts.path), pin=""
+                    )
+                except GoatError:
+                    resolved = None
+                scope = resolved.scope.key if resolved is not None else None
+            if scope == served:
+                return None
+            seen.append({"root": uri, "scope": scope})
+        return seen or None
+
     async def page_resources(self) -> list[tuple[str, str]]:
         """``(id, title)`` of the first pages (browse policy applied); none without pages."""
         context = self.context()

@@ -9,6 +9,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from mcp import Client
 
@@ -246,3 +247,60 @@ async def test_query_syntax_is_plain_text(connect: Connect) -> None:
         for query in ('title:foo OR (bar AND "baz', "NEAR(a b) * ^ -x", "a AND", '"'):
             r = await client.call_tool("recall", {"query": query})
             assert not r.is_error, (query, r.content)
+
+
+async def test_roots_never_choose_the_scope_and_a_disagreement_is_logged(
+    host: MemoryHost, tmp_path: Path
+) -> None:
+    import mcp_types
+    from structlog.testing import capture_logs
+
+    project = tmp_path / "elsewhere"
+    project.mkdir()
+    other = resolve_serve_scope(host.registry, from_dir=project, pin="").scope
+    assert other != Scope.global_()
+    listed: list[str] = []
+
+    def roots_of(*folders: Path) -> Any:
+        async def list_roots(context: Any) -> mcp_types.ListRootsResult:
+            listed.append("asked")
+            return mcp_types.ListRootsResult(
+                roots=[
+                    mcp_types.Root.model_validate({"uri": f.as_uri(), "name": f.name})
+                    for f in folders
+                ]
+            )
+
+        return list_roots
+
+    async def checked(logs: list[Any]) -> None:  # the check runs after the handshake
+        with anyio.fail_after(30):
+            while not [e for e in logs if e["event"].startswith("serve.roots_")]:
+                await anyio.sleep(0.02)
+
+    served = ServedScope(host, resolve_serve_scope(host.registry, global_=True))
+    with capture_logs() as logs:
+        async with Client(
+            build_server(served), mode="legacy", list_roots_callback=roots_of(project)
+        ) as client:
+            r = await client.call_tool("remember", {"text": "roots never pick the pen"})
+            assert not r.is_error and r.structured_content["scope"] == "global"
+            scope = json.loads((await client.read_resource("goat://scope")).contents[0].text)  # type: ignore[union-attr]
+            assert scope["scope"] == "global" and scope["how"] == "--global"
+            await checked(logs)
+    assert listed  # the client was asked for its roots
+    (warning,) = [e for e in logs if e["event"] == "serve.roots_disagree"]
+    assert warning["log_level"] == "warning" and warning["scope"] == "global"
+    assert warning["roots"] == [{"root": project.as_uri(), "scope": other.key}]
+
+    # a root that resolves to the served scope: nothing to say
+    pen = ServedScope(host, resolve_serve_scope(host.registry, from_dir=project))
+    with capture_logs() as logs:
+        async with Client(
+            build_server(pen), mode="legacy", list_roots_callback=roots_of(tmp_path, project)
+        ) as client:
+            await client.list_tools()
+            await checked(logs)
+    assert [e["event"] for e in logs if e["event"].startswith("serve.roots_")] == [
+        "serve.roots_agree"
+    ]
