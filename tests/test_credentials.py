@@ -17,6 +17,7 @@ import keyring.backend
 import keyring.backends.fail
 import keyring.errors
 import pytest
+import structlog.testing
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -272,6 +273,27 @@ def test_env_override_wins(
     assert store.get("pen-my.app") == KEY
     monkeypatch.setenv("GOAT_API_KEY_PEN_MY_APP", "")
     assert store.get("pen-my.app") == "sk-from-keyring"  # an empty variable does not count
+
+
+def test_env_override_shared_by_look_alike_bindings_is_ignored(
+    home: GoatHome, monkeypatch: pytest.MonkeyPatch, use_keyring: object
+) -> None:
+    """pen-a-b, pen-a.b and pen-a_b all map to GOAT_API_KEY_PEN_A_B: a key set there for one
+    must never be sent to another's server, so with two such bindings saved the override is
+    ignored for both (each falls back to its own stored key)."""
+    keyring.set_keyring(MemoryKeyring())
+    store = CredentialStore(home)
+    store.set("pen-a.b", "api_key", "sk-stored-for-a-dot-b")
+    home.config_path.parent.mkdir(parents=True, exist_ok=True)
+    home.config_path.write_text(json.dumps({"bindings": {"pen-a-b": {}, "pen-a.b": {}}}))
+    monkeypatch.setenv("GOAT_API_KEY_PEN_A_B", "sk-env-meant-for-a-dash-b")
+    with structlog.testing.capture_logs() as captured:
+        assert store.get("pen-a.b") == "sk-stored-for-a-dot-b"
+        assert store.get("pen-a-b") is None
+    assert any(e.get("event") == "credentials.env_override_ambiguous" for e in captured)
+    # one binding alone keeps its override
+    home.config_path.write_text(json.dumps({"bindings": {"pen-a-b": {}}}))
+    assert store.get("pen-a-b") == "sk-env-meant-for-a-dash-b"
 
 
 def test_value_read_is_registered_for_redaction(

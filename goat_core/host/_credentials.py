@@ -109,7 +109,20 @@ class CredentialStore:
             yours, a symlink) or unreadable.
         """
         _check_ids(binding_id, name)
-        value = os.environ.get(credential_env_var(binding_id, name)) or None
+        variable = credential_env_var(binding_id, name)
+        value = os.environ.get(variable) or None
+        if value is not None:
+            shared = self._sharing(variable, binding_id, name)
+            if shared:
+                # look-alike ids (pen-a-b, pen-a.b, pen-a_b) map to one variable: a key set
+                # for one must never reach another's server (docs/design.md, Credentials and
+                # egress), so the override is ignored for all of them
+                log.warning(
+                    "credentials.env_override_ambiguous",
+                    variable=variable,
+                    bindings=sorted({binding_id, *shared}),
+                )
+                value = None
         if value is None:
             backend = self._keyring()
             if backend is not None:
@@ -126,6 +139,21 @@ class CredentialStore:
         if value is not None:
             register_secret(value)
         return value
+
+    def _sharing(self, variable: str, binding_id: str, name: str) -> list[str]:
+        """The other saved bindings whose override variable for ``name`` is ``variable``."""
+        try:
+            data = json.loads(self.home.config_path.read_bytes())
+        except (OSError, ValueError):
+            return []
+        ids: set[str] = set()
+        for section in ("bindings", "legacy"):
+            entries = data.get(section) if isinstance(data, dict) else None
+            if isinstance(entries, dict):
+                ids.update(k for k in entries if isinstance(k, str))
+        return sorted(
+            other for other in ids - {binding_id} if credential_env_var(other, name) == variable
+        )
 
     def set(self, binding_id: str, name: str, value: str) -> Literal["keyring", "file"]:
         """Store ``value``; returns where it went.

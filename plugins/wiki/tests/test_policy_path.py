@@ -10,13 +10,14 @@ a tool or operation added without a case here fails :func:`test_every_tool_is_co
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
+from goat_core import hookimpl
 from goat_core.cli import cli
-from goat_core.contract import Scope
+from goat_core.contract import PageSummary, Scope
 from goat_core.host import Chat, GoatHome, MemoryHost
 from goat_core.plugins import PluginSettings, Registry, make_plugin_manager, register_plugin
 from goat_core.testing import HideReads, RefuseWrites
@@ -242,3 +243,48 @@ async def test_import_pages_passes_the_write_policy(tmp_path: Path) -> None:
         assert not (root / "raw" / "imports").exists()
     finally:
         await host.aclose()
+
+
+class HideHidden:
+    """Hides every page whose path or title says ``hidden``."""
+
+    @hookimpl
+    def goat_filter_browse(
+        self, scope: Scope, items: Sequence[PageSummary]
+    ) -> Sequence[PageSummary] | None:
+        return [p for p in items if "hidden" not in f"{p.path} {p.title}".casefold()]
+
+
+async def test_a_model_cannot_overwrite_a_page_it_cannot_see(tmp_path: Path) -> None:
+    """The Conflict of a write over an existing page names its etag; for a page the browse
+    policy hides, the write is refused without telling the path or etag, and the page keeps
+    its text (a model that cannot read a page cannot replace it either)."""
+    home, root = await seeded_wiki(tmp_path)
+    host = MemoryHost(home=home, registry=registry())
+    try:
+        tools = host.context_for(Chat("w")).tools()
+        out = await tools.call(
+            "wiki_write_page", {"title": "concepts/hidden plan", "body": "launch code 1234"}
+        )
+        assert out.get("status") == "stored", out
+    finally:
+        await host.aclose()
+    page = root / "concepts" / "hidden plan.md"
+    before = page.read_bytes()
+    host = MemoryHost(home=home, registry=registry(HideHidden()))
+    try:
+        tools = host.context_for(Chat("w")).tools()
+        assert (await tools.call("wiki_read_page", {"page": "concepts/hidden plan"}))["error"][
+            "type"
+        ] == "NotFound"
+        for args in (
+            {"title": "concepts/hidden plan", "body": "overwritten"},
+            {"title": "concepts/hidden plan", "body": "overwritten", "etag": "0" * 32},
+        ):
+            out = await tools.call("wiki_write_page", args)
+            assert out["error"]["type"] == "Rejected", out
+            assert "hidden plan.md" not in out["error"]["message"]
+            assert "etag" not in out["error"]["message"]
+    finally:
+        await host.aclose()
+    assert page.read_bytes() == before

@@ -23,10 +23,11 @@ from goat_core.contract import (
     MemoryWrite,
     Page,
     PageList,
+    PageSummary,
     RecallResult,
     Receipt,
 )
-from goat_core.errors import BadInput, Conflict, NotFound, PathError, TooLarge
+from goat_core.errors import BadInput, Conflict, NotFound, PathError, Rejected, TooLarge
 from goat_core.filestore import (
     MISSING_ETAG,
     append_entry,
@@ -130,7 +131,9 @@ class WikiPages(WikiLint):
             )
         return None
 
-    def _write_page(self, req: PageWrite) -> dict[str, Any]:
+    def _write_page(
+        self, req: PageWrite, visible: Callable[[PageSummary], bool] | None = None
+    ) -> dict[str, Any]:
         body = req.body.replace("\r\n", "\n")
         if len(body) > self.spec.max_input_chars:
             raise TooLarge(
@@ -170,6 +173,15 @@ class WikiPages(WikiLint):
             now = _now()
             if existing is not None:
                 note = self._must_load(existing)
+                if visible is not None and not visible(
+                    PageSummary(id=existing, title=note.title, path=existing)
+                ):
+                    # the caller may not see this page: no path, etag or text of it is told,
+                    # and nothing is written over it
+                    raise Rejected(
+                        f"a page titled {title!r} cannot be written here: the browse policy "
+                        "hides the page of that name; nothing was written"
+                    )
                 if req.etag is None:
                     raise Conflict(
                         f"page {existing!r} exists (etag {note.etag}); read it and pass its "

@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from goat_core.contract import MemoryWrite, ModelTool, ProviderOperation
+from goat_core.contract import MemoryWrite, ModelTool, PageSummary, ProviderOperation
 
 from goat_wiki.layout import MARKER_KEY
 from goat_wiki.lint import Finding, LintReport
@@ -53,7 +53,9 @@ class WikiProvider(WikiPages):
     :raises ScopeError: a forged, non-canonical Pen id.
     """
 
-    async def write_page(self, write: PageWrite) -> dict[str, Any]:
+    async def write_page(
+        self, write: PageWrite, *, visible: Callable[[PageSummary], bool] | None = None
+    ) -> dict[str, Any]:
         """Write a new page or update one (etag-checked); index line and log entry follow.
 
         :returns: ``{"status": "stored", "op": "write"|"update", "page", "etag",
@@ -62,8 +64,10 @@ class WikiProvider(WikiPages):
             folder, a title reserved for the provider's files, an unknown source id, bad
             frontmatter, an empty body. :raises Conflict: a missing or outdated etag on
             update. :raises PathError: an unsafe title or folder.
+        :raises Rejected: ``visible`` (a browse-policy check) hides the existing page of
+            that title: nothing is written and nothing of that page is told.
         """
-        return await self._worker.run(self._write_page, write)
+        return await self._worker.run(self._write_page, write, visible)
 
     async def ingest(
         self,

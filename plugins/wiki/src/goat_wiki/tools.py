@@ -94,7 +94,8 @@ async def _gated_write_page(
 
     async def store(final: MemoryWrite) -> dict[str, Any]:
         return await provider.write_page(
-            dataclasses.replace(write, body=final.text, title=final.title or write.title)
+            dataclasses.replace(write, body=final.text, title=final.title or write.title),
+            visible=lambda page: bool(gate.browse([page])),
         )
 
     result = await gate.write(inspected, store)
