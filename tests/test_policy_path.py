@@ -3,6 +3,7 @@ tools and provider operations get a PolicyGate, declare read or write, and are h
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -217,4 +218,30 @@ async def test_reflect_passes_the_recall_policy(tmp_path: Path) -> None:
         "reflect", {"query": "when does the ferry leave?"}
     )
     assert tool["text"] == "" and "nine" not in str(tool)
+    await host.aclose()
+
+
+async def test_connections_leave_out_links_to_and_from_hidden_pages(tmp_path: Path) -> None:
+    """As link_map drops a hidden page's edges, connections drops its links and says so."""
+    plugin = ref._make("markdown", ref.ReferenceProvider)[1]
+    host = await _host(tmp_path, plugin)
+    ctx = host.context_for(Chat())
+    await ctx.remember("see [[Secret plan]]", title="Visible")
+    await ctx.remember("back to [[Visible]]", title="Secret plan")
+    whole = await ctx.connections("Visible")
+    assert whole.outgoing and whole.backlinks and whole.degraded == ()
+    await host.aclose()
+
+    class HideSecret:
+        @hookimpl
+        def goat_filter_browse(
+            self, scope: Scope, items: Sequence[PageSummary]
+        ) -> Sequence[PageSummary] | None:
+            return [p for p in items if "secret" not in f"{p.id} {p.title}".casefold()]
+
+    host = await _host(tmp_path, plugin, HideSecret())
+    conns = await host.context_for(Chat()).connections("Visible")
+    assert conns.outgoing == () and conns.backlinks == ()
+    assert conns.degraded == ("2 links hidden by policy",)
+    assert "secret" not in json.dumps(conns.to_json()).casefold()
     await host.aclose()

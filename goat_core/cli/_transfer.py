@@ -65,7 +65,7 @@ def _report(report: TransferReport, as_json: bool) -> None:
             click.echo(_table(rows, ["OUTCOME", "PAGE", "TARGET", "REASON"]))
         counts = ", ".join(f"{k} {v}" for k, v in report.summary.items() if v)
         if report.operation == "export":
-            counts = f"{len(report.items)} pages written" + (
+            counts = f"{len(report.items)} page{'' if len(report.items) == 1 else 's'} written" + (
                 "" if report.complete else ", degraded"
             )
         verb = "would " + report.operation if report.dry_run else report.operation

@@ -301,13 +301,20 @@ class Connections(BaseModel):
     page: PageSummary
     outgoing: tuple[Link, ...] = ()
     backlinks: tuple[Edge, ...] = ()
+    #: why links are missing (``"<n> links hidden by policy"``); empty when whole.
+    degraded: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        """``{"page", "outgoing", "backlinks"}``, plus ``"degraded"`` when links were left
+        out."""
+        out: dict[str, Any] = {
             "page": self.page.to_json(),
             "outgoing": [link.model_dump(mode="json") for link in self.outgoing],
             "backlinks": [e.to_json() for e in self.backlinks],
         }
+        if self.degraded:
+            out["degraded"] = list(self.degraded)
+        return out
 
 
 class PluginLoadFailure(BaseModel):

@@ -3,6 +3,7 @@ scope's policy hooks, and its model-facing tools (:func:`memory_tools`)."""
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Callable, Iterable
 from typing import Any, Literal, Protocol
 
@@ -16,6 +17,7 @@ from goat_core.contract import (
     MemoryWrite,
     Page,
     PageList,
+    PageSummary,
     Provider,
     ProviderSpec,
     RecallResult,
@@ -386,7 +388,38 @@ class MemoryContext:
         conns = await self._require(Capability.MAP, "connections").connections(ref)
         if not self._host.registry.filter_browse(self.scope, [conns.page]):
             raise NotFound(f"no page {ref!r} in {self.label}")
-        return conns
+        # the pages at the other end pass the same filter: a link to or from a hidden page is
+        # left out and counted (as link_map drops its edges)
+        ends = {link.target for link in conns.outgoing if link.target} | {
+            edge.source for edge in conns.backlinks
+        }
+        if not ends:
+            return conns
+        provider = self._require(Capability.MAP, "connections")
+        hidden: set[str] = set()
+        for end in sorted(ends):  # each end by its real summary (title, path): what a policy sees
+            try:
+                summary = (await provider.get_page(end)).summary()
+            except GoatError:
+                stem = posixpath.splitext(posixpath.basename(end))[0]
+                summary = PageSummary(id=end, title=stem, path=end)
+            if not self._host.registry.filter_browse(self.scope, [summary]):
+                hidden.add(end)
+        if not hidden:
+            return conns
+        outgoing = tuple(link for link in conns.outgoing if link.target not in hidden)
+        backlinks = tuple(edge for edge in conns.backlinks if edge.source not in hidden)
+        left_out = len(conns.outgoing) - len(outgoing) + len(conns.backlinks) - len(backlinks)
+        return conns.model_copy(
+            update={
+                "outgoing": outgoing,
+                "backlinks": backlinks,
+                "degraded": (
+                    *conns.degraded,
+                    f"{left_out} link{'' if left_out == 1 else 's'} hidden by policy",
+                ),
+            }
+        )
 
     async def reindex(self, progress: Callable[[int, int], None] | None = None) -> dict[str, int]:
         """Bring the provider's local index up to date; returns its counts."""
