@@ -232,3 +232,16 @@ def test_yaml_line_break_characters_round_trip(value: str) -> None:
     text = set_keys("---\ntitle: T\n---\nbody\n", {"updated": value})
     assert parse_note(text).data["updated"] == value
     assert parse_note(text).body == "body\n"
+
+
+def test_yaml_alias_bomb_is_reported_not_expanded() -> None:
+    """Nine lines of anchors and aliases stand for 10**9 values: reported as not parsing
+    (the count stops past the limit), so rendering the note never walks them; ordinary
+    aliases still load."""
+    lines = ["---", "a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 9)]
+    parsed = parse_note("\n".join([*lines, "---", "body", ""]))
+    assert parsed.error is not None and "YAML aliases expand to over" in parsed.error
+    assert parsed.data == {} and parsed.body.endswith("body\n")
+    small = parse_note("---\nx: &a [1, 2]\ny: *a\n---\nok\n")
+    assert small.error is None and small.data == {"x": [1, 2], "y": [1, 2]}

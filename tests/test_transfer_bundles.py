@@ -119,6 +119,18 @@ def _case_twins(root: Path) -> None:
         pytest.skip("case-insensitive file system")
 
 
+def _alias_bomb(root: Path) -> None:
+    lines = ["---", "a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 9)]
+    bundle(root, {"A.md": GOOD, "Bomb.md": "\n".join([*lines, "---", "body", ""])}, False)
+
+
+def _name_not_utf8(root: Path) -> None:
+    bundle(root, {"A.md": GOOD}, manifest=False)
+    with open(os.path.join(os.fsencode(root), b"bad\xff.md"), "wb") as f:
+        f.write(GOOD.encode("utf-8"))
+
+
 BAD: list[tuple[str, Callable[[Path], None], str]] = [
     ("symlinked-file", _symlinked_file, "link.md: a symlink"),
     ("symlinked-folder", _symlinked_folder, "linked: a symlink"),
@@ -131,6 +143,8 @@ BAD: list[tuple[str, Callable[[Path], None], str]] = [
     ("not-utf8", _not_utf8, "Latin.md: not UTF-8"),
     ("manifest-not-json", _broken_manifest, "not readable JSON"),
     ("case-only-twins", _case_twins, "differs only in case"),
+    ("yaml-alias-bomb", _alias_bomb, "Bomb.md: frontmatter does not parse: its YAML aliases"),
+    ("name-not-utf8", _name_not_utf8, "its name is not UTF-8"),
 ]
 
 

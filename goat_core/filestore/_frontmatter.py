@@ -92,6 +92,40 @@ def _fences(text: str) -> tuple[int, int, int, str] | None:
     return None
 
 
+#: The most values a note's frontmatter may hold once its YAML aliases are expanded. YAML
+#: shares an aliased node instead of copying it, so nine lines of ``&a``/``*a`` can stand for
+#: a billion values that every later rendering (JSON, ``show``, export) would walk; such
+#: frontmatter is treated as not parsing (reported, the note never edited).
+MAX_FRONTMATTER_VALUES = 100_000
+
+
+def _expanded_size(value: Any, limit: int) -> int:
+    """How many values ``value`` holds with every shared (aliased) node counted each time it is
+    used; counting stops just past ``limit``."""
+    sizes: dict[int, int] = {}
+
+    def size(v: Any) -> int:
+        if isinstance(v, dict):
+            items: Any = [*v.keys(), *v.values()]
+        elif isinstance(v, list | tuple):
+            items = v
+        else:
+            return 1
+        known = sizes.get(id(v))
+        if known is not None:
+            return known
+        sizes[id(v)] = limit + 1  # a self-referencing alias counts as too large
+        total = 1
+        for item in items:
+            total += size(item)
+            if total > limit:
+                break
+        sizes[id(v)] = min(total, limit + 1)
+        return sizes[id(v)]
+
+    return size(value)
+
+
 def parse_note(text: str) -> ParsedNote:
     """Split ``text`` into frontmatter and body and parse the frontmatter.
 
@@ -122,6 +156,15 @@ def parse_note(text: str) -> ParsedNote:
             text=text,
             body=text,
             error=f"frontmatter is a {type(data).__name__}, not a mapping of keys",
+        )
+    if _expanded_size(data, MAX_FRONTMATTER_VALUES) > MAX_FRONTMATTER_VALUES:
+        return ParsedNote(
+            text=text,
+            body=text,
+            error=(
+                "frontmatter does not parse: its YAML aliases expand to over "
+                f"{MAX_FRONTMATTER_VALUES} values"
+            ),
         )
     return ParsedNote(
         text=text,

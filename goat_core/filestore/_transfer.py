@@ -29,7 +29,7 @@ from goat_core.contract import (
 )
 from goat_core.errors import BadInput, Conflict, PathError, Rejected
 from goat_core.filestore._files import contain
-from goat_core.filestore._frontmatter import parse_note, set_keys
+from goat_core.filestore._frontmatter import set_keys
 
 _O = TransferOutcome
 
@@ -58,19 +58,16 @@ def provenance_hashes(notes: Iterable[Any]) -> dict[str, str]:
     return found
 
 
-def note_text(page: TransferPage, body: str | None = None) -> str:
-    """The note written for ``page``: its transferred text with the provenance key set
-    (every other byte kept; a text without frontmatter gets a block in front), and
-    ``body`` instead of its body when a policy changed it.
+def note_text(page: TransferPage, text: str | None = None) -> str:
+    """The note written for ``page``: its transferred text (frontmatter and body, every byte
+    kept) with the provenance key set (a text without frontmatter gets a block in front), or
+    ``text`` instead when a policy changed it.
 
-    :raises BadInput: the page's frontmatter does not parse.
+    :raises BadInput: the frontmatter does not parse.
     """
-    text = page.text
-    if body is not None and body != page.body:
-        parsed = parse_note(text)
-        text = text[: parsed.body_start] + body if parsed.has_frontmatter else body
+    chosen = page.text if text is None else text
     try:
-        return set_keys(text, {page.provenance_key: page.provenance})
+        return set_keys(chosen, {page.provenance_key: page.provenance})
     except BadInput as exc:
         raise BadInput(f"{page.path}: {exc}") from None
 
@@ -158,8 +155,10 @@ def import_into_folder(
             plans.append(ImportPlan(page, target, _O.REJECTED, reason))
             continue
         try:
+            # the whole note as it will be stored, frontmatter included (provenance is added
+            # by GOAT after the policy, from the source's own record)
             inspected = inspect(
-                MemoryWrite(kind="remember", text=page.body, title=page.title, source=source)
+                MemoryWrite(kind="remember", text=page.text, title=page.title, source=source)
             )
         except Rejected as exc:
             plans.append(ImportPlan(page, target, _O.REJECTED, f"rejected: {exc.reason}"))

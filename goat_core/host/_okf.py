@@ -204,6 +204,16 @@ def _title(rel: str, data: Mapping[str, Any]) -> str:
     return unicodedata.normalize("NFC", PurePosixPath(rel).stem)
 
 
+def _utf8(name: str) -> bool:
+    """Whether a file name decoded from the file system is valid UTF-8 (``os.walk`` keeps
+    undecodable bytes as lone surrogates, which no store can write or index)."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _walk(directory: Path, problems: list[str], ignored: list[str]) -> list[str]:
     """Every ``.md`` file under ``directory`` (POSIX, relative), refusing symlinks and
     special files; dot folders and dot files are not part of a bundle."""
@@ -213,6 +223,10 @@ def _walk(directory: Path, problems: list[str], ignored: list[str]) -> list[str]
         keep = []
         for d in sorted(dirs):
             rel = (base / d).relative_to(directory).as_posix()
+            if not _utf8(rel):
+                shown = rel.encode("utf-8", "backslashreplace").decode("ascii", "replace")
+                problems.append(f"{shown}/: its name is not UTF-8 (rule bundle-name)")
+                continue
             if d.startswith("."):
                 ignored.append(rel + "/")
             elif (base / d).is_symlink():
@@ -223,6 +237,10 @@ def _walk(directory: Path, problems: list[str], ignored: list[str]) -> list[str]
         for name in sorted(names):
             path = base / name
             rel = path.relative_to(directory).as_posix()
+            if not _utf8(rel):
+                shown = rel.encode("utf-8", "backslashreplace").decode("ascii", "replace")
+                problems.append(f"{shown}: its name is not UTF-8 (rule bundle-name)")
+                continue
             if name.startswith("."):
                 ignored.append(rel)
                 continue

@@ -237,7 +237,8 @@ async def test_import_pages_passes_the_write_policy(tmp_path: Path) -> None:
     try:
         await host.bind(Scope.pen("w"), "wiki", {"root": str(root)})
         report = await host.import_bundle(bundle, Scope.pen("w"))
-        assert refuse.seen == ["Secret plan.\n"]  # the exact body it would store
+        # the exact note it would store, frontmatter included
+        assert refuse.seen == ["---\ntype: note\n---\nSecret plan.\n"]
         assert [i.outcome.value for i in report.items] == ["rejected"]
         assert not (root / "Plan.md").exists()
         assert not (root / "raw" / "imports").exists()
@@ -288,3 +289,26 @@ async def test_a_model_cannot_overwrite_a_page_it_cannot_see(tmp_path: Path) -> 
     finally:
         await host.aclose()
     assert page.read_bytes() == before
+
+
+async def test_import_shows_the_policy_the_whole_note(tmp_path: Path) -> None:
+    """An imported page's frontmatter is stored too, so the policy sees it: a refusal for
+    something only the frontmatter says leaves nothing written."""
+    bundle = tmp_path / "bundle"
+    bundle.mkdir()
+    (bundle / "fm.md").write_text("---\nnote: Secret plan in frontmatter\n---\nclean body\n")
+    home = GoatHome.at(tmp_path / "home")
+    refuse = RefuseWrites()
+    for provider in ("markdown", "wiki"):
+        pen = f"m-{provider}"
+        host = MemoryHost(home=home, registry=Registry.load(PluginSettings(strict=True)))
+        register_plugin(host.registry.pm, refuse, "policy")
+        try:
+            await host.bind(Scope.pen(pen), provider, {})
+            report = await host.import_bundle(bundle, Scope.pen(pen))
+            assert [i.outcome.value for i in report.items] == ["rejected"], report
+        finally:
+            await host.aclose()
+    assert any("Secret plan in frontmatter" in seen for seen in refuse.seen)
+    stores = home.data_dir / "stores"
+    assert not [p for p in stores.rglob("fm.md")] and not [p for p in stores.rglob("fm.md.txt")]

@@ -122,7 +122,8 @@ def _import(
             for plan in plans:
                 assert plan.target is not None and plan.text is not None
                 page = plan.page
-                data = page.text.encode("utf-8")
+                # the note as the policy passed it (with its provenance): what is stored
+                data = plan.text.encode("utf-8")
                 digest = etag(data)
                 original = f"{IMPORTS_FOLDER}/{page.path}{SOURCE_SUFFIX}"
                 origin = f"goat:{page.provenance.get('scope')}:{page.provenance.get('id')}"
