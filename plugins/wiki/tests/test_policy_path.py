@@ -312,3 +312,25 @@ async def test_import_shows_the_policy_the_whole_note(tmp_path: Path) -> None:
     assert any("Secret plan in frontmatter" in seen for seen in refuse.seen)
     stores = home.data_dir / "stores"
     assert not [p for p in stores.rglob("fm.md")] and not [p for p in stores.rglob("fm.md.txt")]
+
+
+async def test_a_page_write_shows_the_policy_its_summary_and_type(tmp_path: Path) -> None:
+    """``summary`` and ``type`` are stored too (frontmatter, index line): the policy sees
+    each, and a refusal of one writes nothing."""
+    home, root = await seeded_wiki(tmp_path)
+    before = sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
+    index = (root / "index.md").read_text()
+    refuse = RefuseWrites()
+    host = MemoryHost(home=home, registry=registry(refuse))
+    try:
+        tools = host.context_for(Chat("w")).tools()
+        out = await tools.call(
+            "wiki_write_page",
+            {"title": "ok page", "body": "clean body", "summary": "Secret plan summary"},
+        )
+        assert out["status"] == "rejected"
+        assert refuse.seen == ["Secret plan summary"]
+    finally:
+        await host.aclose()
+    after = sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
+    assert after == before and (root / "index.md").read_text() == index

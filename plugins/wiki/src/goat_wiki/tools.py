@@ -29,8 +29,10 @@ from goat_core.contract import (
     PageSummary,
     PolicyGate,
     ProviderOperation,
+    Receipt,
+    ReceiptStatus,
 )
-from goat_core.errors import BadInput, NotFound
+from goat_core.errors import BadInput, NotFound, Rejected
 
 if TYPE_CHECKING:
     from goat_wiki.provider import LintReport, PageWrite, WikiProvider
@@ -88,13 +90,34 @@ def _filter_findings(report: LintReport, visible: set[str]) -> tuple[list[Any], 
 async def _gated_write_page(
     provider: WikiProvider, gate: PolicyGate, write: PageWrite, source: str
 ) -> dict[str, Any]:
-    """Write a page after ``goat_inspect_remember`` saw its exact text; a refusal returns
-    the ``rejected`` receipt's JSON and nothing is written."""
+    """Write a page after ``goat_inspect_remember`` saw every text it stores: the body, and the
+    ``summary`` and ``type`` given for its frontmatter and index line (each its own write,
+    titled as the page); a refusal of any returns the ``rejected`` receipt's JSON and nothing
+    is written, a changed text is stored as changed."""
+    fields: dict[str, str] = {}
+    for name in ("summary", "type"):
+        value = getattr(write, name)
+        if value is None:
+            continue
+        try:
+            fields[name] = gate.inspect(
+                MemoryWrite(kind="remember", text=value, title=write.title, source=source)
+            ).text
+        except Rejected as exc:
+            return Receipt(
+                status=ReceiptStatus.REJECTED, reason=exc.reason, scope=gate.scope.key
+            ).to_json()
     inspected = MemoryWrite(kind="remember", text=write.body, title=write.title, source=source)
 
     async def store(final: MemoryWrite) -> dict[str, Any]:
         return await provider.write_page(
-            dataclasses.replace(write, body=final.text, title=final.title or write.title),
+            dataclasses.replace(
+                write,
+                body=final.text,
+                title=final.title or write.title,
+                summary=fields.get("summary", write.summary),
+                type=fields.get("type", write.type),
+            ),
             visible=lambda page: bool(gate.browse([page])),
         )
 
