@@ -139,3 +139,23 @@ def test_copy_from_global_to_a_pen(tmp_path: Path, host: SyncMemoryHost) -> None
     assert code == 2 and "same store" in out
     code, out = _goat(home, "copy", "No such page", "--to-pen", "team")
     assert code == 3
+
+
+def test_import_shows_the_policy_the_whole_note(tmp_path: Path) -> None:
+    """The frontmatter is stored too, so a policy that refuses what only the frontmatter says
+    refuses the page, and nothing is written (docs/design.md, Policy path)."""
+    from goat_core.plugins import PluginSettings, Registry, register_plugin
+    from goat_core.testing import RefuseWrites
+
+    bundle = tmp_path / "bundle"
+    bundle.mkdir()
+    (bundle / "fm.md").write_text("---\nnote: Secret plan in frontmatter\n---\nclean body\n")
+    refuse = RefuseWrites()
+    registry = Registry.load(PluginSettings(strict=True))
+    assert register_plugin(registry.pm, refuse, "policy")
+    with SyncMemoryHost(home=GoatHome.at(tmp_path / "home"), registry=registry) as host:
+        host.bind(Scope.pen("m"), "markdown", {})
+        report = host.import_bundle(bundle, Scope.pen("m"))
+        assert [i.outcome for i in report.items] == [TransferOutcome.REJECTED]
+    assert refuse.seen == ["---\nnote: Secret plan in frontmatter\n---\nclean body\n"]
+    assert not list((tmp_path / "home").rglob("fm.md"))

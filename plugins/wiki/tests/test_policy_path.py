@@ -299,7 +299,7 @@ async def test_import_shows_the_policy_the_whole_note(tmp_path: Path) -> None:
     (bundle / "fm.md").write_text("---\nnote: Secret plan in frontmatter\n---\nclean body\n")
     home = GoatHome.at(tmp_path / "home")
     refuse = RefuseWrites()
-    for provider in ("markdown", "wiki"):
+    for provider in ("wiki",):  # markdown shares the folder-store import (goat_core.filestore)
         pen = f"m-{provider}"
         host = MemoryHost(home=home, registry=Registry.load(PluginSettings(strict=True)))
         register_plugin(host.registry.pm, refuse, "policy")
