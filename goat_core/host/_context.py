@@ -141,7 +141,7 @@ class MemoryContext:
         """A :class:`~goat_core.contract.PolicyGate` for one call of an extra tool or a
         provider operation named ``name`` (docs/design.md, Policy path)."""
         assert self.spec is not None
-        return Gate(self._host.registry, self.scope, self.label, self.spec, access, name)
+        return Gate(self._host.registry, self.scope, self.label, access, name)
 
     async def run_operation(self, name: str, *args: Any, **kwargs: Any) -> Any:
         """Run the provider's operation ``name`` (``Provider.operations()``) through this

@@ -20,7 +20,6 @@ from goat_core.contract import (
     Page,
     PageList,
     PageSummary,
-    ProviderSpec,
     RecallResult,
     Receipt,
     ReceiptStatus,
@@ -49,7 +48,6 @@ class Gate:
 
     :param registry: the host's registry (the only caller of hooks).
     :param scope: the one scope the call serves. :param label: the store's label.
-    :param spec: the provider's spec (``max_input_chars``).
     :param access: what the call declared. :param name: the tool or operation, for messages.
     """
 
@@ -58,14 +56,12 @@ class Gate:
         registry: Registry,
         scope: Scope,
         label: str,
-        spec: ProviderSpec,
         access: Access,
         name: str,
     ) -> None:
         self._registry = registry
         self._scope = scope
         self._label = label
-        self._spec = spec
         self._access = access
         self._name = name
         self._lock = threading.Lock()  # inspect() may run on a store's worker thread
@@ -78,6 +74,11 @@ class Gate:
     @property
     def scope(self) -> Scope:
         return self._scope
+
+    @property
+    def name(self) -> str:
+        """The tool or operation this gate serves (for messages)."""
+        return self._name
 
     @property
     def label(self) -> str:
@@ -144,7 +145,7 @@ async def run_gated(gate: Gate, access: Access, call: Callable[[], Awaitable[T]]
     result = await call()
     if access is Access.READ and gate.reads == 0:
         raise ConfigError(
-            f"{gate._name} declares access 'read' but its result passed no read policy "
+            f"{gate.name} declares access 'read' but its result passed no read policy "
             "(goat_filter_recall or goat_filter_browse through its PolicyGate); nothing is "
             "shown"
         )

@@ -19,7 +19,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -310,8 +310,3 @@ class VectorIndex:
             if len(out) >= limit:
                 break
         return out
-
-    def chunks_of(self, path: str) -> Sequence[tuple[int, int, str]]:
-        return self._db.execute(
-            "SELECT start, end, heading FROM chunks WHERE path = ? ORDER BY id", (path,)
-        ).fetchall()
