@@ -24,6 +24,12 @@ import pytest
 pytest.register_assert_rewrite("goat_core.testing.conformance")
 
 if TYPE_CHECKING:
+    from goat_core.testing._remote import (
+        RemoteServer,
+        assert_no_secret,
+        remote_mcp_server,
+        secret_forms,
+    )
     from goat_core.testing.conformance import (
         ConformanceBase,
         Fault,
@@ -43,6 +49,10 @@ __all__ = [
     "ConformanceBase",
     "HideReads",
     "RefuseWrites",
+    "RemoteServer",
+    "assert_no_secret",
+    "remote_mcp_server",
+    "secret_forms",
     "Fault",
     "FaultInjectionTests",
     "FaultInjector",
@@ -61,6 +71,10 @@ def __getattr__(name: str) -> Any:
         from goat_core.testing import policies
 
         return getattr(policies, name)
+    if name in {"RemoteServer", "assert_no_secret", "remote_mcp_server", "secret_forms"}:
+        from goat_core.testing import _remote
+
+        return getattr(_remote, name)
     if name in __all__:
         from goat_core.testing import conformance
 

@@ -14,12 +14,9 @@ Needs goat-hindsight (the ``serve`` tox env installs it).
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, ClassVar
-from urllib.parse import quote
+from typing import Any
 
 import pytest
 
@@ -28,18 +25,14 @@ pytest.importorskip("goat_hindsight")
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
+from goat_core.testing import assert_no_secret, remote_mcp_server
+
 from .conftest import GOAT, goat, goat_env, run_hook
 
 pytestmark = pytest.mark.anyio
 
 KEY = "hs-Secret/Key+7=qZ!x9"
 OTHER_KEY = "hs-Other/Key+3=wR!y2"
-#: What must never be shown: the keys, their header values, their URL-encoded forms.
-FORMS = [
-    form
-    for key in (KEY, OTHER_KEY)
-    for form in (key, f"Bearer {key}", quote(key, safe=""), quote(key, safe="").lower())
-]
 REQUIRED_TOOLS = ("retain", "recall", "reflect", "list_memories", "get_memory", "get_bank")
 
 
@@ -48,94 +41,24 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-class Remote(BaseHTTPRequestHandler):
-    """A loopback stand-in for a Hindsight MCP endpoint that counts every request.
-
-    ``mode`` ``auth``: every request is a 401 whose text quotes the Authorization header;
-    ``down``: every request is a 503; ``hostile``: the session starts, then every tool call
-    is an ``isError`` result quoting the header (URL-encoded too)."""
-
-    mode: ClassVar[str] = "auth"
-    requests: ClassVar[list[str]] = []
-
-    def log_message(self, *args: Any) -> None:  # quiet
-        pass
-
-    def _send(self, status: int, body: Any, **headers: str) -> None:
-        data = json.dumps(body).encode() if body is not None else b""
-        self.send_response(status)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(data)))
-        for name, value in headers.items():
-            self.send_header(name, value)
-        self.end_headers()
-        self.wfile.write(data)
-
-    def _echo(self) -> str:
-        auth = self.headers.get("authorization", "")
-        key = auth.removeprefix("Bearer ")
-        return f"refused request with Authorization: {auth} (key={quote(key, safe='')}) {key}"
-
-    def do_GET(self) -> None:
-        self.requests.append("GET")
-        self._send(405, None)
-
-    def do_DELETE(self) -> None:
-        self.requests.append("DELETE")
-        self._send(200, None)
-
-    def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))) or b"{}")
-        self.requests.append(str(body.get("method")))
-        if self.mode == "auth":
-            return self._send(401, {"error": f"Invalid authentication token: {self._echo()}"})
-        if self.mode == "down":
-            return self._send(503, {"error": "maintenance"})
-        if "id" not in body:
-            return self._send(202, None)
-        rid, method = body["id"], body["method"]
-        if method == "initialize":
-            result: dict[str, Any] = {
-                "protocolVersion": "2025-11-25",
-                "capabilities": {"tools": {}},
-                "serverInfo": {"name": "hostile", "version": "1"},
-            }
-            return self._send(
-                200, {"jsonrpc": "2.0", "id": rid, "result": result}, **{"mcp-session-id": "s1"}
-            )
-        if method == "tools/list":
-            tools = [{"name": n, "inputSchema": {"type": "object"}} for n in REQUIRED_TOOLS]
-            return self._send(200, {"jsonrpc": "2.0", "id": rid, "result": {"tools": tools}})
-        result = {"content": [{"type": "text", "text": self._echo()}], "isError": True}
-        return self._send(200, {"jsonrpc": "2.0", "id": rid, "result": result})
-
-
-def _serve(mode: str) -> Iterator[tuple[str, list[str]]]:
-    requests: list[str] = []
-    handler = type("Handler", (Remote,), {"mode": mode, "requests": requests})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", requests
-    finally:
-        server.shutdown()
-        server.server_close()
+def _serve(mode: str) -> Iterator[tuple[str, list[str | None]]]:
+    with remote_mcp_server(mode, tools=REQUIRED_TOOLS) as server:
+        yield server.url, server.requests
 
 
 @pytest.fixture
-def refusing() -> Iterator[tuple[str, list[str]]]:
+def refusing() -> Iterator[tuple[str, list[str | None]]]:
     yield from _serve("auth")
 
 
 @pytest.fixture
-def down() -> Iterator[tuple[str, list[str]]]:
+def down() -> Iterator[tuple[str, list[str | None]]]:
     yield from _serve("down")
 
 
 @pytest.fixture
-def hostile() -> Iterator[tuple[str, list[str]]]:
-    yield from _serve("hostile")
+def hostile() -> Iterator[tuple[str, list[str | None]]]:
+    yield from _serve("tool")
 
 
 def _env(home: Path) -> dict[str, str]:
@@ -175,13 +98,11 @@ def _state_files(home: Path) -> list[Path]:
 
 
 def assert_clean(*texts: str) -> None:
-    text = "\n".join(texts)
-    for form in FORMS:
-        assert form not in text, f"{form!r} leaked in: {text}"
+    assert_no_secret("\n".join(texts), KEY, OTHER_KEY)
 
 
 def test_after_a_401_the_hook_sends_nothing_until_check_or_a_new_binding(
-    home: Path, tmp_path: Path, refusing: tuple[str, list[str]]
+    home: Path, tmp_path: Path, refusing: tuple[str, list[str | None]]
 ) -> None:
     url, requests = refusing
     _bind(home, url)
@@ -223,7 +144,7 @@ def test_after_a_401_the_hook_sends_nothing_until_check_or_a_new_binding(
 
 
 def test_after_a_failure_the_hook_backs_off_across_processes(
-    home: Path, tmp_path: Path, down: tuple[str, list[str]]
+    home: Path, tmp_path: Path, down: tuple[str, list[str | None]]
 ) -> None:
     url, requests = down
     _bind(home, url)
@@ -240,7 +161,7 @@ def test_after_a_failure_the_hook_backs_off_across_processes(
 
 
 async def test_a_network_provider_is_open_world_and_a_shared_bank_is_labelled(
-    home: Path, hostile: tuple[str, list[str]]
+    home: Path, hostile: tuple[str, list[str | None]]
 ) -> None:
     url, _ = hostile
     _bind(home, url)
@@ -259,7 +180,7 @@ async def test_a_network_provider_is_open_world_and_a_shared_bank_is_labelled(
 
 
 async def test_a_server_echoing_the_key_never_gets_it_shown(
-    home: Path, tmp_path: Path, hostile: tuple[str, list[str]]
+    home: Path, tmp_path: Path, hostile: tuple[str, list[str | None]]
 ) -> None:
     url, requests = hostile
     _bind(home, url)
