@@ -334,3 +334,39 @@ async def test_a_page_write_shows_the_policy_its_summary_and_type(tmp_path: Path
         await host.aclose()
     after = sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
     assert after == before and (root / "index.md").read_text() == index
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+
+async def test_remember_and_feedback_leave_a_hidden_page_alone(tmp_path: Path) -> None:
+    """With ``concepts/Quokka`` hidden: ``remember`` titled ``Quokka`` (which appends to that
+    page) is ``rejected`` and ``feedback`` on it is ``NotFound``, as for a missing page; no
+    page, index or log line changes. The visible page still takes both."""
+    from goat_core.errors import NotFound
+    from goat_core.testing import HidePages
+
+    home, root = await seeded_wiki(tmp_path)
+    before = _files(root)
+    host = MemoryHost(home=home, registry=registry(HidePages("concepts/Quokka")))
+    try:
+        ctx = host.context_for(Chat("w"))
+        receipt = await ctx.remember("quokkas hold the launch code", title="Quokka")
+        assert receipt.status.value == "rejected"
+        assert receipt.reason == (
+            "a page titled 'Quokka' is hidden by policy and cannot be written through; "
+            "nothing was written"
+        )
+        with pytest.raises(NotFound, match=r"^no page 'concepts/Quokka' in Pen `w` memory$"):
+            await ctx.feedback("it leaks", on="concepts/Quokka")
+        assert _files(root) == before
+        assert (await ctx.remember("more sightings", title="Island")).status.value == "stored"
+        assert (await ctx.feedback("fine", on="concepts/Island")).status.value == "stored"
+    finally:
+        await host.aclose()
+    after = _files(root)
+    assert after["concepts/Quokka.md"] == before["concepts/Quokka.md"]
+    assert (
+        b"more sightings" in after["concepts/Island.md"] and b"fine" in after["concepts/Island.md"]
+    )
