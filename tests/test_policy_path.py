@@ -328,6 +328,25 @@ async def test_feedback_on_a_hidden_page_is_not_found_and_writes_nothing(
     assert [p for p in after if p[2] == "fine"]
 
 
+async def test_the_model_tools_keep_writes_off_a_hidden_page(tmp_path: Path) -> None:
+    """The ``remember`` and ``feedback`` tools answer as the API does: a ``rejected``
+    receipt, and a ``NotFound`` tool error; the hidden page is unchanged."""
+    from goat_core.testing import HidePages
+
+    plugin, before = await _seeded_secret(tmp_path)
+    host = await _host(tmp_path, plugin, HidePages("Secret plan"))
+    tools = memory_tools(host.context_for(Chat()))
+    out = await tools.call("remember", {"text": "more secrets", "title": "Secret plan"})
+    assert out["status"] == "rejected" and "hidden by policy" in out["reason"]
+    out = await tools.call("feedback", {"text": "it leaks", "on": "Secret plan"})
+    assert out["error"]["type"] == "NotFound"
+    assert out["error"]["message"] == "no page 'Secret plan' in Global memory"
+    await host.aclose()
+    host = await _host(tmp_path, plugin)
+    assert await _all_pages(host) == before
+    await host.aclose()
+
+
 async def test_a_write_onto_a_hidden_page_needs_no_lookup_without_a_browse_policy(
     tmp_path: Path,
 ) -> None:
