@@ -245,3 +245,165 @@ async def test_connections_leave_out_links_to_and_from_hidden_pages(tmp_path: Pa
     assert conns.degraded == ("2 links hidden by policy",)
     assert "secret" not in json.dumps(conns.to_json()).casefold()
     await host.aclose()
+
+
+async def _seeded_secret(tmp_path: Path) -> tuple[Any, list[tuple[str, str, str]]]:
+    """A Global reference store holding the pages ``Secret plan`` and ``Visible``; returns
+    its plugin and the pages as (id, title, body)."""
+    plugin = ref._make("markdown", ref.ReferenceProvider)[1]
+    host = await _host(tmp_path, plugin)
+    ctx = host.context_for(Chat())
+    assert (await ctx.remember("launch code 1234", title="Secret plan")).status.value == "stored"
+    assert (await ctx.remember("public notes", title="Visible")).status.value == "stored"
+    pages = await _all_pages(host)
+    await host.aclose()
+    return plugin, pages
+
+
+async def _all_pages(host: MemoryHost) -> list[tuple[str, str, str]]:
+    ctx = host.context_for(Chat())
+    listing = await ctx.list_pages(limit=1000)
+    return sorted([(p.id, p.title, (await ctx.get_page(p.id)).body) for p in listing.items])
+
+
+async def test_remember_onto_a_hidden_page_is_rejected_and_writes_nothing(
+    tmp_path: Path,
+) -> None:
+    """``remember`` titled as a page the browse policy hides is a ``rejected`` receipt that
+    says so, whatever the case of the title; the page keeps its text and no second page of
+    that title appears. A visible title is written as before."""
+    from goat_core.testing import HidePages
+
+    plugin, before = await _seeded_secret(tmp_path)
+    host = await _host(tmp_path, plugin, HidePages("Secret plan"))
+    ctx = host.context_for(Chat())
+    for title in ("Secret plan", "secret PLAN"):
+        receipt = await ctx.remember("more secrets", title=title)
+        assert receipt.status.value == "rejected", receipt
+        assert receipt.reason == (
+            f"a page titled {title!r} is hidden by policy and cannot be written through; "
+            "nothing was written"
+        )
+    visible = await ctx.remember("more public notes", title="Visible")
+    assert visible.status.value == "stored"
+    await host.aclose()
+
+    host = await _host(tmp_path, plugin)
+    after = await _all_pages(host)
+    await host.aclose()
+    assert [p for p in after if p[1] == "Secret plan"] == [
+        p for p in before if p[1] == "Secret plan"
+    ]
+    assert len(after) == len(before) + 1  # the reference store keeps each titled write
+
+
+async def test_feedback_on_a_hidden_page_is_not_found_and_writes_nothing(
+    tmp_path: Path,
+) -> None:
+    """``feedback`` on a page the browse policy hides answers as for a page that does not
+    exist (``NotFound``, as ``show`` and ``forget`` do) and stores nothing; feedback on a
+    visible page is stored."""
+    from goat_core.errors import NotFound
+    from goat_core.testing import HidePages
+
+    plugin, before = await _seeded_secret(tmp_path)
+    host = await _host(tmp_path, plugin, HidePages("Secret plan"))
+    ctx = host.context_for(Chat())
+    with pytest.raises(NotFound) as hidden:
+        await ctx.feedback("it leaks", on="Secret plan")
+    assert str(hidden.value) == "no page 'Secret plan' in Global memory"
+    with pytest.raises(NotFound) as shown:
+        await ctx.get_page("Secret plan")
+    assert str(shown.value) == str(hidden.value)  # the answer ``show`` gives for it
+    assert (await ctx.feedback("fine", on="Visible")).status.value == "stored"
+    await host.aclose()
+
+    host = await _host(tmp_path, plugin)
+    after = await _all_pages(host)
+    await host.aclose()
+    assert not [p for p in after if p[2] == "it leaks"]
+    assert [p for p in after if p[1] == "Secret plan"] == [
+        p for p in before if p[1] == "Secret plan"
+    ]
+    assert [p for p in after if p[2] == "fine"]
+
+
+async def test_the_model_tools_keep_writes_off_a_hidden_page(tmp_path: Path) -> None:
+    """The ``remember`` and ``feedback`` tools answer as the API does: a ``rejected``
+    receipt, and a ``NotFound`` tool error; the hidden page is unchanged."""
+    from goat_core.testing import HidePages
+
+    plugin, before = await _seeded_secret(tmp_path)
+    host = await _host(tmp_path, plugin, HidePages("Secret plan"))
+    tools = memory_tools(host.context_for(Chat()))
+    out = await tools.call("remember", {"text": "more secrets", "title": "Secret plan"})
+    assert out["status"] == "rejected" and "hidden by policy" in out["reason"]
+    out = await tools.call("feedback", {"text": "it leaks", "on": "Secret plan"})
+    assert out["error"]["type"] == "NotFound"
+    assert out["error"]["message"] == "no page 'Secret plan' in Global memory"
+    await host.aclose()
+    host = await _host(tmp_path, plugin)
+    assert await _all_pages(host) == before
+    await host.aclose()
+
+
+async def test_a_write_onto_a_hidden_page_needs_no_lookup_without_a_browse_policy(
+    tmp_path: Path,
+) -> None:
+    """Without a ``goat_filter_browse`` plugin, a titled remember does not look the title
+    up first (a remote store pays no extra request)."""
+    calls: list[str] = []
+
+    class Counting(ref.ReferenceProvider):
+        async def get_page(self, ref_: str) -> Any:
+            calls.append(ref_)
+            return await super().get_page(ref_)
+
+    plugin = ref._make("markdown", Counting)[1]
+    host = await _host(tmp_path, plugin, Shout())  # a policy plugin that filters no browsing
+    ctx = host.context_for(Chat())
+    assert (await ctx.remember("x", title="T")).status.value == "stored"
+    assert (await ctx.feedback("y", on="T")).status.value == "stored"
+    assert calls == []
+    await host.aclose()
+
+
+def test_the_cli_keeps_writes_off_a_hidden_page(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``goat remember --title`` of a hidden page exits 5 saying why, ``goat feedback --on``
+    it exits 3 as for a missing page, and the page is unchanged."""
+    from click.testing import CliRunner
+
+    from goat_core.cli import cli
+    from goat_core.plugins import Registry
+    from goat_core.testing import HidePages
+
+    plugin = ref._make("markdown", ref.ReferenceProvider)[1]
+    policies: list[object] = []
+
+    def load(cls: type[Registry], settings: Any = None) -> Registry:
+        return ref.make_registry(plugin, *policies)
+
+    monkeypatch.setattr(Registry, "load", classmethod(load))
+    monkeypatch.setenv("GOAT_HOME", str(tmp_path / "home"))
+
+    def goat(*args: str) -> Any:
+        return CliRunner().invoke(cli, list(args), catch_exceptions=False)
+
+    assert goat("remember", "launch code 1234", "--title", "Secret plan").exit_code == 0
+    shown = goat("show", "Secret plan", "--json")
+    assert shown.exit_code == 0, shown.output
+    policies.append(HidePages("Secret plan"))
+
+    remembered = goat("remember", "more secrets", "--title", "Secret plan")
+    assert remembered.exit_code == 5, remembered.output
+    assert "'Secret plan' is hidden by policy" in remembered.stderr
+    feedback = goat("feedback", "it leaks", "--on", "Secret plan")
+    assert feedback.exit_code == 3, feedback.output
+    assert "no page 'Secret plan' in Global memory" in feedback.stderr
+
+    policies.clear()
+    assert goat("show", "Secret plan", "--json").stdout == shown.stdout
+    pages = json.loads(goat("pages", "--json").stdout)
+    assert [p["title"] for p in pages["items"]] == ["Secret plan"]

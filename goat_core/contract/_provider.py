@@ -16,7 +16,8 @@ the contract does not depend on the host's ``GoatHome``.
 from __future__ import annotations
 
 import re
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+import warnings
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -36,7 +37,13 @@ from goat_core.contract._records import (
     Reflection,
 )
 from goat_core.contract._scope import Scope
-from goat_core.contract._spec import Binding, Capability, Consistency, CredentialSpec
+from goat_core.contract._spec import (
+    RETIRED_CAPABILITIES,
+    Binding,
+    Capability,
+    Consistency,
+    CredentialSpec,
+)
 from goat_core.errors import NotSupported
 
 
@@ -130,7 +137,7 @@ class Provider:
     Optional, with no capability: :meth:`forget` (the base raises ``NotSupported``; a store
     GOAT deletes nothing from, such as a shared bank, keeps that), :meth:`refresh` (the base
     returns the receipt unchanged), :meth:`reindex` (no local index: ``{}``),
-    :meth:`model_tools` (none), :meth:`close` (nothing to release).
+    :meth:`model_tools` and :meth:`operations` (none), :meth:`close` (nothing to release).
     """
 
     spec: ProviderSpec
@@ -274,7 +281,8 @@ class ProviderSpec(BaseModel):
 
     :param name: the provider name users type (``goat bind --pen x markdown``).
     :param capabilities: declared capabilities; exactly one of ``scoped_stores`` and
-        ``shared_bank``.
+        ``shared_bank``. The first release's ``lint``, ``ingest`` and ``export`` (given as
+        strings) are dropped with a ``DeprecationWarning`` naming them.
     :param consistency: ``immediate`` or ``eventual`` (recall may lag remember).
     :param settings_model: pydantic model (``extra="forbid"``) validated by ``goat bind``;
         its JSON schema renders host settings forms.
@@ -325,6 +333,28 @@ class ProviderSpec(BaseModel):
             raise ValueError(f"provider name {v!r} must match [a-z][a-z0-9_-]{{0,31}}")
         return v
 
+    @field_validator("capabilities", mode="before")
+    @classmethod
+    def _retired(cls, v: Any) -> Any:
+        """Drop the first release's capabilities (``lint``, ``ingest``, ``export``), saying
+        so once, so that a spec written to that documentation still loads."""
+        if isinstance(v, str) or not isinstance(v, Iterable):
+            return v
+        given = list(v)
+        retired = sorted(
+            {str(c) for c in given if isinstance(c, str) and c in RETIRED_CAPABILITIES}
+        )
+        if not retired:
+            return v
+        warnings.warn(
+            f"capabilities {', '.join(map(repr, retired))} are no longer part of the "
+            "provider contract (no operation backs them) and are ignored; remove them from "
+            "the spec (docs/design.md, Bindings and providers)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return frozenset(c for c in given if not (isinstance(c, str) and c in RETIRED_CAPABILITIES))
+
     @model_validator(mode="after")
     def _kinds(self) -> ProviderSpec:
         kinds = {Capability.SCOPED_STORES, Capability.SHARED_BANK} & self.capabilities
@@ -335,6 +365,12 @@ class ProviderSpec(BaseModel):
         return self
 
     def supports(self, capability: Capability | str) -> bool:
+        """Whether ``capability`` is declared (``False`` for a retired one such as ``lint``).
+
+        :raises ValueError: a name that never was a capability.
+        """
+        if not isinstance(capability, Capability) and capability in RETIRED_CAPABILITIES:
+            return False
         return Capability(capability) in self.capabilities
 
     def settings_schema(self) -> dict[str, Any]:

@@ -44,12 +44,10 @@ class Capability(StrEnum):
     - ``reflect``: :meth:`Provider.reflect`.
     - ``feedback``: :meth:`Provider.feedback`.
 
-    ``lint``, ``ingest`` and ``export`` are **not part of the contract**: no host operation,
-    model tool or conformance test is tied to them, so declaring them obliges and enables
-    nothing (the wiki's ``goat wiki lint`` / ``ingest`` are its own commands). They stay
-    members only so that specs written to the earlier documentation keep validating, and
-    ``goat providers`` lists them as declared. New providers should not declare them; a
-    plugin-specific feature belongs to the plugin's commands and model tools.
+    A provider's own features (the wiki's lint and ingest) are not capabilities: they reach
+    users through its extra tools and commands. The first release's ``lint``, ``ingest`` and
+    ``export`` are not members; a spec that still declares them loads with a
+    ``DeprecationWarning`` and without them (:data:`RETIRED_CAPABILITIES`).
     """
 
     PAGES = "pages"
@@ -58,9 +56,12 @@ class Capability(StrEnum):
     FEEDBACK = "feedback"
     SCOPED_STORES = "scoped_stores"
     SHARED_BANK = "shared_bank"
-    LINT = "lint"
-    INGEST = "ingest"
-    EXPORT = "export"
+
+
+#: Capabilities of the first release that core never backed with an operation. A spec
+#: declaring one still loads: :class:`~goat_core.contract.ProviderSpec` drops it with a
+#: ``DeprecationWarning`` naming it.
+RETIRED_CAPABILITIES = frozenset({"lint", "ingest", "export"})
 
 
 class Consistency(StrEnum):

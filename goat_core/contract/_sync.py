@@ -1,15 +1,33 @@
 """A synchronous facade over a :class:`~goat_core.contract.Provider`, for the CLI and scripts
-(docs/design.md, Hosts and tools)."""
+(docs/design.md, Hosts and tools).
+
+Like the host's facade (``goat_core/host/_sync.py``), it is typed: every coroutine method of
+:class:`Provider` has a blocking method here with the same parameters and result, and
+``tests/test_exports.py`` holds the two to each other. A provider's own coroutine methods
+(a wiki's ``lint``) are run with :meth:`SyncProvider.call`.
+"""
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
 import anyio.from_thread
 
-from goat_core.contract._provider import Provider
+from goat_core.contract._extras import ModelTool, ProviderOperation
+from goat_core.contract._health import Health
+from goat_core.contract._provider import Provider, ProviderSpec
+from goat_core.contract._records import (
+    Connections,
+    LinkMap,
+    MemoryWrite,
+    Page,
+    PageList,
+    RecallResult,
+    Receipt,
+    Reflection,
+)
+from goat_core.contract._scope import Scope
 
 T = TypeVar("T")
 
@@ -17,8 +35,11 @@ T = TypeVar("T")
 class SyncProvider:
     """Synchronous facade over a :class:`Provider` for the CLI and scripts.
 
-    Runs an event loop in a portal thread; every attribute that is a coroutine method of the
-    provider becomes a blocking call. Use as a context manager, or call :meth:`close`.
+    Runs an event loop in a portal thread (anyio blocking portal); each method blocks until
+    the provider's coroutine has run there and returns its result. :attr:`provider` is the
+    provider itself. Use as a context manager, or call :meth:`close`.
+
+    :param factory: the provider, or ``factory() -> Provider`` (called on this thread).
     """
 
     def __init__(self, factory: Callable[[], Provider] | Provider) -> None:
@@ -30,18 +51,89 @@ class SyncProvider:
             self._cm.__exit__(None, None, None)
             raise
 
-    def call(self, fn: Callable[..., Awaitable[T]], *args: Any, **kwargs: Any) -> T:
-        return self._portal.call(lambda: fn(*args, **kwargs))
+    def __repr__(self) -> str:
+        return f"<Sync{self.provider!r}>"
 
-    def __getattr__(self, name: str) -> Any:
-        if name in {"provider", "_portal", "_cm"}:
-            raise AttributeError(name)
-        attr = getattr(self.provider, name)
-        if inspect.iscoroutinefunction(attr):
-            return lambda *a, **kw: self.call(attr, *a, **kw)
-        return attr
+    def call(self, fn: Callable[..., Awaitable[T]], *args: Any, **kwargs: Any) -> T:
+        """Await ``fn(*args, **kwargs)`` on the portal's event loop and return its result
+        (for a provider's own coroutine methods: ``sp.call(sp.provider.lint, fix=True)``).
+
+        :raises RuntimeError: the facade is closed.
+        """
+        if self._cm is None:
+            raise RuntimeError("SyncProvider is closed")
+
+        async def run() -> T:
+            return await fn(*args, **kwargs)
+
+        return self._portal.call(run)  # type: ignore[no-any-return]
+
+    # -- identity -----------------------------------------------------------------------------
+    @property
+    def spec(self) -> ProviderSpec:
+        return self.provider.spec
+
+    @property
+    def scope(self) -> Scope:
+        return self.provider.scope
+
+    def label(self) -> str:
+        return self.provider.label()
+
+    def transport_fingerprint(self) -> str | None:
+        return self.provider.transport_fingerprint()
+
+    def model_tools(self) -> Sequence[ModelTool]:
+        return self.provider.model_tools()
+
+    def operations(self) -> Sequence[ProviderOperation]:
+        return self.provider.operations()
+
+    # -- writes -------------------------------------------------------------------------------
+    def remember(self, write: MemoryWrite) -> Receipt:
+        return self.call(self.provider.remember, write)
+
+    def feedback(self, write: MemoryWrite) -> Receipt:
+        return self.call(self.provider.feedback, write)
+
+    def forget(self, ref: str) -> Receipt:
+        return self.call(self.provider.forget, ref)
+
+    def refresh(self, receipt: Receipt) -> Receipt:
+        return self.call(self.provider.refresh, receipt)
+
+    # -- reads --------------------------------------------------------------------------------
+    def recall(self, query: str, *, limit: int = 10, max_tokens: int | None = None) -> RecallResult:
+        """As :meth:`Provider.recall`; ``max_tokens`` is passed on only when given (to a
+        provider that counts tokens, ``ProviderSpec.counts_tokens``)."""
+        if max_tokens is None:
+            return self.call(self.provider.recall, query, limit=limit)
+        return self.call(self.provider.recall, query, limit=limit, max_tokens=max_tokens)
+
+    def reflect(self, query: str) -> Reflection:
+        return self.call(self.provider.reflect, query)
+
+    def list_pages(self, *, limit: int = 50, cursor: str | None = None) -> PageList:
+        return self.call(self.provider.list_pages, limit=limit, cursor=cursor)
+
+    def get_page(self, ref: str) -> Page:
+        return self.call(self.provider.get_page, ref)
+
+    def link_map(self) -> LinkMap:
+        return self.call(self.provider.link_map)
+
+    def connections(self, ref: str) -> Connections:
+        return self.call(self.provider.connections, ref)
+
+    def reindex(self, progress: Callable[[int, int], None] | None = None) -> dict[str, int]:
+        return self.call(self.provider.reindex, progress)
+
+    # -- health and lifetime ------------------------------------------------------------------
+    def check(self) -> Health:
+        return self.call(self.provider.check)
 
     def close(self) -> None:
+        """Close the provider and stop the portal. Idempotent."""
         if self._cm is None:
             return
         try:

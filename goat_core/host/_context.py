@@ -27,6 +27,7 @@ from goat_core.contract import (
     Scope,
 )
 from goat_core.errors import (
+    Ambiguous,
     BadInput,
     GoatError,
     NotFound,
@@ -205,12 +206,65 @@ class MemoryContext:
                 f"text is {len(write.text)} characters after policy hooks; provider "
                 f"{self.spec.name!r} accepts at most {limit}; nothing was stored"
             )
+        refused = await self._onto_hidden(provider, write)
+        if refused is not None:
+            return refused
         try:
             if write.kind == "feedback":
                 return await provider.feedback(write)
             return await provider.remember(write)
         except Rejected as exc:
             return Receipt(status=ReceiptStatus.REJECTED, reason=exc.reason, scope=self.scope.key)
+
+    async def _onto_hidden(self, provider: Provider, write: MemoryWrite) -> Receipt | None:
+        """Keep a write off a page the browse policy hides (docs/design.md, Policy path):
+        such a page looks absent to this reader and is not written through.
+
+        - a write titled as a hidden page (a provider appends to the page of that title, or
+          would make a second page of one title): a ``rejected`` receipt.
+        - ``feedback`` ``on`` a hidden page: :class:`NotFound`, as ``show`` and ``forget``
+          answer for it; among several matches, :class:`Ambiguous` names only the visible.
+
+        Checked only when a plugin filters browsing and the provider opens pages by the
+        reference (``pages``; for titles also ``title_lookup``).
+        """
+        assert self.spec is not None
+        if not self._host.registry.filters_browse() or not self.spec.supports(Capability.PAGES):
+            return None
+        on = write.on if write.kind == "feedback" and write.on else None
+        ref = on or (write.title if self.spec.title_lookup else None)
+        if ref is None or not ref.strip():
+            return None
+        try:
+            candidates = [(await provider.get_page(ref)).summary()]
+        except Ambiguous as exc:
+            candidates = []
+            for candidate in exc.candidates:
+                try:
+                    candidates.append((await provider.get_page(candidate)).summary())
+                except NotFound:
+                    continue
+        except (NotFound, BadInput):  # no page of that name: the provider decides
+            return None
+        kept = self._host.registry.filter_browse(self.scope, candidates)
+        if not hidden_count(candidates, kept):
+            return None
+        if on is None:
+            return Receipt(
+                status=ReceiptStatus.REJECTED,
+                reason=(
+                    f"a page titled {ref!r} is hidden by policy and cannot be written through; "
+                    "nothing was written"
+                ),
+                scope=self.scope.key,
+            )
+        if kept:
+            raise Ambiguous(
+                f"{ref!r} names no single page in {self.label}; name one of "
+                + ", ".join(repr(p.id) for p in kept),
+                candidates=[p.id for p in kept],
+            )
+        raise NotFound(f"no page {ref!r} in {self.label}")
 
     async def remember(
         self,
@@ -223,7 +277,8 @@ class MemoryContext:
         """Remember ``text`` in this scope's store.
 
         :returns: the provider's truthful receipt, or a ``rejected`` receipt when a policy
-            hook (``goat_inspect_remember``) or the provider refused (nothing written).
+            hook (``goat_inspect_remember``) or the provider refused, or when ``title`` names
+            a page the browse policy hides (nothing written).
         :raises TooLarge: ``text`` over the provider's ``max_input_chars`` (checked first).
         :raises ProviderUnavailable: this scope has no memory.
         """
@@ -237,6 +292,8 @@ class MemoryContext:
         """Record feedback (capability ``feedback``), optionally ``on`` a page of this store.
 
         :raises NotSupported: the provider does not declare ``feedback`` (checked first).
+        :raises NotFound: ``on`` names no page, or one the browse policy hides (nothing
+            written).
         """
         provider = self._require(Capability.FEEDBACK, "feedback")
         write = MemoryWrite(kind="feedback", text=text, on=on, source=source)

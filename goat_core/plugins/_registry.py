@@ -307,6 +307,10 @@ class Registry:
                 result = out
         return result
 
+    def filters_browse(self) -> bool:
+        """Whether any plugin implements ``goat_filter_browse`` (no hook call, no I/O)."""
+        return any(True for _ in self._impls("goat_filter_browse"))
+
     def filter_browse(self, scope: Scope, items: Sequence[PageSummary]) -> list[PageSummary]:
         hook = "goat_filter_browse"
         current = list(items)

@@ -43,10 +43,11 @@ if TYPE_CHECKING:
         eventually,
         spec_factory,
     )
-    from goat_core.testing.policies import HideReads, RefuseWrites
+    from goat_core.testing.policies import HidePages, HideReads, RefuseWrites
 
 __all__ = [
     "ConformanceBase",
+    "HidePages",
     "HideReads",
     "RefuseWrites",
     "RemoteServer",
@@ -67,7 +68,7 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    if name in {"HideReads", "RefuseWrites"}:
+    if name in {"HidePages", "HideReads", "RefuseWrites"}:
         from goat_core.testing import policies
 
         return getattr(policies, name)

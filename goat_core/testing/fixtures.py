@@ -83,15 +83,19 @@ def folder_store_context(
 
 
 @contextmanager
-def folder_stores(spec: ProviderSpec, home: GoatHome) -> Iterator[Callable[..., SyncProvider]]:
+def folder_stores(
+    spec: ProviderSpec, home: GoatHome, facade: type[SyncProvider] = SyncProvider
+) -> Iterator[Callable[..., SyncProvider]]:
     """``make(root=None, scope=None, **settings) -> SyncProvider``, building each store through
-    ``spec.factory`` as a host does; every store made is closed on exit."""
+    ``spec.factory`` as a host does; every store made is closed on exit.
+
+    :param facade: the blocking facade to wrap each store in: :class:`SyncProvider`, or a
+        subclass with typed methods for the provider's own operations.
+    """
     opened: list[SyncProvider] = []
 
     def make(root: Path | None = None, scope: Scope | None = None, **settings: Any) -> Any:
-        sp = SyncProvider(
-            lambda: spec.factory(folder_store_context(spec, home, root, scope, **settings))
-        )
+        sp = facade(lambda: spec.factory(folder_store_context(spec, home, root, scope, **settings)))
         opened.append(sp)
         return sp
 

@@ -7,6 +7,8 @@ tools and commands.
   :attr:`RefuseWrites.seen`.
 - :class:`HideReads` empties every recall (``goat_filter_recall``) and hides every page
   (``goat_filter_browse``).
+- :class:`HidePages` hides the pages it names, from browsing and from recall, and lets
+  every other page through.
 
 Register them with ``goat_core.plugins.register_plugin(registry.pm, RefuseWrites(), "policy")``.
 """
@@ -49,3 +51,28 @@ class HideReads:
         self, scope: Scope, items: Sequence[PageSummary]
     ) -> Sequence[PageSummary] | None:
         return []
+
+
+class HidePages:
+    """Hides the pages whose id, path or title is one of ``names`` (case-insensitive; a path
+    with or without ``.md``): browsing leaves them out and recall drops their items."""
+
+    def __init__(self, *names: str) -> None:
+        self.names = {n.casefold().removesuffix(".md") for n in names}
+
+    def hides(self, *keys: str | None) -> bool:
+        """Whether a page known by ``keys`` (id, path, title) is hidden."""
+        return any(k is not None and k.casefold().removesuffix(".md") in self.names for k in keys)
+
+    @hookimpl
+    def goat_filter_recall(
+        self, scope: Scope, query: str, result: RecallResult
+    ) -> RecallResult | None:
+        kept = tuple(i for i in result.items if not self.hides(i.id, i.path, i.title))
+        return result.model_copy(update={"items": kept})
+
+    @hookimpl
+    def goat_filter_browse(
+        self, scope: Scope, items: Sequence[PageSummary]
+    ) -> Sequence[PageSummary] | None:
+        return [p for p in items if not self.hides(p.id, p.path, p.title)]

@@ -89,9 +89,9 @@ def test_plugin_import_is_cheap() -> None:
 def test_default_store_created_per_scope(store: MakeStore, home: GoatHome) -> None:
     g = store()
     pen = store(scope=Scope.pen("docs"))
-    assert g.root == Path(os.path.realpath(home.stores_dir / "global"))
-    assert pen.root == Path(os.path.realpath(home.stores_dir / "pens" / "docs"))
-    assert stat.S_IMODE(g.root.stat().st_mode) == 0o700
+    assert g.provider.root == Path(os.path.realpath(home.stores_dir / "global"))
+    assert pen.provider.root == Path(os.path.realpath(home.stores_dir / "pens" / "docs"))
+    assert stat.S_IMODE(g.provider.root.stat().st_mode) == 0o700
     g.remember(MemoryWrite(text="only in global zqglobal"))
     assert pen.recall("zqglobal").items == ()
     assert [i.title for i in g.recall("zqglobal").items] == ["only in global zqglobal"]

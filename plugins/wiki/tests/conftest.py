@@ -10,7 +10,7 @@ import hypothesis
 import pytest
 from goat_core.host import GoatHome
 from goat_core.testing.fixtures import folder_stores, home, vault  # noqa: F401 (fixtures)
-from wiki_helpers import MakeWiki
+from wiki_helpers import MakeWiki, SyncWiki
 
 from goat_wiki.plugin import spec
 
@@ -26,6 +26,6 @@ hypothesis.settings.load_profile("goat")
 
 @pytest.fixture
 def wiki(home: GoatHome) -> Iterator[MakeWiki]:  # noqa: F811 (the imported fixture)
-    """``wiki(root=None, scope=None, **settings) -> SyncProvider``; closed after the test."""
-    with folder_stores(spec(), home) as make:
+    """``wiki(root=None, scope=None, **settings) -> SyncWiki``; closed after the test."""
+    with folder_stores(spec(), home, SyncWiki) as make:
         yield make

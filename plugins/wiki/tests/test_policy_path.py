@@ -334,3 +334,136 @@ async def test_a_page_write_shows_the_policy_its_summary_and_type(tmp_path: Path
         await host.aclose()
     after = sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
     assert after == before and (root / "index.md").read_text() == index
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+
+async def test_remember_and_feedback_leave_a_hidden_page_alone(tmp_path: Path) -> None:
+    """With ``concepts/Quokka`` hidden: ``remember`` titled ``Quokka`` (which appends to that
+    page) is ``rejected`` and ``feedback`` on it is ``NotFound``, as for a missing page; no
+    page, index or log line changes. The visible page still takes both."""
+    from goat_core.errors import NotFound
+    from goat_core.testing import HidePages
+
+    home, root = await seeded_wiki(tmp_path)
+    before = _files(root)
+    host = MemoryHost(home=home, registry=registry(HidePages("concepts/Quokka")))
+    try:
+        ctx = host.context_for(Chat("w"))
+        receipt = await ctx.remember("quokkas hold the launch code", title="Quokka")
+        assert receipt.status.value == "rejected"
+        assert receipt.reason == (
+            "a page titled 'Quokka' is hidden by policy and cannot be written through; "
+            "nothing was written"
+        )
+        with pytest.raises(NotFound, match=r"^no page 'concepts/Quokka' in Pen `w` memory$"):
+            await ctx.feedback("it leaks", on="concepts/Quokka")
+        assert _files(root) == before
+        assert (await ctx.remember("more sightings", title="Island")).status.value == "stored"
+        assert (await ctx.feedback("fine", on="concepts/Island")).status.value == "stored"
+    finally:
+        await host.aclose()
+    after = _files(root)
+    assert after["concepts/Quokka.md"] == before["concepts/Quokka.md"]
+    assert (
+        b"more sightings" in after["concepts/Island.md"] and b"fine" in after["concepts/Island.md"]
+    )
+
+
+QUOKKA_LINKS = "Like [[Quokka#Sleep]] and [[Quokka]]."
+
+
+async def test_tools_leave_out_what_names_a_hidden_page(tmp_path: Path) -> None:
+    """With ``concepts/Quokka`` hidden: the log loses that page's whole entry (its heading
+    names it by title), lint loses the bare-link finding of the visible ``Island`` whose
+    target is the hidden page, and a write loses the findings about its links to it; each
+    counts what it left out in ``degraded``. Without the policy the same calls name it."""
+    from goat_core.testing import HidePages
+
+    home, _root = await seeded_wiki(tmp_path)
+    host = MemoryHost(home=home, registry=registry())
+    try:
+        tools = host.context_for(Chat("w")).tools()
+        lint = await tools.call("wiki_lint", {})
+        assert [(f["code"], f["path"], f["target"]) for f in lint["findings"]] == [
+            ("orphan-page", "concepts/Island.md", None),
+            ("bare-link", "concepts/Island.md", "concepts/Quokka.md"),
+        ]
+        log = (await tools.call("wiki_read_page", {"page": "log"}))["text"]
+        assert "## " in log and "| Quokka\n" in log
+        seen = await tools.call(
+            "wiki_write_page",
+            {"title": "concepts/Wallaby", "body": QUOKKA_LINKS, "sources": ["docs/paper.md"]},
+        )
+        assert [f["target"] for f in seen["findings"]] == [
+            "concepts/Quokka.md",
+            "concepts/Quokka.md#Sleep",
+            "concepts/Quokka.md",
+        ]
+    finally:
+        await host.aclose()
+
+    host = MemoryHost(home=home, registry=registry(HidePages("concepts/Quokka")))
+    try:
+        tools = host.context_for(Chat("w")).tools()
+        lint = await tools.call("wiki_lint", {})
+        assert [(f["code"], f["path"]) for f in lint["findings"]] == [
+            ("orphan-page", "concepts/Island.md"),
+            ("orphan-page", "concepts/Wallaby.md"),
+        ]
+        assert lint["degraded"] == ["4 findings hidden by policy"]
+        assert lint["complete"] is False
+        log = await tools.call("wiki_read_page", {"page": "log"})
+        assert "quokka" not in log["text"].casefold()
+        assert "## [" in log["text"] and "| Island\n" in log["text"]
+        assert log["degraded"] == ["5 lines hidden by policy"]  # heading, blank, 2 items, blank
+        written = await tools.call(
+            "wiki_write_page",
+            {"title": "concepts/Wombat", "body": QUOKKA_LINKS, "sources": ["docs/paper.md"]},
+        )
+        assert written["status"] == "stored"
+        assert written["findings"] == []
+        assert written["degraded"] == ["3 findings hidden by policy"]
+        assert "quokka" not in json.dumps(written).casefold()
+    finally:
+        await host.aclose()
+
+
+async def test_commands_leave_out_what_names_a_hidden_page(
+    tmp_path: Path, policy_cli: list[object], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``goat wiki lint`` and ``goat wiki write`` with ``concepts/Quokka`` hidden: no finding
+    names it, in JSON or in text, and JSON counts what was left out."""
+    from goat_core.testing import HidePages
+
+    home, _root = await seeded_wiki(tmp_path)
+    monkeypatch.setenv("GOAT_HOME", str(home.config_dir))
+    policy_cli.append(HidePages("concepts/Quokka"))
+
+    lint = goat("wiki", "lint", "--pen", "w", "--json")
+    assert lint.exit_code == 1, lint.output  # the orphan warning remains
+    report = json.loads(lint.stdout)
+    assert [(f["code"], f["path"]) for f in report["findings"]] == [
+        ("orphan-page", "concepts/Island.md")
+    ]
+    assert report["degraded"] == ["1 finding hidden by policy"]
+    text = goat("wiki", "lint", "--pen", "w")
+    assert "quokka" not in text.output.casefold()
+
+    page = tmp_path / "wombat.md"
+    page.write_text(QUOKKA_LINKS)
+    written = goat(
+        "wiki", "write", "concepts/Wombat", "--file", str(page), "--source", "docs/paper.md",
+        "--pen", "w", "--json",
+    )  # fmt: skip
+    assert written.exit_code == 0, written.output
+    result = json.loads(written.stdout)
+    assert result["findings"] == [] and result["degraded"] == ["3 findings hidden by policy"]
+    again = goat(
+        "wiki", "write", "concepts/Numbat", "--file", str(page), "--source", "docs/paper.md",
+        "--pen", "w",
+    )  # fmt: skip
+    assert again.exit_code == 0, again.output
+    assert "quokka" not in again.output.casefold()

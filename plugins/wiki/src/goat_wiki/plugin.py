@@ -49,8 +49,6 @@ def spec() -> ProviderSpec:
                 Capability.PAGES,
                 Capability.MAP,
                 Capability.FEEDBACK,
-                Capability.LINT,
-                Capability.INGEST,
                 Capability.SCOPED_STORES,
             }
         ),

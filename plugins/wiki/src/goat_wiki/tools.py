@@ -11,13 +11,16 @@ schema files, which only the provider writes.
 Policy: a page write passes ``goat_inspect_remember`` with the page text it stores (a refusal
 is a ``rejected`` receipt); an ingested file passes it with its text; a read shows only what
 ``goat_filter_recall`` / ``goat_filter_browse`` keep. Raw sources are browsed as the pages
-``raw/<source id>``; lint findings, citations and index or log lines about a hidden page are
-left out and counted in ``degraded``.
+``raw/<source id>``; lint findings and a write's findings (by file, target or message),
+citations, index lines and whole log entries about a hidden page are left out and counted in
+``degraded``.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import posixpath
+import unicodedata
 from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -33,6 +36,8 @@ from goat_core.contract import (
     ReceiptStatus,
 )
 from goat_core.errors import BadInput, NotFound, Rejected
+
+from goat_wiki import text as wt
 
 if TYPE_CHECKING:
     from goat_wiki.provider import LintReport, PageWrite, WikiProvider
@@ -82,9 +87,82 @@ async def _visible_paths(
     return {p for p in wanted if p not in pages or p in kept}
 
 
-def _filter_findings(report: LintReport, visible: set[str]) -> tuple[list[Any], int]:
-    shown = [f for f in report.findings if f.path is None or f.path in visible]
-    return shown, len(report.findings) - len(shown)
+def _key(name: str) -> str:
+    """How a page name compares: NFC, case-folded, without ``.md``."""
+    folded = unicodedata.normalize("NFC", name.strip()).casefold()
+    return folded[:-3] if folded.endswith(".md") else folded
+
+
+@dataclasses.dataclass(frozen=True)
+class _Hidden:
+    """The pages a browse policy hides and the ways a line or a finding names one.
+
+    :param paths: their paths. :param keys: their paths, file stems and titles as
+        :func:`_key` compares them. :param marks: text that names one in a line: a wikilink
+        to its path or file stem, a Markdown link to its path, the path itself.
+    """
+
+    paths: frozenset[str] = frozenset()
+    keys: frozenset[str] = frozenset()
+    marks: tuple[str, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.paths)
+
+    def names(self, text: str) -> bool:
+        """Whether ``text`` (a line, a message) names a hidden page."""
+        return any(mark in text for mark in self.marks)
+
+    def finding(self, path: str | None, target: str | None, message: str) -> bool:
+        """Whether a finding is about a hidden page: its file is one, its target (a link
+        target, ``page#heading`` or a page path) resolves to one by path, file stem or
+        title, or its message names one."""
+        if path is not None and path in self.paths:
+            return True
+        if target is not None and _key(target.split("#", 1)[0]) in self.keys:
+            return True
+        return self.names(message)
+
+
+async def _hidden_pages(provider: WikiProvider, gate: PolicyGate) -> _Hidden:
+    """What ``goat_filter_browse`` hides of the wiki's pages (one browse call for all)."""
+    pages = await _all_pages(provider)
+    kept = {s.path or s.id for s in gate.browse(list(pages.values()))}
+    hidden = [summary for path, summary in pages.items() if path not in kept]
+    if not hidden:
+        return _Hidden()
+    paths: set[str] = set()
+    keys: set[str] = set()
+    marks: set[str] = set()
+    for summary in hidden:
+        path = summary.path or summary.id
+        stem = path[:-3] if path.endswith(".md") else path
+        base = posixpath.basename(stem)
+        paths.add(path)
+        keys.update({_key(stem), _key(base), _key(summary.title)})
+        marks.update({f"[[{stem}", f"[[{base}", f"({path}", path})
+    return _Hidden(frozenset(paths), frozenset(keys), tuple(sorted(marks)))
+
+
+def _shown_text(text: str, hidden: _Hidden, *, log: bool) -> tuple[str, int]:
+    """``text`` without the lines naming a hidden page, and how many lines went. In the log
+    an entry (its ``## [date] op | title`` heading and the lines under it) goes whole when
+    its heading's title is a hidden page's or any of its lines names one."""
+    lines = text.splitlines(keepends=True)
+    drop = {n for n, line in enumerate(lines, start=1) if hidden.names(line)}
+    if log:
+        entries, malformed = wt.parse_log(text)
+        starts = sorted({e.line for e in entries} | {n for n, _line in malformed})
+        for entry in entries:
+            end = next((n for n in starts if n > entry.line), len(lines) + 1)
+            block = set(range(entry.line, end))
+            if (
+                _key(entry.title) in hidden.keys
+                or hidden.paths.intersection(entry.pages)
+                or block & drop
+            ):
+                drop |= block
+    return "".join(line for n, line in enumerate(lines, start=1) if n not in drop), len(drop)
 
 
 async def _gated_write_page(
@@ -110,7 +188,7 @@ async def _gated_write_page(
     inspected = MemoryWrite(kind="remember", text=write.body, title=write.title, source=source)
 
     async def store(final: MemoryWrite) -> dict[str, Any]:
-        return await provider.write_page(
+        written = await provider.write_page(
             dataclasses.replace(
                 write,
                 body=final.text,
@@ -120,6 +198,18 @@ async def _gated_write_page(
             ),
             visible=lambda page: bool(gate.browse([page])),
         )
+        findings = written["findings"]
+        if not findings:
+            return written
+        hidden = await _hidden_pages(provider, gate)
+        shown = [f for f in findings if not hidden.finding(f["path"], f["target"], f["message"])]
+        if len(shown) == len(findings):
+            return written
+        return {
+            **written,
+            "findings": shown,
+            "degraded": [_hidden_note(len(findings) - len(shown), "finding")],
+        }
 
     result = await gate.write(inspected, store)
     if isinstance(result, dict):
@@ -131,12 +221,14 @@ async def _gated_lint(provider: WikiProvider, gate: PolicyGate, fix: bool) -> Li
     """Lint, showing only findings about pages the browse policy keeps; the rest are
     counted in the report's ``degraded``."""
     report = await provider.lint(fix=fix, inspect=gate.inspect if fix else None)
-    paths = {f.path for f in (*report.findings, *report.fixed) if f.path is not None}
-    visible = await _visible_paths(provider, gate, paths)
-    findings, hidden = _filter_findings(report, visible)
-    fixed = [f for f in report.fixed if f.path is None or f.path in visible]
+    hidden_pages = await _hidden_pages(provider, gate)
+
+    def shown(found: Iterable[Any]) -> list[Any]:
+        return [f for f in found if not hidden_pages.finding(f.path, f.target, f.message)]
+
+    findings, fixed = shown(report.findings), shown(report.fixed)
     degraded = list(report.degraded)
-    hidden += len(report.fixed) - len(fixed)
+    hidden = len(report.findings) - len(findings) + len(report.fixed) - len(fixed)
     if hidden:
         degraded.append(_hidden_note(hidden, "finding"))
     return dataclasses.replace(report, findings=findings, fixed=fixed, degraded=degraded)
@@ -174,22 +266,13 @@ async def _gated_read(provider: WikiProvider, gate: PolicyGate, ref: str) -> dic
             raise NotFound(f"no ingested source {ref!r}")
         return result
     if "file" in result:  # index.md, log.md, the schema: lines naming hidden pages go
-        pages = await _all_pages(provider)
-        kept = {s.path or s.id for s in gate.browse(list(pages.values()))}
-        hidden = [p for p in pages if p not in kept]
+        hidden = await _hidden_pages(provider, gate)
         if not hidden:
             return result
-        names = set()
-        for path in hidden:
-            stem = path[:-3] if path.endswith(".md") else path
-            names.update({f"[[{stem}", f"[[{stem.rsplit('/', 1)[-1]}", f"({path}", path})
-        lines = result["text"].splitlines(keepends=True)
-        shown = [line for line in lines if not any(n in line for n in names)]
-        return {
-            **result,
-            "text": "".join(shown),
-            "degraded": [_hidden_note(len(lines) - len(shown), "line")],
-        }
+        text, left_out = _shown_text(result["text"], hidden, log=result.get("kind") == "log")
+        if not left_out:
+            return result
+        return {**result, "text": text, "degraded": [_hidden_note(left_out, "line")]}
     summary = PageSummary(id=result["id"], title=result["title"], path=result.get("path"))
     if not gate.browse([summary]):
         raise NotFound(f"no page {ref!r} in {gate.label}")

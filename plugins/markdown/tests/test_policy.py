@@ -1,0 +1,54 @@
+"""The policy path on a markdown store: a page the browse policy hides is not written
+through by ``remember`` or ``feedback`` (docs/design.md, Policy path)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from goat_core.contract import Scope
+from goat_core.errors import NotFound
+from goat_core.host import Chat, GoatHome, SyncMemoryHost
+from goat_core.plugins import PluginSettings, Registry, register_plugin
+from goat_core.testing import HidePages
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+
+def test_remember_and_feedback_leave_a_hidden_page_alone(tmp_path: Path) -> None:
+    """With ``Secret plan.md`` hidden: ``remember`` titled as it (exact or in another case,
+    which would otherwise be a Conflict naming its path) is ``rejected``; ``feedback`` on it
+    is ``NotFound``, as for a missing page; no file changes or appears. A visible page still
+    takes both."""
+    home = GoatHome.at(tmp_path / "home")
+    root = tmp_path / "notes"
+    root.mkdir()
+    with SyncMemoryHost(home=home, registry=Registry.load(PluginSettings(strict=True))) as host:
+        host.bind(Scope.pen("m"), "markdown", {"root": str(root)})
+        ctx = host.context_for(Chat("m"))
+        assert ctx.remember("launch code 1234", title="Secret plan").status.value == "stored"
+        assert ctx.remember("public notes", title="Visible").status.value == "stored"
+    before = _files(root)
+
+    registry = Registry.load(PluginSettings(strict=True))
+    assert register_plugin(registry.pm, HidePages("Secret plan"), "policy")
+    with SyncMemoryHost(home=home, registry=registry) as host:
+        ctx = host.context_for(Chat("m"))
+        for title in ("Secret plan", "secret plan"):
+            receipt = ctx.remember("more secrets", title=title)
+            assert receipt.status.value == "rejected"
+            assert receipt.reason == (
+                f"a page titled {title!r} is hidden by policy and cannot be written through; "
+                "nothing was written"
+            )
+        with pytest.raises(NotFound, match=r"^no page 'Secret plan' in Pen `m` memory$"):
+            ctx.feedback("it leaks", on="Secret plan")
+        assert _files(root) == before
+        assert ctx.remember("more public notes", title="Visible").status.value == "stored"
+        assert ctx.feedback("fine", on="Visible").status.value == "stored"
+    after = _files(root)
+    assert sorted(after) == sorted(before)
+    assert after["Secret plan.md"] == before["Secret plan.md"]
+    assert b"more public notes" in after["Visible.md"] and b"fine" in after["Visible.md"]
