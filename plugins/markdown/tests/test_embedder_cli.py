@@ -109,3 +109,49 @@ def test_the_embedded_default_stays_keyword_only(
     result = json.loads(goat("recall", "phone toolbar", "--json").stdout)
     assert [i["path"] for i in result["items"]] == ["Phone.md"] and result["degraded"] == []
     assert not (tmp_path / "loads.log").exists()  # no model was loaded
+
+
+def test_the_first_semantic_recall_says_it_is_embedding_on_stderr_only(
+    goat_home: Path, fake_site: Path, tmp_path: Path
+) -> None:
+    vault = tmp_path / "many"
+    vault.mkdir()
+    for i in range(25):
+        (vault / f"note {i:02}.md").write_text(f"zqembed entry {i}\n", encoding="utf-8")
+    assert goat("bind", "--pen", "docs", "markdown", "--set", f"root={vault}",
+                "--set", "embedder=fake").exit_code == 0  # fmt: skip
+    first = goat("recall", "zqembed", "--pen", "docs", "--json")
+    assert first.exit_code == 0, first.output
+    assert json.loads(first.stdout)["items"]  # stdout is the JSON and nothing else
+    # not a terminal: one line, no bar
+    assert first.stderr == "goat: embedding 25 notes for semantic recall…\n"
+    again = goat("recall", "zqembed", "--pen", "docs", "--limit", "50")
+    assert again.exit_code == 0 and again.stderr == ""  # nothing left to embed
+    for i in range(21):
+        (vault / f"note {i:02}.md").write_text(f"zqembed changed {i}\n", encoding="utf-8")
+    reindexed = goat("reindex", "--pen", "docs", "--json")
+    assert reindexed.exit_code == 0, reindexed.output
+    counts = json.loads(reindexed.stdout)
+    assert counts["embedded"] == 21 and counts["updated"] == 21
+    assert reindexed.stderr == "goat: embedding 21 notes for semantic recall…\n"
+    (vault / "note 00.md").write_text("zqembed once more\n", encoding="utf-8")
+    small = goat("reindex", "--pen", "docs")
+    assert small.exit_code == 0 and small.stderr == ""  # one note: below the threshold
+    assert "embedded 1" in small.stdout
+
+
+def test_reindex_says_when_the_embedder_is_gone(
+    goat_home: Path, tmp_path: Path, vault: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with monkeypatch.context() as m:
+        m.syspath_prepend(str(install_fake_embedder(tmp_path / "site")))
+        assert goat("bind", "--pen", "docs", "markdown", "--set", f"root={vault}",
+                    "--set", "embedder=fake").exit_code == 0  # fmt: skip
+    monkeypatch.delitem(__import__("sys").modules, "goat_fakeembed", raising=False)
+    result = goat("reindex", "--pen", "docs")
+    assert result.exit_code == 6, result.output
+    assert (
+        "the keyword index of" in result.stderr
+        and "is up to date, but semantic recall" in result.stderr
+    )
+    assert "with embedder 'fake' is unavailable" in result.stderr
