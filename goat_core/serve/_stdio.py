@@ -70,7 +70,7 @@ async def _serve(
     from goat_core.host import MemoryHost
     from goat_core.logs import get_logger
     from goat_core.plugins import PluginSettings, Registry
-    from goat_core.serve._local import serve_local, socket_path
+    from goat_core.serve._local import socket_path
     from goat_core.serve._scope import resolve_serve_scope
     from goat_core.serve._server import build_server
     from goat_core.serve._tools import ServedScope
@@ -92,14 +92,17 @@ async def _serve(
         async with anyio.create_task_group() as tg:
             path = socket_path(host.home.data_dir, served_scope.scope) if local_socket else None
             if path is not None:
-                tg.start_soon(_quiet_local, serve_local, served, path)
+                tg.start_soon(quiet_local, served, path)
             async with stdio_server(stdout=stdout) as (read_stream, write_stream):
                 await server.run(read_stream, write_stream, server.create_initialization_options())
             tg.cancel_scope.cancel()
 
 
-async def _quiet_local(serve_local: Any, served: Any, path: Any) -> None:
+async def quiet_local(served: Any, path: Any) -> None:
+    """:func:`~goat_core.serve._local.serve_local`, a failure only logged (the hook then
+    recalls in its own process)."""
     from goat_core.logs import get_logger
+    from goat_core.serve._local import serve_local
 
     try:
         await serve_local(served, path)
