@@ -82,8 +82,9 @@ def _prepare(path: Path) -> bool:
     return False  # another server of this scope and home answers; leave it
 
 
-async def serve_local(served: ServedScope, path: Path) -> None:
-    """Answer hooks on ``path`` until cancelled (returns at once if another server does)."""
+async def serve_local(served: ServedScope, path: Path, stop: Any = None) -> None:
+    """Answer hooks on ``path`` until cancelled or until the ``anyio.Event`` ``stop`` is set
+    (returns at once if another server does); removes the socket it made."""
     import anyio
 
     if not _prepare(path):
@@ -114,7 +115,13 @@ async def serve_local(served: ServedScope, path: Path) -> None:
 
     try:
         async with listener:
-            await listener.serve(handle)
+            if stop is None:
+                await listener.serve(handle)
+            else:
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(listener.serve, handle)
+                    await stop.wait()
+                    tg.cancel_scope.cancel()
     finally:
         with contextlib.suppress(OSError):
             if path.stat().st_ino == inode:

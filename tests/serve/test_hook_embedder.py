@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import signal
 import socket
 import subprocess
 import threading
@@ -235,3 +236,26 @@ def test_the_hook_fails_open_on_a_socket_it_must_not_trust(
     assert "keyword-only recall, degraded" in err and "the running server did not answer" in err
     assert why in err, err
     assert _loads(tmp_path) == []  # no model loaded anywhere
+
+
+def test_a_stdio_server_stopped_by_sigterm_removes_its_socket(home: Path) -> None:
+    proc = subprocess.Popen(
+        [GOAT, "serve", "--global"],
+        env=goat_env(home),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        path = _path(home)
+        deadline = time.monotonic() + 30
+        while not path.exists():
+            assert proc.poll() is None and time.monotonic() < deadline, "no local socket"
+            time.sleep(0.1)
+        proc.terminate()
+        assert proc.wait(10) == -signal.SIGTERM  # terminated, as SIGTERM does
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert not path.exists()
