@@ -259,3 +259,18 @@ def test_a_stdio_server_stopped_by_sigterm_removes_its_socket(home: Path) -> Non
             proc.kill()
             proc.wait()
     assert not path.exists()
+
+
+def test_a_stale_socket_left_by_a_killed_server_falls_back_at_once(
+    home: Path, tmp_path: Path, bound: dict[str, str]
+) -> None:
+    path = _path(home)
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    dead = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    dead.bind(str(path))  # bound, never listening, closed: what kill -9 leaves behind
+    dead.close()
+    os.chmod(path, 0o600)
+    context, err = _hook(home, tmp_path, bound, "phone toolbar tips")
+    assert "Phone tips" in context
+    assert "the running server did not answer (ConnectionRefusedError" in err
+    assert "keyword-only recall, degraded" in err and _loads(tmp_path) == []
