@@ -19,6 +19,8 @@ if TYPE_CHECKING:
 
 #: ``reindex`` shows a progress bar (on stderr) when at least this many files are indexed.
 PROGRESS_THRESHOLD = 200
+#: Embedding for semantic recall is shown (on stderr) from this many notes on.
+EMBED_PROGRESS_THRESHOLD = 20
 
 
 # -- memory commands --------------------------------------------------------------------------
@@ -163,11 +165,13 @@ def recall_cmd(query: str, limit: int, pen: str | None, as_json: bool, home: Pat
     # a bar while a large store is first indexed, drawn by the recall's own change scan (a
     # terminal only; a separate reindex first would scan the store twice)
     progress = _Progress(enabled=not as_json and sys.stderr.isatty())
+    embedding = _EmbedProgress()
     try:
-        with open_memory(home, pen, progress) as memory:
+        with open_memory(home, pen, progress, embedding) as memory:
             result = memory.recall(query, limit=limit)
     finally:
         progress.close()
+        embedding.close()
     if as_json:
         emit_json(result.to_json())
         return
@@ -270,16 +274,52 @@ class _Progress:
             self._bar = None
 
 
+class _EmbedProgress:
+    """``embed_progress(done, total)`` in notes, on stderr once at least
+    :data:`EMBED_PROGRESS_THRESHOLD` notes are embedded: a bar on a terminal, else one line
+    (``goat: embedding N notes for semantic recall…``). stdout is never touched."""
+
+    def __init__(self) -> None:
+        self._bar: Any = None
+        self._done = 0
+        self._announced = False
+
+    def __call__(self, done: int, total: int) -> None:
+        if total < EMBED_PROGRESS_THRESHOLD:
+            return
+        if not sys.stderr.isatty():
+            if not self._announced:
+                self._announced = True
+                _err(f"goat: embedding {total} notes for semantic recall…")
+            return
+        if self._bar is None:
+            self._bar = click.progressbar(
+                length=total, label="embedding", file=sys.stderr, show_pos=True
+            )
+            self._bar.__enter__()
+        if done > self._done:
+            self._bar.update(done - self._done)
+            self._done = done
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.__exit__(None, None, None)
+            self._bar = None
+
+
 @click.command("reindex")
 @memory_options
 def reindex_cmd(pen: str | None, as_json: bool, home: Path | None) -> None:
-    """Bring the store's search index up to date (progress on stderr for large stores)."""
+    """Bring the store's search index up to date, and its vectors when it has an embedder
+    (progress on stderr for large stores)."""
     progress = _Progress(enabled=not as_json)
+    embedding = _EmbedProgress()
     try:
-        with open_memory(home, pen) as memory:
+        with open_memory(home, pen, embed_progress=embedding) as memory:
             counts = memory.reindex(progress=progress)
     finally:
         progress.close()
+        embedding.close()
     data = dict(counts or {})
     if as_json:
         emit_json({"scope": _scope(pen).key, **data})

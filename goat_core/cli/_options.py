@@ -131,15 +131,20 @@ def _home(home: Path | None) -> GoatHome:
 
 @contextmanager
 def open_host(
-    home: Path | None, progress: Callable[[int, int], None] | None = None
+    home: Path | None,
+    progress: Callable[[int, int], None] | None = None,
+    embed_progress: Callable[[int, int], None] | None = None,
 ) -> Iterator[SyncMemoryHost]:
     """A :class:`~goat_core.host.SyncMemoryHost` for this invocation, closed afterwards:
     the GOAT home of ``home`` (:meth:`GoatHome.from_env <goat_core.host.GoatHome.from_env>`)
     and the plugins of ``GOAT_*_PLUGINS`` (one registry per invocation). ``progress`` is the
-    providers' sink for a first indexing inside a read."""
+    providers' sink for a first indexing inside a read, ``embed_progress`` for a store
+    embedding its notes (the first semantic recall)."""
     from goat_core.host import SyncMemoryHost
 
-    host = SyncMemoryHost(home=_home(home), registry=_registry(), progress=progress)
+    host = SyncMemoryHost(
+        home=_home(home), registry=_registry(), progress=progress, embed_progress=embed_progress
+    )
     try:
         yield host
     finally:
@@ -148,7 +153,10 @@ def open_host(
 
 @contextmanager
 def open_memory(
-    home: Path | None, pen: str | None, progress: Callable[[int, int], None] | None = None
+    home: Path | None,
+    pen: str | None,
+    progress: Callable[[int, int], None] | None = None,
+    embed_progress: Callable[[int, int], None] | None = None,
 ) -> Iterator[SyncMemoryContext]:
     """The memory context of one scope: Global, or the Pen ``pen`` (validated first), on a
     host from :func:`open_host`, closed afterwards (with the providers it built). This is
@@ -159,5 +167,5 @@ def open_memory(
     scope = _scope(pen)  # ScopeError (exit 2) for an invalid Pen id, before any I/O
     from goat_core.host import Chat
 
-    with open_host(home, progress) as host:
+    with open_host(home, progress, embed_progress) as host:
         yield host.context_for(Chat(project_id=scope.pen_id))

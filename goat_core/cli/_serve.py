@@ -235,7 +235,9 @@ def hook_claude_code(
                     home=goat_home,
                     budget=chars,
                     pin=pin,
-                    timeout=max(0.1, seconds - 0.2),
+                    # a running server gets 60% of the deadline: the rest is left for the
+                    # keyword-only recall in this process should it not answer
+                    timeout=max(0.1, seconds * 0.6),
                 )
             )
         except BaseException as exc:  # fail open, whatever happened

@@ -110,6 +110,10 @@ class ProviderContext:
     :param embedders: ``embedders(name) -> EmbedderSpec`` looks up an installed embedder
         (raises :class:`~goat_core.errors.NotFound`); ``None``: a store that needs one asks
         the plugin registry itself.
+    :param embed_progress: the host's progress sink while a store embeds notes for semantic
+        recall inside a read or a reindex, called as ``embed_progress(done, total)`` in notes
+        (first ``(0, total)``, then after each batch), possibly from the store's worker
+        thread; ``None`` when the host shows none.
     """
 
     scope: Scope
@@ -121,6 +125,7 @@ class ProviderContext:
     progress: Callable[[int, int], None] | None = field(default=None, repr=False)
     connect: Callable[..., Awaitable[Any]] | None = field(default=None, repr=False)
     embedders: Callable[[str], Any] | None = field(default=None, repr=False)
+    embed_progress: Callable[[int, int], None] | None = field(default=None, repr=False)
 
 
 class Provider:

@@ -346,7 +346,9 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
                 get_logger(__name__).info("vectors.rebuilt", reason=self._vectors.rebuilt)
         return self._vectors
 
-    def _sync_vectors(self, vectors: VectorIndex) -> None:
+    def _sync_vectors(self, vectors: VectorIndex) -> dict[str, int]:
+        """Embed what changed since the last sync, reporting through the host's embedding
+        progress sink (:attr:`ProviderContext.embed_progress`)."""
         index = self._index_open()
 
         def load(rel: str) -> tuple[str, str, str] | None:
@@ -357,7 +359,28 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
             return doc.title, doc.body, doc.description
 
         listing = [(d.path, d.mtime_ns, d.size) for d in index.documents()]
-        vectors.sync(listing, load, self.context.progress)
+        return vectors.sync(listing, load, self.context.embed_progress)
+
+    def _reindex_all(self, progress: Callable[[int, int], None] | None) -> dict[str, int]:
+        """:meth:`_reindex`, then, with an embedder, the vector index (count ``embedded``).
+
+        :raises ProviderUnavailable: the embedder cannot be loaded (the keyword index is up
+            to date all the same; the message says so).
+        """
+        counts = self._reindex(progress)
+        if self._embedder is None:
+            return counts
+        from goat_core.errors import GoatError, ProviderUnavailable
+
+        try:
+            stats = self._sync_vectors(self._vector_open())
+        except (GoatError, OSError) as exc:
+            raise ProviderUnavailable(
+                f"the keyword index of {self.label()} is up to date, but semantic recall with "
+                f"embedder {self._embedder!r} is unavailable ({exc}); recall answers keyword "
+                "results only, degraded"
+            ) from exc
+        return {**counts, "embedded": stats["embedded"]}
 
     def _ranked(self, query: str, limit: int) -> SearchResults:
         """The ranked hits of a recall: keyword only (exactly the search index's answer)
@@ -515,8 +538,8 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
 
     async def reindex(self, progress: Callable[[int, int], None] | None = None) -> dict[str, int]:
         """Bring the index in line with the folder; returns counts (``notes``, ``skipped``,
-        ``unparsable``, and what the subclass adds)."""
-        return await self._worker.run(self._reindex, progress)
+        ``unparsable``, what the subclass adds, and ``embedded`` with an embedder)."""
+        return await self._worker.run(self._reindex_all, progress)
 
     async def check(self) -> Health:
         return await self._worker.run(self._check)

@@ -51,11 +51,34 @@ class HostBindings(HostBase):
         if not isinstance(settings, dict):
             raise ConfigError(f"settings must be a mapping, got {type(settings).__name__}")
         try:
-            return spec.settings_model.model_validate(settings)
+            validated = spec.settings_model.model_validate(settings)
         except ValidationError as exc:
             raise ConfigError(
                 f"invalid settings for provider {spec.name}: {_validation_message(exc)}"
             ) from exc
+        problem = self._embedder_problem(validated)
+        if problem is not None:
+            raise ConfigError(f"invalid settings for provider {spec.name}: {problem}")
+        return validated
+
+    def _embedder_problem(self, settings: BaseModel | dict[str, Any]) -> str | None:
+        """Why the embedder these settings name (a folder store's ``embedder``) cannot be
+        used: not installed (the message names those that are). ``None``: no embedder set,
+        or an installed one."""
+        name = (
+            settings.get("embedder")
+            if isinstance(settings, dict)
+            else getattr(settings, "embedder", None)
+        )
+        if not isinstance(name, str):
+            return None
+        installed = self.registry.embedders()
+        if name in installed:
+            return None
+        known = ", ".join(sorted(installed)) or "none"
+        return (
+            f"embedder {name!r} is not installed (installed: {known}; `goat embedders` lists them)"
+        )
 
     def _binding(self, scope: Scope, spec: ProviderSpec, validated: BaseModel) -> Binding:
         egress = tuple(spec.egress_urls(validated)) if spec.egress_urls else ()
@@ -218,6 +241,9 @@ class HostBindings(HostBase):
             finally:
                 if not record:
                     await provider.close()
+        problem = self._embedder_problem(binding.settings)
+        if problem is not None and health.ok:
+            health = Health.broken(f"{problem}: recall answers keyword results only, degraded")
         if record:
             self._state.health[scope.key] = _Checked(health, binding.model_dump_json())
         return health
@@ -434,6 +460,10 @@ class HostBindings(HostBase):
         assert binding is not None
         if checked and checked.fingerprint == binding.model_dump_json() and not checked.health.ok:
             return BindingStatus(tone=Tone.WARN, reason=checked.health.reason, **base)
+        problem = self._embedder_problem(binding.settings)
+        if problem is not None:
+            reason = f"{problem}: recall answers keyword results only, degraded"
+            return BindingStatus(tone=Tone.WARN, reason=reason, **base)
         reason = (
             "embedded default"
             if binding.id == DEFAULT_BINDING_ID

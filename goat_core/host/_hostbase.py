@@ -73,11 +73,15 @@ class HostBase(ABC):
         clock: Clock | None = None,
         policy: RetryPolicy | None = None,
         progress: Callable[[int, int], None] | None = None,
+        embed_progress: Callable[[int, int], None] | None = None,
+        embedders: Callable[[str], Any] | None = None,
     ) -> None:
         self.home = home if home is not None else GoatHome.from_env()
         self.registry = registry if registry is not None else Registry.load()
         self._config = config
         self._progress = progress
+        self._embed_progress = embed_progress
+        self._embedders = embedders if embedders is not None else self.registry.get_embedder
         self._state = _State()
         #: owns the sessions of remote (``spec.network``) bindings (:class:`Supervisor`)
         self.supervisor = Supervisor(clock=clock, policy=policy)
@@ -315,6 +319,8 @@ class HostBase(ABC):
             get_credential=get_credential,
             http_client=http_client,
             progress=self._progress,
+            embed_progress=self._embed_progress,
+            embedders=self._embedders,
             connect=(
                 GuardedConnect(lambda url: check_egress(registry, binding, url))
                 if spec.network

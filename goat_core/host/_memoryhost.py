@@ -45,6 +45,13 @@ class MemoryHost(HostTransfer, HostBindings):
     :param progress: ``progress(done, total)`` handed to every provider built here
         (:attr:`ProviderContext.progress`): how a host shows a large store's first indexing
         when that happens inside a read (the ``goat`` CLI draws a bar on a terminal).
+    :param embed_progress: ``embed_progress(done, total)`` in notes, handed to every provider
+        built here (:attr:`ProviderContext.embed_progress`): how a host shows a store with an
+        embedder embedding its notes inside a read (the first semantic recall).
+    :param embedders: ``embedders(name) -> EmbedderSpec``, how providers built here find an
+        embedder (default: the registry's; raising
+        :class:`~goat_core.errors.ProviderUnavailable` keeps this process from loading any
+        model: recall then answers keyword results, degraded with that reason).
 
     Remote bindings (``ProviderSpec.network``) are owned by :attr:`supervisor`: checks are
     shared per transport, results of outdated attempts dropped, an unavailable binding

@@ -163,10 +163,17 @@ class SyncMemoryHost:
         registry: Registry | None = None,
         config: Config | None = None,
         progress: Callable[[int, int], None] | None = None,
+        embed_progress: Callable[[int, int], None] | None = None,
     ) -> None:
         import anyio.from_thread
 
-        self.host = MemoryHost(home=home, registry=registry, config=config, progress=progress)
+        self.host = MemoryHost(
+            home=home,
+            registry=registry,
+            config=config,
+            progress=progress,
+            embed_progress=embed_progress,
+        )
         self._cm: Any = anyio.from_thread.start_blocking_portal()
         self._portal = self._cm.__enter__()
         # the host (and its supervisor's task group) lives as long as the portal: shared

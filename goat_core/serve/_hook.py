@@ -17,6 +17,12 @@ supervisor already keeps them); otherwise backoff and auth-failure state live in
 under the GOAT home: after an auth failure no request is sent until the binding (settings
 or key) changes or ``goat check`` runs (:func:`clear_hook_state`).
 
+A binding with an embedder (semantic recall) is only recalled by meaning through a running
+server: loading a model takes seconds, so the hook never does. Without an answering server
+(none runs, or its socket is not this user's owner-only socket, or it answers garbage, too
+much or too late) the hook recalls in-process with keyword ranking only and says so on
+stderr (``keyword-only recall, degraded: ...``).
+
 Never imports mcp.
 """
 
@@ -162,7 +168,8 @@ def _recall(
 ) -> HookResult:
     import anyio
 
-    from goat_core.host import GoatHome, MemoryHost
+    from goat_core.errors import ProviderUnavailable
+    from goat_core.host import Chat, GoatHome, MemoryHost
     from goat_core.plugins import PluginSettings, Registry
     from goat_core.serve._local import ask_local, socket_path
     from goat_core.serve._scope import PIN_ENV, pinned_scope, resolve_serve_scope
@@ -178,12 +185,13 @@ def _recall(
         served = resolve_serve_scope(registry, from_dir=directory, pin=pin)
     scope = served.scope
     path = socket_path(home.data_dir, scope)
-    fallback = ""
-    if path is not None and path.exists():
+    fallback = "no running `goat serve` of this scope"
+    asked = path is not None and os.path.lexists(path)
+    if path is not None and asked:
         try:
             reply = ask_local(path, scope, prompt, budget, timeout)
-        except (OSError, ValueError) as exc:  # no running server after all: recall here
-            fallback = f" (the running server did not answer: {type(exc).__name__})"
+        except (OSError, ValueError, RecursionError) as exc:  # recall here instead
+            fallback = f"the running server did not answer ({type(exc).__name__}: {exc})"
         else:
             return _result(
                 scope.key,
@@ -197,13 +205,26 @@ def _recall(
     if registry is None:
         registry = Registry.load(PluginSettings.from_env())
 
-    async def turn() -> HookResult:
-        async with MemoryHost(home=home, registry=registry) as host:
-            return await _turn(host, scope, prompt, budget)
+    def no_model(name: str) -> Any:
+        # a model per prompt would take seconds to load: only a running server embeds
+        raise ProviderUnavailable(f"the hook loads no embedding model and {fallback}")
 
-    result = anyio.run(turn)
-    result.reason += fallback
-    return result
+    async def turn() -> HookResult:
+        async with MemoryHost(home=home, registry=registry, embedders=no_model) as host:
+            result = await _turn(host, scope, prompt, budget)
+            binding = host.context_for(Chat(project_id=scope.pen_id)).binding
+            embedder = binding.settings.get("embedder") if binding is not None else None
+            if isinstance(embedder, str):
+                result.via = "in-process, keyword-only"
+                result.reason = (
+                    f"keyword-only recall, degraded: embedder {embedder!r} is set and "
+                    f"{fallback} (start one to recall by meaning); {result.reason}"
+                )
+            elif asked:
+                result.reason += f" ({fallback})"
+            return result
+
+    return anyio.run(turn)
 
 
 def _result(

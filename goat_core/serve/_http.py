@@ -245,8 +245,9 @@ async def _serve(
             )
         scopes = [resolve_serve_scope(registry, global_=True)] if global_ else []
         scopes += [resolve_serve_scope(registry, pen=p) for p in dict.fromkeys(pens)]
+        served_scopes = [ServedScope(host, s) for s in scopes]
         app = ScopedEndpoints(
-            [ServedScope(host, s) for s in scopes],
+            served_scopes,
             origins=origins,
             token=token,
             loopback_only=is_loopback(host_name),
@@ -265,4 +266,25 @@ async def _serve(
 
         for s in scopes:
             print(f"goat serve: http://{host_name}:{port}{_endpoint(s.scope.key)}", file=sys.stderr)
-        await server.serve()
+        import anyio
+
+        from goat_core.serve._local import socket_path
+        from goat_core.serve._stdio import quiet_local
+
+        async def local_sockets() -> None:
+            # the hooks of this home ask each served scope on its own local socket, until
+            # the server begins to exit (uvicorn re-raises a SIGTERM once serve() returns,
+            # so the sockets are closed and removed while it shuts down)
+            async with anyio.create_task_group() as tg:
+                for served in served_scopes:
+                    path = socket_path(host.home.data_dir, served.served.scope)
+                    if path is not None:
+                        tg.start_soon(quiet_local, served, path)
+                while not server.should_exit:
+                    await anyio.sleep(0.1)
+                tg.cancel_scope.cancel()
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(local_sockets)
+            await server.serve()
+            tg.cancel_scope.cancel()

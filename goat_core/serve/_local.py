@@ -1,15 +1,18 @@
 """The owner-only local socket a running ``goat serve`` offers the hook of the same home.
 
 A hook is a fresh process per prompt; a running server already has the plugins imported,
-the index open and the connection supervisor's state. So the stdio server listens on a Unix
-socket under the GOAT home (directory 0700, socket 0600), one per scope, and the hook asks
-it for the turn's memory block first. One JSON line each way::
+the index open, an embedder's model loaded and the connection supervisor's state. So
+``goat serve`` (stdio, and ``--http`` for each scope it serves) listens on a Unix socket
+under the GOAT home (directory 0700, socket 0600), one per scope, and the hook asks it for
+the turn's memory block first. One JSON line each way::
 
     -> {"op": "turn", "scope": "pen:x", "prompt": "...", "budget": 4000}
     <- {"scope": "pen:x", "outcome": "ok", "block": "...", "reason": null, "label": "..."}
 
 The server answers only for its own scope (anything else: an error object) and never
-writes memory here. No mcp import.
+writes memory here. The hook talks only to this user's owner-only socket in an owner-only
+folder, reads at most the budget's worth of reply and gives up at its timeout. No mcp
+import.
 """
 
 from __future__ import annotations
@@ -79,8 +82,9 @@ def _prepare(path: Path) -> bool:
     return False  # another server of this scope and home answers; leave it
 
 
-async def serve_local(served: ServedScope, path: Path) -> None:
-    """Answer hooks on ``path`` until cancelled (returns at once if another server does)."""
+async def serve_local(served: ServedScope, path: Path, stop: Any = None) -> None:
+    """Answer hooks on ``path`` until cancelled or until the ``anyio.Event`` ``stop`` is set
+    (returns at once if another server does); removes the socket it made."""
     import anyio
 
     if not _prepare(path):
@@ -111,7 +115,13 @@ async def serve_local(served: ServedScope, path: Path) -> None:
 
     try:
         async with listener:
-            await listener.serve(handle)
+            if stop is None:
+                await listener.serve(handle)
+            else:
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(listener.serve, handle)
+                    await stop.wait()
+                    tg.cancel_scope.cancel()
     finally:
         with contextlib.suppress(OSError):
             if path.stat().st_ino == inode:
@@ -143,12 +153,43 @@ async def _answer(served: ServedScope, data: bytes) -> dict[str, Any]:
     }
 
 
-def ask_local(path: Path, scope: Scope, prompt: str, budget: int, timeout: float) -> dict[str, Any]:
-    """Ask the server on ``path`` for a turn's block (the hook side; blocking).
+#: Largest reply the hook reads: the block (at most ``budget`` characters, each at most 12
+#: bytes once JSON-escaped) plus this much for the envelope.
+REPLY_ENVELOPE_BYTES = 64_000
 
-    :raises OSError: no server listens, or it did not answer within ``timeout``.
-    :raises ValueError: an unusable answer.
+
+def check_socket(path: Path) -> None:
+    """Refuse a socket the hook must not talk to: not a socket, not this user's, or open to
+    others (the socket or its folder).
+
+    :raises PermissionError: it is not an owner-only socket of this user.
+    :raises OSError: it cannot be inspected (e.g. it vanished).
     """
+    info = path.lstat()
+    folder = path.parent.lstat()
+    uid = os.getuid()
+    if not stat.S_ISSOCK(info.st_mode):
+        raise PermissionError(f"{path} is not a socket")
+    if info.st_uid != uid or folder.st_uid != uid:
+        raise PermissionError(f"{path} belongs to another user")
+    if info.st_mode & 0o077 or folder.st_mode & 0o077:
+        raise PermissionError(f"{path} is open to other users (not owner-only)")
+
+
+def ask_local(path: Path, scope: Scope, prompt: str, budget: int, timeout: float) -> dict[str, Any]:
+    """Ask the server on ``path`` for a turn's block (the hook side; blocking). The socket
+    must be this user's and owner-only (:func:`check_socket`); the whole exchange must end
+    within ``timeout`` and the reply stay within the budget's size.
+
+    :raises OSError: no server listens, the socket is not owner-only (``PermissionError``),
+        or it did not answer within ``timeout`` (``TimeoutError``).
+    :raises ValueError: an unusable answer (not JSON, an error, another scope, too large).
+    """
+    import time
+
+    check_socket(path)
+    limit = REPLY_ENVELOPE_BYTES + 12 * budget
+    deadline = time.monotonic() + timeout
     request = {"op": "turn", "scope": scope.key, "prompt": prompt, "budget": budget}
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
         conn.settimeout(timeout)
@@ -156,12 +197,20 @@ def ask_local(path: Path, scope: Scope, prompt: str, budget: int, timeout: float
         conn.sendall(json.dumps(request).encode() + b"\n")
         data = b""
         while not data.endswith(b"\n"):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError(f"no whole answer within {timeout:g} s")
+            conn.settimeout(left)
             chunk = conn.recv(65536)
             if not chunk:
                 break
             data += chunk
+            if len(data) > limit:
+                raise ValueError(f"the answer is over {limit} bytes")
     reply = json.loads(data)
     if not isinstance(reply, dict) or "error" in reply or reply.get("scope") != scope.key:
         why = reply.get("error") if isinstance(reply, dict) else reply
-        raise ValueError(f"the running server refused: {why}")
+        raise ValueError(f"the running server refused: {str(why)[:200]}")
+    if not isinstance(reply.get("block"), str) or not isinstance(reply.get("outcome"), str):
+        raise ValueError("the answer has no block or outcome")
     return reply

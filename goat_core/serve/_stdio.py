@@ -70,7 +70,7 @@ async def _serve(
     from goat_core.host import MemoryHost
     from goat_core.logs import get_logger
     from goat_core.plugins import PluginSettings, Registry
-    from goat_core.serve._local import serve_local, socket_path
+    from goat_core.serve._local import socket_path
     from goat_core.serve._scope import resolve_serve_scope
     from goat_core.serve._server import build_server
     from goat_core.serve._tools import ServedScope
@@ -92,16 +92,42 @@ async def _serve(
         async with anyio.create_task_group() as tg:
             path = socket_path(host.home.data_dir, served_scope.scope) if local_socket else None
             if path is not None:
-                tg.start_soon(_quiet_local, serve_local, served, path)
+                stop, stopped = anyio.Event(), anyio.Event()
+                tg.start_soon(quiet_local, served, path, stop, stopped)
+                tg.start_soon(_remove_socket_on_sigterm, stop, stopped)
             async with stdio_server(stdout=stdout) as (read_stream, write_stream):
                 await server.run(read_stream, write_stream, server.create_initialization_options())
             tg.cancel_scope.cancel()
 
 
-async def _quiet_local(serve_local: Any, served: Any, path: Any) -> None:
+async def _remove_socket_on_sigterm(stop: Any, stopped: Any) -> None:
+    """On SIGTERM, close and remove the local socket, then terminate as SIGTERM would (the
+    MCP side reads stdin in a thread that no cancellation can stop)."""
+    import signal
+
+    import anyio
+
+    with anyio.open_signal_receiver(signal.SIGTERM) as signals:
+        async for _ in signals:
+            break
+    stop.set()
+    with anyio.move_on_after(2):
+        await stopped.wait()
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    os.kill(os.getpid(), signal.SIGTERM)
+
+
+async def quiet_local(served: Any, path: Any, stop: Any = None, stopped: Any = None) -> None:
+    """:func:`~goat_core.serve._local.serve_local` (until ``stop`` is set; ``stopped`` is
+    set once it returned), a failure only logged (the hook then recalls in its own
+    process)."""
     from goat_core.logs import get_logger
+    from goat_core.serve._local import serve_local
 
     try:
-        await serve_local(served, path)
+        await serve_local(served, path, stop)
     except OSError as exc:  # the hook falls back to its own process
         get_logger(__name__).warning("serve.socket_unavailable", error=str(exc))
+    finally:
+        if stopped is not None:
+            stopped.set()

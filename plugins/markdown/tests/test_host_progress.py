@@ -56,3 +56,52 @@ def test_a_read_reports_its_first_indexing_to_the_host_sink_in_one_scan(
         assert len(walks) == 2
     finally:
         host.close()
+
+
+def test_a_first_semantic_recall_reports_its_embedding_to_the_host_sink(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first semantic recall embeds every note: the host's embedding sink hears it in
+    notes, (0, total) first, then after each batch; later reads and a reindex report only
+    what changed."""
+    from _fake_embed_site import install_fake_embedder
+
+    monkeypatch.syspath_prepend(str(install_fake_embedder(tmp_path / "site")))
+    import goat_fakeembed  # type: ignore[import-not-found]
+
+    reg = registry()
+    assert register_plugin(reg.pm, goat_fakeembed, "fakeembed")
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    for i in range(40):  # one heading-less section each: one chunk per note
+        (vault / f"note {i:02}.md").write_text(f"zqembed entry {i}\n", encoding="utf-8")
+    indexing: list[tuple[int, int]] = []
+    embedding: list[tuple[int, int]] = []
+    host = SyncMemoryHost(
+        home=GoatHome.at(tmp_path / "home"),
+        registry=reg,
+        progress=lambda done, total: indexing.append((done, total)),
+        embed_progress=lambda done, total: embedding.append((done, total)),
+    )
+    try:
+        host.bind(Scope.pen("docs"), "markdown", {"root": str(vault), "embedder": "fake"})
+        context = host.context_for(Chat(project_id="docs"))
+        result = context.recall("zqembed", limit=5)
+        assert result.items and result.degraded == ()
+        assert embedding[0] == (0, 40) and embedding[-1] == (40, 40)
+        dones = [done for done, total in embedding if total == 40]
+        assert len(dones) == len(embedding) >= 3  # at least one batch short of all 40
+        assert dones == sorted(set(dones))  # after each batch, never twice
+        assert indexing[0] == (0, 40) and indexing[-1] == (40, 40)  # the keyword index's own
+        embedding.clear()
+        context.recall("zqembed entry")
+        assert embedding == []  # nothing changed, nothing embedded, nothing reported
+        (vault / "note 00.md").write_text("zqembed edited\n", encoding="utf-8")
+        context.recall("edited")
+        assert embedding == [(0, 1), (1, 1)]
+        embedding.clear()
+        (vault / "note 01.md").write_text("zqembed edited again\n", encoding="utf-8")
+        counts = context.reindex()
+        assert counts["embedded"] == 1 and embedding == [(0, 1), (1, 1)]
+    finally:
+        host.close()
