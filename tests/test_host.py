@@ -462,6 +462,26 @@ async def test_failed_read_is_reported_and_health_unchanged(host: MemoryHost) ->
     assert host.status()[1].tone is Tone.ACCENT
 
 
+async def test_a_partial_read_is_said_in_the_turn(host: MemoryHost) -> None:
+    ctx = host.context_for(Chat())
+    await ctx.remember("the deploy key rotates every 90 days", title="Deploy")
+    real = ctx._provider.recall
+
+    async def partial(query: str, **kw: Any) -> RecallResult:
+        result = await real(query, **kw)
+        why = ("semantic ranking unavailable: model missing",)
+        return result.model_copy(update={"complete": False, "degraded": why})
+
+    ctx._provider.recall = partial  # type: ignore[method-assign]
+    turn = await ctx.prepare_turn("deploy key", 2000)
+    assert turn.outcome == "ok"
+    assert turn.degraded == ("semantic ranking unavailable: model missing",)
+    empty = await ctx.prepare_turn("nothing about this at all", 2000)
+    assert empty.outcome == "empty" and empty.degraded == turn.degraded
+    whole = await host.context_for(Chat("other")).prepare_turn("deploy key", 2000)
+    assert whole.degraded == ()
+
+
 async def test_empty_outcome(host: MemoryHost) -> None:
     turn = await host.context_for(Chat()).prepare_turn("nothing about this", 1000)
     assert (turn.outcome, turn.reason) == ("empty", "nothing relevant recalled")

@@ -534,14 +534,18 @@ class MemoryContext:
                 else (f"{type(exc).__name__} while recalling from {self.label}")
             )
             return TurnMemory(block="", items=[], outcome="failed", reason=reason, **meta)
+        degraded = tuple(result.degraded)
         if not result.items:
+            why = "nothing relevant recalled"
             return TurnMemory(
-                block="", items=[], outcome="empty", reason="nothing relevant recalled", **meta
+                block="", items=[], outcome="empty", reason=why, degraded=degraded, **meta
             )
         block, quoted, cut = format_memory_block(result.items, label=self.label, budget=budget)
         if not quoted:
             return TurnMemory(block="", items=[], outcome="skipped", reason=cut, **meta)
-        return TurnMemory(block=block, items=quoted, outcome="ok", reason=cut, **meta)
+        return TurnMemory(
+            block=block, items=quoted, outcome="ok", reason=cut, degraded=degraded, **meta
+        )
 
 
 def memory_tools(context: MemoryContext) -> ToolSet:

@@ -70,6 +70,9 @@ class TurnMemory(BaseModel):
         changed), ``off`` (this scope has no memory by choice), ``unavailable`` (its
         provider cannot be used).
     :param reason: why, for every outcome but ``ok`` (and for ``ok`` when truncated).
+    :param degraded: why the read behind ``ok`` or ``empty`` was partial (a part of the store
+        not searched, semantic ranking unavailable), from the recall's own ``degraded``;
+        empty when it was whole.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -80,6 +83,7 @@ class TurnMemory(BaseModel):
     reason: Annotated[str, AfterValidator(redact)] | None = None  # may quote a server
     scope: str | None = None
     label: str | None = None
+    degraded: tuple[Annotated[str, AfterValidator(redact)], ...] = ()  # may quote a server
 
 
 def is_trivial_prompt(prompt: str) -> bool:

@@ -200,6 +200,7 @@ def _recall(
                 reply.get("reason"),
                 budget,
                 via="server",
+                degraded=reply.get("degraded"),
             )
 
     if registry is None:
@@ -228,11 +229,20 @@ def _recall(
 
 
 def _result(
-    scope: str, block: str, outcome: Any, reason: Any, budget: int, via: str = "in-process"
+    scope: str,
+    block: str,
+    outcome: Any,
+    reason: Any,
+    budget: int,
+    via: str = "in-process",
+    degraded: Any = (),
 ) -> HookResult:
     if len(block) > budget:  # never over the budget, whoever composed the block
         return HookResult(reason=f"block over the budget of {budget}", scope=scope, via=via)
     why = f"{outcome}" + (f": {reason}" if reason else "")
+    partial = [d for d in degraded or () if isinstance(d, str)]
+    if partial:  # a partial read is said, never passed off as whole
+        why += f" (degraded: {'; '.join(partial)})"
     return HookResult(context=block, reason=why, scope=scope, via=via)
 
 
@@ -242,7 +252,9 @@ async def _turn(host: MemoryHost, scope: Scope, prompt: str, budget: int) -> Hoo
     context = host.context_for(Chat(project_id=scope.pen_id))
     if context.spec is None or not context.spec.network:
         turn = await context.prepare_turn(prompt, budget)
-        return _result(scope.key, turn.block, turn.outcome, turn.reason, budget)
+        return _result(
+            scope.key, turn.block, turn.outcome, turn.reason, budget, degraded=turn.degraded
+        )
     return await _remote_turn(host, context, scope, prompt, budget)
 
 

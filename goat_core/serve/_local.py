@@ -150,6 +150,7 @@ async def _answer(served: ServedScope, data: bytes) -> dict[str, Any]:
         "block": turn.block,
         "reason": turn.reason,
         "label": turn.label,
+        "degraded": list(turn.degraded),
     }
 
 
