@@ -259,8 +259,26 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
         return note
 
     def _refs(self) -> list[PageRef]:
-        """``(path, title, frontmatter id)`` of every indexed note; call after a sync."""
-        return [(d.path, d.title, d.ident) for d in self._index_open().documents()]
+        """``(path, title, frontmatter id)`` of every indexed note; call after a sync. When
+        the index could not take the latest changes (its disk is full or read-only), of every
+        note as the files are now (:meth:`_note_files`, each read), so no reference resolves
+        to a stale title or misses a new note."""
+        index = self._index_open()
+        if index.behind is not None:
+            notes = (self._load(f.path, f.mtime_ns, f.size) for f in self._note_files())
+            return [(n.path, n.title, n.fm_id) for n in notes if n is not None]
+        return [(d.path, d.title, d.ident) for d in index.documents()]
+
+    def _note_files(self) -> list[Any]:
+        """The files of the notes a reference may name (default: every note of a walk)."""
+        return list(self._walk().files)
+
+    def _behind(self) -> list[str]:
+        """The ``degraded`` line of a read while the index misses changes (else none)."""
+        from goat_core.filestore.search._faults import behind_reason
+
+        reason = behind_reason(self._index_open())
+        return [reason] if reason else []
 
     def _resolve(self, ref: str, refs: Iterable[PageRef], *, exact_paths: bool = False) -> str:
         """The path of the one note ``ref`` names: its path (with or without ``.md``),
@@ -409,9 +427,8 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
             title = by_kw[path].title if path in by_kw else titles.get(path, path)
             hits.append(SearchHit(path=path, title=title, score=score, snippet=snippet))
         total = max(keyword.total, len(fused))
-        return SearchResults(
-            hits=hits, total=total, complete=total <= len(hits), degraded=keyword.degraded
-        )
+        complete = total <= len(hits) and not keyword.degraded
+        return SearchResults(hits=hits, total=total, complete=complete, degraded=keyword.degraded)
 
     # -- the operations a subclass implements (worker thread) ---------------------------------
     def _write(self, write: MemoryWrite, kind: str) -> Receipt:
@@ -461,10 +478,27 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
         path."""
         return await self._writing(self._forget, ref)
 
-    async def _writing(self, fn: Callable[..., Receipt], *args: Any) -> Receipt:
-        """Run a write on the worker; a full or read-only disk is :class:`StoreUnwritable`."""
+    def _strictly(self, fn: Callable[..., T], *args: Any, check: bool = True) -> T:
+        """Run ``fn`` (on the worker) with the index syncing strictly: a full or read-only
+        GOAT home raises :class:`StoreUnwritable` rather than leaving the index behind.
+        ``check``: first commit a write to the index, so a write fails before it changes a
+        note (a note written while the index then fails stays written; the index catches up
+        at a later sync and reads say ``degraded`` until then)."""
+        index = self._index_open()
+        if check:
+            index.check_writable()
+        index.strict = True
         try:
-            return await self._worker.run(fn, *args)
+            return fn(*args)
+        finally:
+            index.strict = False
+
+    async def _writing(self, fn: Callable[..., Receipt], *args: Any) -> Receipt:
+        """Run a write on the worker; a full or read-only disk (the store's, or the GOAT
+        home's under its index or lock) is :class:`StoreUnwritable`, raised before any note
+        changes."""
+        try:
+            return await self._worker.run(self._strictly, fn, *args)
         except OSError as exc:
             typed = StoreUnwritable.from_os_error(exc, getattr(exc, "filename", None) or self.root)
             if typed is None:
@@ -516,7 +550,7 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
     async def reindex(self, progress: Callable[[int, int], None] | None = None) -> dict[str, int]:
         """Bring the index in line with the folder; returns counts (``notes``, ``skipped``,
         ``unparsable``, and what the subclass adds)."""
-        return await self._worker.run(self._reindex, progress)
+        return await self._worker.run(self._strictly, self._reindex, progress, check=False)
 
     async def check(self) -> Health:
         return await self._worker.run(self._check)
