@@ -189,7 +189,7 @@ def tmpfs(path: Path, size: str = "2m") -> Iterator[Path]:
 
 def fill(folder: Path) -> None:
     """Write zeros into ``folder`` until its disk has no space left."""
-    with open(folder / "filler", "wb") as out:
+    with open(folder / "filler", "wb", buffering=0) as out:
         block = b"\0" * 65536
         with contextlib.suppress(OSError):
             while True:

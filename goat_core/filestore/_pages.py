@@ -538,11 +538,28 @@ def generated_title(text: str, *, markup: str = MARKUP_CHARS) -> str:
     return nfc(title)
 
 
-def folder_health(root: Path, *, noun: str, healthy: str) -> Health:
+def folder_health(root: Path, *, noun: str, healthy: str, index_path: Path | None = None) -> Health:
     """Broken when the store folder ``root`` is missing or not readable (``<noun> folder
-    <root> is missing``), else healthy with the message ``healthy``."""
+    <root> is missing``); ``warn`` (still ``ok``: reads work) when it, or the folder of its
+    search index under the GOAT home (``index_path``), cannot be written now: on a disk that
+    is full or read-only, or without write permission (docs/design.md, Writes and outcomes);
+    else healthy with the message ``healthy``."""
+    from goat_core.contract import Tone
+    from goat_core.filestore.search._faults import unwritable_reason
+
     if not root.is_dir():
         return Health.broken(f"{noun} folder {root} is missing")
     if not os.access(root, os.R_OK | os.X_OK):
         return Health.broken(f"{noun} folder {root} is not readable")
+    found = []
+    if why := unwritable_reason(root):
+        found.append(f"{noun} folder {root} is {why}")
+    if index_path is not None:
+        if why := unwritable_reason(index_path.parent):
+            found.append(f"search index folder {index_path.parent} (GOAT home) is {why}")
+        elif index_path.is_file() and not os.access(index_path, os.W_OK):
+            found.append(f"search index {index_path} (GOAT home) is read-only")
+    if found:
+        reason = f"{healthy}; cannot be written: {'; '.join(found)} (reads work, writes fail)"
+        return Health(ok=True, tone=Tone.WARN, reason=reason)
     return Health.healthy(healthy)

@@ -324,7 +324,10 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
     def _check(self) -> Health:
         from goat_core.filestore._pages import folder_health
 
-        return folder_health(self.root, noun=self.noun, healthy=self.healthy.format(root=self.root))
+        healthy = self.healthy.format(root=self.root)
+        return folder_health(
+            self.root, noun=self.noun, healthy=healthy, index_path=self._index_path
+        )
 
     def _close(self) -> None:
         if self._index is not None:

@@ -144,7 +144,7 @@ def _tmpfs(path: Path, size: str) -> Iterator[Path]:
 
 
 def _fill(folder: Path) -> None:
-    with open(folder / "filler", "wb") as out, contextlib.suppress(OSError):
+    with open(folder / "filler", "wb", buffering=0) as out, contextlib.suppress(OSError):
         while True:
             out.write(b"\0" * 65536)
             out.flush()
@@ -198,3 +198,94 @@ def test_the_real_vault_with_its_goat_home_on_a_full_or_read_only_tmpfs(
         assert f"cannot write the search index {db}: " in remembered.stderr
         assert not (vault / "Y.md").exists()
         print(f"GOAT home {fault}: seconds per command {timings}")
+
+
+# -- goat check: a store it cannot write is warn ---------------------------------------------
+
+
+def _fake_statvfs(monkeypatch: pytest.MonkeyPatch, under: Path, fault: str) -> None:
+    """``os.statvfs`` says the file system of ``under`` is read-only or has no space left."""
+    real = os.statvfs
+    prefix = str(under)
+
+    def statvfs(path: object) -> os.statvfs_result:
+        got = real(path)  # type: ignore[arg-type]
+        if not os.fspath(path).startswith(prefix):  # type: ignore[arg-type]
+            return got
+        fields = list(got)
+        if fault == "read-only":
+            fields[8] |= os.ST_RDONLY  # f_flag
+        else:
+            fields[3] = fields[4] = 0  # f_bfree, f_bavail
+        return os.statvfs_result(fields)
+
+    monkeypatch.setattr(os, "statvfs", statvfs)
+
+
+@pytest.mark.parametrize(
+    ("place", "fault"),
+    [("vault", "read-only"), ("vault", "full"), ("home", "read-only"), ("home", "full")],
+)
+def test_check_reports_a_store_it_cannot_write_as_warn(
+    goat_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, place: str, fault: str
+) -> None:
+    """``goat check`` reported an unwritable store as ok."""
+    vault = _vault(tmp_path)
+    assert goat("bind", "--global", "markdown", "--set", f"root={vault}").exit_code == 0
+    assert goat("recall", "storm").exit_code == 0
+    healthy = goat("check")
+    assert healthy.stdout == f"global: ok (quiet)\n  markdown notes in {vault}\n"
+    index_dir = GoatHome.at(goat_home).index_path(vault).parent
+    _fake_statvfs(monkeypatch, vault if place == "vault" else goat_home, fault)
+    what = (
+        f"store folder {vault} is {fault}"
+        if place == "vault"
+        else f"search index folder {index_dir} (GOAT home) is {fault}"
+    )
+    reason = f"markdown notes in {vault}; cannot be written: {what} (reads work, writes fail)"
+    checked = goat("check")
+    assert checked.exit_code == 0, checked.output
+    assert checked.stdout == f"global: ok (warn)\n  {reason}\n"
+    data = json.loads(goat("check", "--json").stdout)
+    assert (data["ok"], data["tone"], data["reason"], data["cause"]) == (
+        True,
+        "warn",
+        reason,
+        None,
+    )
+    status = json.loads(goat("status", "--json").stdout)["bindings"]
+    assert [(b["tone"], b["reason"]) for b in status if b["scope"] == "global"] == [
+        ("warn", reason)
+    ]
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes whatever the folder's mode")
+def test_check_warns_of_a_vault_without_write_permission(goat_home: Path, tmp_path: Path) -> None:
+    vault = _vault(tmp_path)
+    assert goat("bind", "--global", "markdown", "--set", f"root={vault}").exit_code == 0
+    vault.chmod(0o500)
+    try:
+        data = json.loads(goat("check", "--json").stdout)
+    finally:
+        vault.chmod(0o700)
+    assert data["tone"] == "warn" and f"store folder {vault} is read-only" in data["reason"]
+
+
+@pytest.mark.parametrize("fault", ["full", "read-only"])
+def test_check_warns_of_a_vault_on_a_full_or_read_only_tmpfs(
+    goat_home: Path, tmp_path: Path, fault: str
+) -> None:
+    with _tmpfs(tmp_path / "vault", "1m") as vault:
+        (vault / "Note.md").write_text("a note\n", encoding="utf-8")
+        assert goat("bind", "--global", "markdown", "--set", f"root={vault}").exit_code == 0
+        if fault == "full":
+            _fill(vault)
+        else:
+            subprocess.run(["mount", "-o", "remount,ro", str(vault)], check=True)
+        checked = goat("check")
+        assert checked.exit_code == 0, checked.output
+        assert checked.stdout == (
+            f"global: ok (warn)\n  markdown notes in {vault}; cannot be written: store"
+            f" folder {vault} is {fault} (reads work, writes fail)\n"
+        )
+        assert goat("show", "Note").stdout == "a note\n"
