@@ -29,7 +29,7 @@ import bisect
 import os
 import re
 import unicodedata
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -248,17 +248,28 @@ def resolve_page_ref(
     where: str,
     shared_ids_ambiguous: bool = True,
     exact_paths: bool = False,
+    aliases: Callable[[], Mapping[str, Sequence[str]]] | None = None,
 ) -> str:
     """The path of the one page ``ref`` names, tried in order: its exact path (NFC), a unique
     frontmatter ``id``, the path plus ``.md``, the path ignoring case (when ``ref`` has a
-    ``/`` or ends in ``.md``), then a unique title or file name ignoring case (NFC; a trailing
-    ``.md`` is dropped), as Obsidian's quick switcher matches names.
+    ``/`` or ends in ``.md``), a unique title or file name ignoring case (NFC; a trailing
+    ``.md`` is dropped), as Obsidian's quick switcher matches names, then a unique
+    frontmatter alias ignoring case (NFC).
+
+    A title or file name wins over an alias: Obsidian resolves ``[[X]]`` to the note named
+    ``X`` even when another note lists ``X`` among its ``aliases`` (aliases only offer a note
+    in the link suggester and the quick switcher, they never take a name over), and a lookup
+    that finds a page by its title must keep finding it when some other note gains that
+    alias. So an alias is looked at only when no title or file name matches; two pages
+    sharing it are :class:`Ambiguous`.
 
     :param refs: ``(path, title, frontmatter id)`` of every page.
     :param root: the store root (a path-like reference must stay inside it).
     :param where: how the store is named in :class:`NotFound` (``Provider.label()``).
     :param shared_ids_ambiguous: when several pages carry ``ref`` as their ``id``, raise
         :class:`Ambiguous` listing them (``False``: fall through to titles and names).
+    :param aliases: called only when no title or name matched: ``path -> frontmatter
+        aliases`` (a list or a single string as Obsidian reads them, :func:`str_list`).
     :param exact_paths: for destructive operations (``forget``): a reference written as a
         path (a ``/`` or a trailing ``.md``) that names no page is :class:`NotFound`, never
         matched by title or file name elsewhere, so repeating a forget cannot remove a
@@ -304,6 +315,9 @@ def resolve_page_ref(
     matches = [p for p, t, _i in items if fold(t) == key or fold(file_stem(p)) == key]
     if shared_ids_ambiguous and len(with_id) > 1:
         matches = with_id
+    if not matches and aliases is not None:
+        key = fold(ref)
+        matches = [p for p, names in aliases().items() if any(fold(a) == key for a in names)]
     if len(matches) == 1:
         return matches[0]
     if matches:

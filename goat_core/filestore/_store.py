@@ -282,8 +282,9 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
 
     def _resolve(self, ref: str, refs: Iterable[PageRef], *, exact_paths: bool = False) -> str:
         """The path of the one note ``ref`` names: its path (with or without ``.md``),
-        frontmatter ``id``, then a unique title or file name ignoring case (NFC)
-        (:func:`goat_core.filestore.resolve_page_ref`).
+        frontmatter ``id``, a unique title or file name ignoring case (NFC), then a unique
+        frontmatter alias (:func:`goat_core.filestore.resolve_page_ref`, which says why a
+        title wins over an alias).
 
         :param refs: ``(path, title, frontmatter id)`` of every note.
         :raises NotFound: nothing matches. :raises Ambiguous: several do.
@@ -298,7 +299,23 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
             where=self.label(),
             shared_ids_ambiguous=self.shared_ids_ambiguous,
             exact_paths=exact_paths,
+            aliases=self._aliases,
         )
+
+    def _aliases(self) -> dict[str, list[str]]:
+        """``path -> frontmatter aliases`` of the notes (``aliases``, else ``alias``; a list
+        or a single string), from the index, or from the files while it misses changes."""
+        index = self._index_open()
+        if index.behind is None:
+            return index.aliases()
+        from goat_core.filestore._pages import str_list
+
+        notes = (self._load(f.path, f.mtime_ns, f.size) for f in self._note_files())
+        return {
+            n.path: str_list(n.data.get("aliases") or n.data.get("alias"))
+            for n in notes
+            if n is not None
+        }
 
     def _page(self, note: NoteT) -> Page:
         from goat_core.filestore._pages import to_page

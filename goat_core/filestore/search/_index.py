@@ -112,8 +112,7 @@ class SearchIndex:
         missing notes, and must sync (then read) again."""
         self.behind: StoreUnwritable | None = None
         """Why the index misses changes of the files (full or read-only disk, :meth:`sync`)."""
-        self.strict = False
-        """``True``: :meth:`sync` raises :class:`StoreUnwritable` instead (writes, reindex)."""
+        self.strict = False  # True: sync raises StoreUnwritable instead (writes, reindex)
         self._read_only: StoreUnwritable | None = None  # opened read-only: why
         self._conn: sqlite3.Connection | None = None
         self._vocab_conn: sqlite3.Connection | None = None
@@ -146,16 +145,14 @@ class SearchIndex:
             self._conn = open_read_only(self.db_path, self.busy_timeout_s, version, fault)
             self._read_only = fault
 
-    def _writable_again(self) -> None:
-        """Opened read-only: try to open for writing again (the disk may have room now)."""
+    def _writable_again(self) -> None:  # opened read-only: the disk may have room now
         if self._read_only is not None:
             self.close()
             self._guarded(self._open)
 
     def check_writable(self) -> None:
-        """Commit a one-row write, so a store's write fails before it changes a note.
-
-        :raises StoreUnwritable: the index's disk is full or read-only."""
+        """Commit a one-row write (:class:`StoreUnwritable` on a full or read-only disk), so a
+        store's write fails before it changes a note."""
 
         def go() -> None:
             with self._write() as db:
@@ -437,9 +434,8 @@ class SearchIndex:
         compared file by file. A folder holding a file that was skipped keeps no digest, so it
         is compared (and the file retried) at every sync.
 
-        A full or read-only disk under the index (:class:`StoreUnwritable`) keeps what was
-        committed, sets :attr:`behind` and returns (reads then answer from what is indexed and
-        say so), or, when :attr:`strict`, raises. A sync that stores every change clears it.
+        A full or read-only disk (:class:`StoreUnwritable`) keeps what was committed, sets
+        :attr:`behind` and returns, or raises when :attr:`strict`; a full sync clears it.
 
         :param progress: called as ``progress(done, total)`` with counts of changed files.
         :raises ProviderUnavailable: the index stayed locked past the busy timeout.
@@ -530,8 +526,7 @@ class SearchIndex:
             if len(batch) >= _BATCH_DOCS or batch_bytes >= _BATCH_BYTES:
                 flush()
         flush()
-        # folder digests only save work: a disk that cannot take them leaves the rows current
-        with contextlib.suppress(StoreUnwritable):
+        with contextlib.suppress(StoreUnwritable):  # digests only save work: rows are current
             self._seal([f for f in plan.changed if f not in unsealed], groups, digests, plan.gone)
             if added or updated or removed:
                 self._run(self._release_free_pages)
@@ -835,6 +830,12 @@ class SearchIndex:
             return sorted(((p, q) for p, q in rows), key=lambda r: (r[0].casefold(), r[0]))
 
         return self._run(go)
+
+    def aliases(self) -> dict[str, list[str]]:
+        """``path -> frontmatter aliases`` of every indexed note that has any."""
+        sql = "SELECT path, aliases FROM docs WHERE aliases != ''"
+        rows = self._run(lambda: self._db.execute(sql).fetchall())
+        return {path: names.split("\n") for path, names in rows}
 
     def stats(self) -> IndexStats:
         """Documents indexed and bytes on disk."""

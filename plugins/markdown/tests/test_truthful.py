@@ -137,3 +137,62 @@ def test_the_readme_host_example_runs_with_the_pen_unbound_then_bound(
     bound = run()
     assert bound.returncode == 0, bound.stderr
     assert bound.stdout.startswith("ok ") and "'recall'" in bound.stdout
+
+
+def _alias_vault(tmp_path: Path) -> Path:
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    notes = {
+        "Zebra.md": "---\ntitle: Zebra notes\naliases: [Stripes, Equus]\n---\nbody Z\n",
+        "Horse.md": "---\naliases: Equus\n---\nbody H\n",
+        "Tiger.md": "---\naliases: [Zebra notes]\n---\nbody T\n",
+    }
+    for name, text in notes.items():
+        (vault / name).write_text(text, encoding="utf-8")
+    return vault
+
+
+def test_show_finds_a_note_by_a_frontmatter_alias(goat_home: Path, tmp_path: Path) -> None:
+    """``goat show`` ignored frontmatter ``aliases``, which Obsidian resolves."""
+    vault = _alias_vault(tmp_path)
+    assert goat("bind", "--pen", "al", "markdown", "--set", f"root={vault}").exit_code == 0
+    assert goat("show", "Stripes", "--pen", "al").stdout == "body Z\n"  # one of a list
+    assert goat("show", "stripes", "--pen", "al").stdout == "body Z\n"  # case-insensitive
+    shown = json.loads(goat("show", "STRIPES", "--pen", "al", "--json").stdout)
+    assert shown["id"] == "Zebra.md"
+    # the title wins over another note's alias, as Obsidian resolves [[Zebra notes]]
+    assert goat("show", "Zebra notes", "--pen", "al").stdout == "body Z\n"
+    both = goat("show", "equus", "--pen", "al")  # a list on one, a single string on the other
+    assert both.exit_code == 3
+    assert both.stdout == ""
+    assert both.stderr == (
+        "goat: error: 2 pages match 'equus': Horse.md, Zebra.md; use a path\n"
+        "  Horse.md\n"
+        "  Zebra.md\n"
+    )
+    missing = goat("show", "Stripe", "--pen", "al")
+    assert missing.exit_code == 3 and "no page matches 'Stripe'" in missing.stderr
+
+
+def test_the_host_api_finds_a_note_by_an_alias(tmp_path: Path) -> None:
+    from goat_core.contract import Scope
+    from goat_core.host import Chat, GoatHome, SyncMemoryHost
+    from goat_core.plugins import PluginSettings, Registry, make_plugin_manager, register_plugin
+
+    import goat_markdown.plugin
+
+    vault = _alias_vault(tmp_path)
+    pm = make_plugin_manager(PluginSettings(autoload=False))
+    assert register_plugin(pm, goat_markdown.plugin, "markdown")
+    host = SyncMemoryHost(home=GoatHome.at(tmp_path / "home"), registry=Registry(pm))
+    try:
+        host.bind(Scope.pen("al"), "markdown", {"root": str(vault)})
+        memory = host.context_for(Chat(project_id="al"))  # as MCP show does
+        assert memory.get_page("stripes").id == "Zebra.md"
+        from goat_core.errors import Ambiguous
+
+        with pytest.raises(Ambiguous) as info:
+            memory.get_page("Equus")
+        assert info.value.candidates == ["Horse.md", "Zebra.md"]
+    finally:
+        host.close()
