@@ -502,6 +502,7 @@ def recall_item(hit: SearchHit, note: StoredNote | None, *, source: str | None) 
         path=hit.path,
         score=float(hit.score),
         snippet=hit.snippet,
+        snippet_spans=hit.spans,
         text=note.body.strip()[:RECALL_TEXT_CHARS] if note is not None else None,
         source=source,
     )

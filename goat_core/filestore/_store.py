@@ -409,7 +409,7 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
         import dataclasses
 
         from goat_core.errors import GoatError
-        from goat_core.filestore.search import FUSION, SearchHit, SearchResults, fuse
+        from goat_core.filestore.search import FUSION, SearchHit, SearchResults, Snippet, fuse
 
         try:
             vectors = self._vector_open()
@@ -437,15 +437,15 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
         for path, score in fused[:limit]:
             note = self._load(path)
             body = note.body if note is not None else ""
-            snippet: str | None = None
+            cut: Snippet | None = None
             chunk = by_vec.get(path)
             if chunk is not None and chunk.end > chunk.start:
                 text = body[chunk.start : chunk.end]
-                snippet = index.snippet(text, query) or _chunk_head(text)
-            if not snippet:
-                snippet = index.snippet(body, query) or _chunk_head(body)
+                cut = index.snippet(text, query) or Snippet(_chunk_head(text))
+            if cut is None or not cut.text:
+                cut = index.snippet(body, query) or Snippet(_chunk_head(body))
             title = by_kw[path].title if path in by_kw else titles.get(path, path)
-            hits.append(SearchHit(path=path, title=title, score=score, snippet=snippet))
+            hits.append(SearchHit(path, title, score, cut.text, cut.spans))
         total = max(keyword.total, len(fused))
         complete = total <= len(hits) and not keyword.degraded
         return SearchResults(hits=hits, total=total, complete=complete, degraded=keyword.degraded)

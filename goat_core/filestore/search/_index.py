@@ -54,7 +54,7 @@ from goat_core.filestore.search._scan import (
     _Pending,
     _Plan,
 )
-from goat_core.filestore.search._snippets import _snippet
+from goat_core.filestore.search._snippets import Snippet, _snippet
 
 SCHEMA_VERSION = 4
 """Bump when the tables, the tokenizer or the text preprocessing change: old indexes rebuild.
@@ -750,9 +750,9 @@ class SearchIndex:
                 degraded=(f"search index {self.db_path} was corrupt and has been rebuilt",),
             )
 
-    def snippet(self, text: str, query: str) -> str | None:
-        """The window of ``text`` around the best match of ``query``'s terms, matched words
-        marked as in a search hit; ``None`` when no term occurs in it."""
+    def snippet(self, text: str, query: str) -> Snippet | None:
+        """The window of ``text`` around the best match of ``query``'s terms, plain, with the
+        spans of the matched words as in a search hit; ``None`` when no term occurs in it."""
         terms = search_terms(query, cap=None)[:MAX_QUERY_TERMS]
         if not terms:
             return None

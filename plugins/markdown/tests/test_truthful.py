@@ -196,3 +196,96 @@ def test_the_host_api_finds_a_note_by_an_alias(tmp_path: Path) -> None:
         assert info.value.candidates == ["Horse.md", "Zebra.md"]
     finally:
         host.close()
+
+
+def _goat_on_a_terminal(args: list[str], env: dict[str, str]) -> str:
+    """Run ``goat`` with its stdout on a pseudo-terminal; what it printed there."""
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "goat_core.cli", *args],
+        stdout=slave,
+        stderr=subprocess.DEVNULL,
+        env=env,
+    )
+    os.close(slave)
+    out = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # the other end closed
+            break
+        if not chunk:
+            break
+        out += chunk
+    os.close(master)
+    assert proc.wait(timeout=120) == 0
+    return out.decode("utf-8").replace("\r\n", "\n")
+
+
+def test_recall_snippets_bold_on_a_terminal_plain_in_a_pipe_spans_in_json(
+    goat_home: Path, tmp_path: Path
+) -> None:
+    """Snippets printed raw ``==…==`` markers in a terminal."""
+    import os
+    import subprocess
+    import sys
+
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "Sync.md").write_text("Always ==sync== twice; sync again.\n", encoding="utf-8")
+    assert goat("bind", "--global", "markdown", "--set", f"root={vault}").exit_code == 0
+    plain = "Always ==sync== twice; sync again."  # the note's own == stay: they are its text
+    data = json.loads(goat("recall", "sync", "--json").stdout)
+    assert [(i["snippet"], i["snippet_spans"]) for i in data["items"]] == [
+        (plain, [[9, 13], [23, 27]])
+    ]
+    env = {
+        **{k: v for k, v in os.environ.items() if k != "NO_COLOR"},
+        "GOAT_HOME": str(goat_home),
+        "GOAT_LOAD_PLUGINS": "markdown",
+    }
+    piped = subprocess.run(
+        [sys.executable, "-m", "goat_core.cli", "recall", "sync"],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+    )
+    assert piped.stdout.splitlines()[1].endswith(f"  Sync.md  {plain}")
+    bold = "Always ==\x1b[1msync\x1b[0m== twice; \x1b[1msync\x1b[0m again."
+    shown = _goat_on_a_terminal(["recall", "sync"], env)
+    assert shown.splitlines()[1].endswith(f"  Sync.md  {bold}")
+    no_color = _goat_on_a_terminal(["recall", "sync"], {**env, "NO_COLOR": "1"})
+    assert no_color.splitlines()[1].endswith(f"  Sync.md  {plain}")
+
+
+def test_the_recall_tool_gives_the_model_plain_snippets_and_spans(tmp_path: Path) -> None:
+    """The model tool's result (which ``goat serve`` sends as MCP structured content) carries
+    the plain snippet and its spans, as ``recall --json`` does."""
+    import anyio
+    from goat_core.contract import Scope
+    from goat_core.host import Chat, GoatHome, SyncMemoryHost
+    from goat_core.plugins import PluginSettings, Registry, make_plugin_manager, register_plugin
+
+    import goat_markdown.plugin
+
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "Sync.md").write_text("Always ==sync== twice; sync again.\n", encoding="utf-8")
+    pm = make_plugin_manager(PluginSettings(autoload=False))
+    assert register_plugin(pm, goat_markdown.plugin, "markdown")
+    host = SyncMemoryHost(home=GoatHome.at(tmp_path / "home"), registry=Registry(pm))
+    try:
+        host.bind(Scope.pen("sn"), "markdown", {"root": str(vault)})
+        tools = host.context_for(Chat(project_id="sn")).tools()
+        result = anyio.run(tools.call, "recall", {"query": "sync"})
+    finally:
+        host.close()
+    item = result["items"][0]
+    assert item["snippet"] == "Always ==sync== twice; sync again."
+    assert item["snippet_spans"] == [[9, 13], [23, 27]]
