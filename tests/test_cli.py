@@ -544,7 +544,7 @@ def test_recall_json_shape_and_ranking(bound: Path) -> None:
     assert data["complete"] is True and data["degraded"] == []
     assert [i["id"] for i in data["items"]] == ["often.md", "once.md"]
     for item in data["items"]:
-        assert list(item) == ["id", "title", "path", "score", "snippet"]
+        assert list(item) == ["id", "title", "path", "score", "snippet", "snippet_spans"]
     assert data["items"][0]["score"] > data["items"][1]["score"]
     human = run("recall", "deploy").stdout
     assert human.splitlines()[0].split() == ["SCORE", "PAGE", "SNIPPET"]

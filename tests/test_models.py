@@ -19,6 +19,7 @@ from goat_core.contract import (
     Provider,
     ProviderContext,
     ProviderSpec,
+    RecallItem,
     Receipt,
     ReceiptStatus,
     Scope,
@@ -274,3 +275,18 @@ def test_first_release_cause_names_read_as_generic_ones(given: str, read_as: str
     """A provider written against the first release's cause names keeps working."""
     assert Health.broken("gone", cause=given).cause == read_as
     assert Health(ok=False, tone=Tone.WARN, cause=given).cause == read_as  # type: ignore[arg-type]
+
+
+def test_recall_item_json_carries_plain_snippet_and_spans() -> None:
+    item = RecallItem(
+        id="a.md", title="A", score=1.0, snippet="keep the log", snippet_spans=((9, 12),)
+    )
+    assert item.to_json()["snippet"] == "keep the log"
+    assert item.to_json()["snippet_spans"] == [[9, 12]]
+    assert RecallItem(id="b", title="B", score=1.0, snippet="x").to_json()["snippet_spans"] == []
+
+
+@pytest.mark.parametrize("spans", [((9, 13),), ((4, 4),), ((5, 8), (4, 6)), ((-1, 2),)])
+def test_recall_item_spans_must_fit_their_snippet(spans: tuple[tuple[int, int], ...]) -> None:
+    with pytest.raises(ValidationError, match="do not fit a snippet of 12 characters"):
+        RecallItem(id="a.md", title="A", score=1.0, snippet="keep the log", snippet_spans=spans)

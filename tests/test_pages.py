@@ -168,6 +168,68 @@ def test_resolve_page_ref_unsafe_path_names_its_rule(tmp_path: Path) -> None:
     assert info.value.rule == "parent-traversal"
 
 
+ALIASES = {
+    "Alpha.md": ["First letter", "A"],
+    "people/Bob.md": ["Bobby"],
+    "a/Same.md": ["Twin", "Second"],  # "Second" is another page's title
+    "b/Same.md": ["twin"],
+}
+
+
+@pytest.mark.parametrize(
+    ("ref", "expected"),
+    [
+        ("First letter", "Alpha.md"),  # an alias of a list
+        ("first LETTER", "Alpha.md"),  # ignoring case, as titles
+        ("bobby", "people/Bob.md"),
+        ("Second", "y/Two.md"),  # a title wins over another page's alias
+        ("Robert", "people/Bob.md"),
+    ],
+)
+def test_resolve_page_ref_by_frontmatter_aliases(tmp_path: Path, ref: str, expected: str) -> None:
+    got = filestore.resolve_page_ref(
+        ref, REFS, root=tmp_path, where="Global memory", aliases=lambda: ALIASES
+    )
+    assert got == expected
+
+
+def test_resolve_page_ref_alias_shared_by_two_pages_is_ambiguous(tmp_path: Path) -> None:
+    with pytest.raises(Ambiguous) as info:
+        filestore.resolve_page_ref(
+            "TWIN", REFS, root=tmp_path, where="Global memory", aliases=lambda: ALIASES
+        )
+    assert info.value.candidates == ["a/Same.md", "b/Same.md"]
+    assert str(info.value) == "2 pages match 'TWIN': a/Same.md, b/Same.md; use a path"
+
+
+def test_resolve_page_ref_reads_aliases_only_when_no_title_matches(tmp_path: Path) -> None:
+    def aliases() -> dict[str, list[str]]:
+        raise AssertionError("aliases were read for a reference a title resolves")
+
+    got = filestore.resolve_page_ref("alpha", REFS, root=tmp_path, where="here", aliases=aliases)
+    assert got == "Alpha.md"
+
+
+def test_the_index_keeps_aliases_as_a_list_or_a_single_string(tmp_path: Path) -> None:
+    from goat_core.filestore.search import FileStat, SearchIndex
+
+    notes = {
+        "Zebra.md": "---\ntitle: Zebra notes\naliases: [Stripes, Equus]\n---\nbody Z\n",
+        "Horse.md": "---\naliases: Equus\n---\nbody H\n",
+        "Plain.md": "no frontmatter\n",
+    }
+    for name, text in notes.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    with SearchIndex(tmp_path / "index" / "search.sqlite") as index:
+
+        def load(rel: str) -> filestore.IndexedDoc | None:
+            note = filestore.read_note(tmp_path, rel)
+            return None if note is None else filestore.indexed_doc(note)
+
+        index.sync([FileStat(n, 1, len(t)) for n, t in notes.items()], load)
+        assert index.aliases() == {"Zebra.md": ["Stripes", "Equus"], "Horse.md": ["Equus"]}
+
+
 # -- reading --------------------------------------------------------------------------------
 
 

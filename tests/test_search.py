@@ -19,12 +19,20 @@ from goat_core.filestore.search import (
     SNIPPET_OPEN,
     FileStat,
     IndexedDoc,
+    SearchHit,
     SearchIndex,
     SyncStats,
     fts_query,
+    highlight,
     query_terms,
     search_terms,
 )
+
+
+def marked(hit: SearchHit) -> str:
+    """A hit's plain snippet with its spans marked ``==...==`` (Obsidian's highlight)."""
+    return highlight(hit.snippet, hit.spans, SNIPPET_OPEN, SNIPPET_CLOSE)
+
 
 # --------------------------------------------------------------------------- a tiny store
 
@@ -143,12 +151,12 @@ def test_operator_words_are_plain_words(index: SearchIndex):
     # "OR" is no operator: beside another term it is a stop-word (dropped, never marked) ...
     res = index.search("retry OR")
     assert [h.path for h in res.hits] == ["Syntax.md"]
-    snippet = res.hits[0].snippet
+    snippet = marked(res.hits[0])
     assert snippet == "Tasks with status: done are archived. Always ==retry== OR give up."
     # ... and alone it is the literal word
     res = index.search("OR")
     assert [h.path for h in res.hits] == ["Syntax.md"]
-    assert SNIPPET_OPEN + "OR" + SNIPPET_CLOSE in res.hits[0].snippet
+    assert SNIPPET_OPEN + "OR" + SNIPPET_CLOSE in marked(res.hits[0])
 
 
 def test_stop_words_are_dropped_only_beside_other_terms():
@@ -203,7 +211,7 @@ def test_any_indexed_word_is_found(tmp_path: Path, word: str):
 def test_diacritics_are_folded(index: SearchIndex):
     assert paths(index, "cafe") == ["Cafe.md"]
     assert paths(index, "CAFÉ") == ["Cafe.md"]
-    assert SNIPPET_OPEN + "café" + SNIPPET_CLOSE in index.search("cafe").hits[0].snippet
+    assert SNIPPET_OPEN + "café" + SNIPPET_CLOSE in marked(index.search("cafe").hits[0])
 
 
 def test_decomposed_accents_are_folded(tmp_path: Path):
@@ -231,7 +239,7 @@ def test_spaceless_scripts_find_short_words(
 ):
     res = index.search(query)
     assert [h.path for h in res.hits] == [expected]
-    assert SNIPPET_OPEN + shown + SNIPPET_CLOSE in res.hits[0].snippet
+    assert SNIPPET_OPEN + shown + SNIPPET_CLOSE in marked(res.hits[0])
 
 
 def test_cjk_pair_not_in_text_is_not_found(index: SearchIndex):
@@ -295,11 +303,11 @@ def test_stemming_matches_word_forms_and_marks_them(tmp_path: Path):
     ]
     with _docs_index(tmp_path, docs) as ix:
         assert [h.path for h in ix.search("vaults").hits] == ["b.md"]
-        assert ix.search("vaults").hits[0].snippet == "One ==vault== per project."
+        assert marked(ix.search("vaults").hits[0]) == "One ==vault== per project."
         hit = ix.search("delete").hits[0]
         assert hit.path == "a.md"
-        assert "==Deleting==" in hit.snippet and "==deleted==" in hit.snippet
-        assert "==files==" not in hit.snippet  # only query terms are marked
+        assert "==Deleting==" in marked(hit) and "==deleted==" in marked(hit)
+        assert "==files==" not in marked(hit)  # only query terms are marked
 
 
 def test_equal_scores_break_by_title_match_then_path(tmp_path: Path):
@@ -318,8 +326,8 @@ def test_snippet_marks_no_stop_word_and_keep_wikilinks_readable(tmp_path: Path):
     with _docs_index(tmp_path, docs) as ix:
         hit = ix.search("how do I open the command palette?").hits[0]
         assert hit.path == "Command palette.md"
-        assert "[[==Command== ==palette==]]" in hit.snippet and "==open==" in hit.snippet
-        assert "==the==" not in hit.snippet and "==to==" not in hit.snippet
+        assert "[[==Command== ==palette==]]" in marked(hit) and "==open==" in marked(hit)
+        assert "==the==" not in marked(hit) and "==to==" not in marked(hit)
     # marks are Obsidian's highlight, so the note's own bold stays readable around them, and
     # text the note already highlights is not wrapped twice
     notes = [
@@ -328,9 +336,9 @@ def test_snippet_marks_no_stop_word_and_keep_wikilinks_readable(tmp_path: Path):
         IndexedDoc("d.md", "D", "Always ==sync== twice"),
     ]
     with _docs_index(tmp_path / "2", notes) as ix:
-        assert ix.search("open").hits[0].snippet == "Select **==Open==** now"
-        assert ix.search("device").hits[0].snippet == "Set the **==Device== name** first"
-        assert ix.search("sync").hits[0].snippet == "Always ==sync== twice"
+        assert marked(ix.search("open").hits[0]) == "Select **==Open==** now"
+        assert marked(ix.search("device").hits[0]) == "Set the **==Device== name** first"
+        assert marked(ix.search("sync").hits[0]) == "Always ==sync== twice"
 
 
 def test_notes_with_every_term_lead_notes_with_some(tmp_path: Path):
@@ -351,7 +359,7 @@ def test_snippet_contains_the_match_far_into_a_long_note(tmp_path: Path):
     with SearchIndex(tmp_path / "i.sqlite") as ix:
         ix.update_one(IndexedDoc("long.md", "Long", body), FileStat("long.md", 1, len(body)))
         hit = ix.search("needle").hits[0]
-        assert SNIPPET_OPEN + "needle" + SNIPPET_CLOSE in hit.snippet
+        assert SNIPPET_OPEN + "needle" + SNIPPET_CLOSE in marked(hit)
         assert hit.snippet.startswith("…") and len(hit.snippet) < 300
 
 
@@ -1063,3 +1071,25 @@ def test_many_changed_folders_are_read_in_one_scan(tmp_path: Path, monkeypatch: 
         assert (len(seen.changed), seen.rows) == (80, 160)
         assert _stats(ix.sync(scan(root), loader(root))) == (160, 0, 0, 0, 160, 0)
         assert seen.changed == [] and ix.stats().documents == 160 and ix.verify() == []
+
+
+@pytest.mark.parametrize(
+    ("body", "query", "snippet", "spans"),
+    [
+        ("Always ==sync== twice; sync again.", "sync", "Always ==sync== twice; sync again.",
+         ((9, 13), (23, 27))),
+        # a note's own "==" that marks nothing is text, never read as a mark
+        ("if a == b then keep the log", "log", "if a == b then keep the log", ((24, 27),)),
+        # the note's own control characters that cut snippets use internally become spaces
+        ("tab\x02bed \x03 harbour\nlog", "harbour", "tab bed harbour log", ((8, 15),)),
+        ("Café  au\tlait", "cafe", "Café au lait", ((0, 4),)),
+    ],
+)  # fmt: skip
+def test_snippets_are_plain_text_with_the_spans_of_matched_words(
+    tmp_path: Path, body: str, query: str, snippet: str, spans: tuple[tuple[int, int], ...]
+) -> None:
+    with SearchIndex(tmp_path / "ix.sqlite") as ix:
+        ix.sync([FileStat("n.md", 1, len(body))], lambda p: IndexedDoc(p, "Note", body))
+        hit = ix.search(query).hits[0]
+        assert (hit.snippet, hit.spans) == (snippet, spans)
+        assert ix.snippet(body, query) == (snippet, spans)

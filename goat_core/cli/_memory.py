@@ -3,6 +3,7 @@ reindex."""
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -14,7 +15,7 @@ from goat_core.cli._options import _scope, memory_options, open_memory
 from goat_core.cli._output import _err, _one_line, _table, _to_json, emit_json
 
 if TYPE_CHECKING:
-    from goat_core.contract import Receipt
+    from goat_core.contract import RecallItem, Receipt
     from goat_core.host import SyncMemoryContext
 
 #: ``reindex`` shows a progress bar (on stderr) when at least this many files are indexed.
@@ -149,6 +150,20 @@ def forget_cmd(page: str, pen: str | None, as_json: bool, home: Path | None) -> 
     _report_receipt(receipt, as_json, "removed", store)
 
 
+def _snippet_shown(item: RecallItem, styled: bool) -> str:
+    """A recall row's snippet: its matched words bold when ``styled`` (a terminal without
+    ``NO_COLOR``), else the plain text as the provider gave it, no markup."""
+    text = item.snippet
+    if not styled or not item.snippet_spans:
+        return text
+    out: list[str] = []
+    pos = 0
+    for start, end in item.snippet_spans:
+        out += [text[pos:start], click.style(text[start:end], bold=True)]
+        pos = end
+    return "".join([*out, text[pos:]])
+
+
 def _print_degraded(complete: bool, degraded: Sequence[str], more: str | None = None) -> None:
     for reason in degraded:
         _err(f"goat: warning: {_one_line(reason)}")
@@ -161,7 +176,11 @@ def _print_degraded(complete: bool, degraded: Sequence[str], more: str | None = 
 @click.option("--limit", type=click.IntRange(1, 100), default=10, show_default=True)
 @memory_options
 def recall_cmd(query: str, limit: int, pen: str | None, as_json: bool, home: Path | None) -> None:
-    """Ranked recall for QUERY (plain text, never query syntax)."""
+    """Ranked recall for QUERY (plain text, never query syntax).
+
+    Snippets show matched words in bold in a terminal (not with NO_COLOR set), plain text
+    otherwise; --json gives each snippet as plain text plus `snippet_spans`, the
+    [start, end) character offsets of its matched words."""
     # a bar while a large store is first indexed, drawn by the recall's own change scan (a
     # terminal only; a separate reindex first would scan the store twice)
     progress = _Progress(enabled=not as_json and sys.stderr.isatty())
@@ -177,8 +196,9 @@ def recall_cmd(query: str, limit: int, pen: str | None, as_json: bool, home: Pat
         return
     if not result.items:
         click.echo(f"no matches in {result.scope}")
+    styled = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
     rows = [
-        [f"{item.score:.2f}", item.path or item.id, _one_line(item.snippet)]
+        [f"{item.score:.2f}", item.path or item.id, _one_line(_snippet_shown(item, styled))]
         for item in result.items
     ]
     if rows:

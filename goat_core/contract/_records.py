@@ -89,8 +89,10 @@ class Receipt(BaseModel):
 
 class RecallItem(BaseModel):
     """One recalled item. ``score``: higher is better (provider-relative, not comparable
-    across providers). ``snippet``: a short extract containing the match. ``text``: the
-    fuller text a host may quote into a prompt (may equal the snippet)."""
+    across providers). ``snippet``: a short extract containing the match, plain text (no
+    highlight markup). ``snippet_spans``: ``(start, end)`` character offsets in ``snippet`` of
+    the matched words (empty when the provider does not say). ``text``: the fuller text a
+    host may quote into a prompt (may equal the snippet)."""
 
     model_config = _FROZEN
 
@@ -99,6 +101,7 @@ class RecallItem(BaseModel):
     path: str | None = None
     score: float
     snippet: str
+    snippet_spans: tuple[tuple[int, int], ...] = ()
     text: str | None = None
     source: str | None = None
 
@@ -109,7 +112,21 @@ class RecallItem(BaseModel):
             "path": self.path,
             "score": self.score,
             "snippet": self.snippet,
+            "snippet_spans": [list(span) for span in self.snippet_spans],
         }
+
+    @model_validator(mode="after")
+    def _spans_in_snippet(self) -> RecallItem:
+        """Spans are ordered, non-empty, non-overlapping and inside the snippet."""
+        end = 0
+        for start, stop in self.snippet_spans:
+            if not end <= start < stop <= len(self.snippet):
+                raise ValueError(
+                    f"snippet_spans {list(self.snippet_spans)} do not fit a snippet of "
+                    f"{len(self.snippet)} characters (ordered, non-overlapping, inside it)"
+                )
+            end = stop
+        return self
 
 
 class RecallResult(BaseModel):

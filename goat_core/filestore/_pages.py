@@ -29,7 +29,7 @@ import bisect
 import os
 import re
 import unicodedata
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -248,17 +248,28 @@ def resolve_page_ref(
     where: str,
     shared_ids_ambiguous: bool = True,
     exact_paths: bool = False,
+    aliases: Callable[[], Mapping[str, Sequence[str]]] | None = None,
 ) -> str:
     """The path of the one page ``ref`` names, tried in order: its exact path (NFC), a unique
     frontmatter ``id``, the path plus ``.md``, the path ignoring case (when ``ref`` has a
-    ``/`` or ends in ``.md``), then a unique title or file name ignoring case (NFC; a trailing
-    ``.md`` is dropped), as Obsidian's quick switcher matches names.
+    ``/`` or ends in ``.md``), a unique title or file name ignoring case (NFC; a trailing
+    ``.md`` is dropped), as Obsidian's quick switcher matches names, then a unique
+    frontmatter alias ignoring case (NFC).
+
+    A title or file name wins over an alias: Obsidian resolves ``[[X]]`` to the note named
+    ``X`` even when another note lists ``X`` among its ``aliases`` (aliases only offer a note
+    in the link suggester and the quick switcher, they never take a name over), and a lookup
+    that finds a page by its title must keep finding it when some other note gains that
+    alias. So an alias is looked at only when no title or file name matches; two pages
+    sharing it are :class:`Ambiguous`.
 
     :param refs: ``(path, title, frontmatter id)`` of every page.
     :param root: the store root (a path-like reference must stay inside it).
     :param where: how the store is named in :class:`NotFound` (``Provider.label()``).
     :param shared_ids_ambiguous: when several pages carry ``ref`` as their ``id``, raise
         :class:`Ambiguous` listing them (``False``: fall through to titles and names).
+    :param aliases: called only when no title or name matched: ``path -> frontmatter
+        aliases`` (a list or a single string as Obsidian reads them, :func:`str_list`).
     :param exact_paths: for destructive operations (``forget``): a reference written as a
         path (a ``/`` or a trailing ``.md``) that names no page is :class:`NotFound`, never
         matched by title or file name elsewhere, so repeating a forget cannot remove a
@@ -304,6 +315,9 @@ def resolve_page_ref(
     matches = [p for p, t, _i in items if fold(t) == key or fold(file_stem(p)) == key]
     if shared_ids_ambiguous and len(with_id) > 1:
         matches = with_id
+    if not matches and aliases is not None:
+        key = fold(ref)
+        matches = [p for p, names in aliases().items() if any(fold(a) == key for a in names)]
     if len(matches) == 1:
         return matches[0]
     if matches:
@@ -488,6 +502,7 @@ def recall_item(hit: SearchHit, note: StoredNote | None, *, source: str | None) 
         path=hit.path,
         score=float(hit.score),
         snippet=hit.snippet,
+        snippet_spans=hit.spans,
         text=note.body.strip()[:RECALL_TEXT_CHARS] if note is not None else None,
         source=source,
     )
@@ -538,11 +553,28 @@ def generated_title(text: str, *, markup: str = MARKUP_CHARS) -> str:
     return nfc(title)
 
 
-def folder_health(root: Path, *, noun: str, healthy: str) -> Health:
+def folder_health(root: Path, *, noun: str, healthy: str, index_path: Path | None = None) -> Health:
     """Broken when the store folder ``root`` is missing or not readable (``<noun> folder
-    <root> is missing``), else healthy with the message ``healthy``."""
+    <root> is missing``); ``warn`` (still ``ok``: reads work) when it, or the folder of its
+    search index under the GOAT home (``index_path``), cannot be written now: on a disk that
+    is full or read-only, or without write permission (docs/design.md, Writes and outcomes);
+    else healthy with the message ``healthy``."""
+    from goat_core.contract import Tone
+    from goat_core.filestore.search._faults import unwritable_reason
+
     if not root.is_dir():
         return Health.broken(f"{noun} folder {root} is missing")
     if not os.access(root, os.R_OK | os.X_OK):
         return Health.broken(f"{noun} folder {root} is not readable")
+    found = []
+    if why := unwritable_reason(root):
+        found.append(f"{noun} folder {root} is {why}")
+    if index_path is not None:
+        if why := unwritable_reason(index_path.parent):
+            found.append(f"search index folder {index_path.parent} (GOAT home) is {why}")
+        elif index_path.is_file() and not os.access(index_path, os.W_OK):
+            found.append(f"search index {index_path} (GOAT home) is read-only")
+    if found:
+        reason = f"{healthy}; cannot be written: {'; '.join(found)} (reads work, writes fail)"
+        return Health(ok=True, tone=Tone.WARN, reason=reason)
     return Health.healthy(healthy)

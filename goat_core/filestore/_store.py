@@ -259,13 +259,32 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
         return note
 
     def _refs(self) -> list[PageRef]:
-        """``(path, title, frontmatter id)`` of every indexed note; call after a sync."""
-        return [(d.path, d.title, d.ident) for d in self._index_open().documents()]
+        """``(path, title, frontmatter id)`` of every indexed note; call after a sync. When
+        the index could not take the latest changes (its disk is full or read-only), of every
+        note as the files are now (:meth:`_note_files`, each read), so no reference resolves
+        to a stale title or misses a new note."""
+        index = self._index_open()
+        if index.behind is not None:
+            notes = (self._load(f.path, f.mtime_ns, f.size) for f in self._note_files())
+            return [(n.path, n.title, n.fm_id) for n in notes if n is not None]
+        return [(d.path, d.title, d.ident) for d in index.documents()]
+
+    def _note_files(self) -> list[Any]:
+        """The files of the notes a reference may name (default: every note of a walk)."""
+        return list(self._walk().files)
+
+    def _behind(self) -> list[str]:
+        """The ``degraded`` line of a read while the index misses changes (else none)."""
+        from goat_core.filestore.search._faults import behind_reason
+
+        reason = behind_reason(self._index_open())
+        return [reason] if reason else []
 
     def _resolve(self, ref: str, refs: Iterable[PageRef], *, exact_paths: bool = False) -> str:
         """The path of the one note ``ref`` names: its path (with or without ``.md``),
-        frontmatter ``id``, then a unique title or file name ignoring case (NFC)
-        (:func:`goat_core.filestore.resolve_page_ref`).
+        frontmatter ``id``, a unique title or file name ignoring case (NFC), then a unique
+        frontmatter alias (:func:`goat_core.filestore.resolve_page_ref`, which says why a
+        title wins over an alias).
 
         :param refs: ``(path, title, frontmatter id)`` of every note.
         :raises NotFound: nothing matches. :raises Ambiguous: several do.
@@ -280,7 +299,23 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
             where=self.label(),
             shared_ids_ambiguous=self.shared_ids_ambiguous,
             exact_paths=exact_paths,
+            aliases=self._aliases,
         )
+
+    def _aliases(self) -> dict[str, list[str]]:
+        """``path -> frontmatter aliases`` of the notes (``aliases``, else ``alias``; a list
+        or a single string), from the index, or from the files while it misses changes."""
+        index = self._index_open()
+        if index.behind is None:
+            return index.aliases()
+        from goat_core.filestore._pages import str_list
+
+        notes = (self._load(f.path, f.mtime_ns, f.size) for f in self._note_files())
+        return {
+            n.path: str_list(n.data.get("aliases") or n.data.get("alias"))
+            for n in notes
+            if n is not None
+        }
 
     def _page(self, note: NoteT) -> Page:
         from goat_core.filestore._pages import to_page
@@ -306,7 +341,10 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
     def _check(self) -> Health:
         from goat_core.filestore._pages import folder_health
 
-        return folder_health(self.root, noun=self.noun, healthy=self.healthy.format(root=self.root))
+        healthy = self.healthy.format(root=self.root)
+        return folder_health(
+            self.root, noun=self.noun, healthy=healthy, index_path=self._index_path
+        )
 
     def _close(self) -> None:
         if self._index is not None:
@@ -394,7 +432,7 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
         import dataclasses
 
         from goat_core.errors import GoatError
-        from goat_core.filestore.search import FUSION, SearchHit, SearchResults, fuse
+        from goat_core.filestore.search import FUSION, SearchHit, SearchResults, Snippet, fuse
 
         try:
             vectors = self._vector_open()
@@ -422,19 +460,18 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
         for path, score in fused[:limit]:
             note = self._load(path)
             body = note.body if note is not None else ""
-            snippet: str | None = None
+            cut: Snippet | None = None
             chunk = by_vec.get(path)
             if chunk is not None and chunk.end > chunk.start:
                 text = body[chunk.start : chunk.end]
-                snippet = index.snippet(text, query) or _chunk_head(text)
-            if not snippet:
-                snippet = index.snippet(body, query) or _chunk_head(body)
+                cut = index.snippet(text, query) or Snippet(_chunk_head(text))
+            if cut is None or not cut.text:
+                cut = index.snippet(body, query) or Snippet(_chunk_head(body))
             title = by_kw[path].title if path in by_kw else titles.get(path, path)
-            hits.append(SearchHit(path=path, title=title, score=score, snippet=snippet))
+            hits.append(SearchHit(path, title, score, cut.text, cut.spans))
         total = max(keyword.total, len(fused))
-        return SearchResults(
-            hits=hits, total=total, complete=total <= len(hits), degraded=keyword.degraded
-        )
+        complete = total <= len(hits) and not keyword.degraded
+        return SearchResults(hits=hits, total=total, complete=complete, degraded=keyword.degraded)
 
     # -- the operations a subclass implements (worker thread) ---------------------------------
     def _write(self, write: MemoryWrite, kind: str) -> Receipt:
@@ -484,10 +521,27 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
         path."""
         return await self._writing(self._forget, ref)
 
-    async def _writing(self, fn: Callable[..., Receipt], *args: Any) -> Receipt:
-        """Run a write on the worker; a full or read-only disk is :class:`StoreUnwritable`."""
+    def _strictly(self, fn: Callable[..., T], *args: Any, check: bool = True) -> T:
+        """Run ``fn`` (on the worker) with the index syncing strictly: a full or read-only
+        GOAT home raises :class:`StoreUnwritable` rather than leaving the index behind.
+        ``check``: first commit a write to the index, so a write fails before it changes a
+        note (a note written while the index then fails stays written; the index catches up
+        at a later sync and reads say ``degraded`` until then)."""
+        index = self._index_open()
+        if check:
+            index.check_writable()
+        index.strict = True
         try:
-            return await self._worker.run(fn, *args)
+            return fn(*args)
+        finally:
+            index.strict = False
+
+    async def _writing(self, fn: Callable[..., Receipt], *args: Any) -> Receipt:
+        """Run a write on the worker; a full or read-only disk (the store's, or the GOAT
+        home's under its index or lock) is :class:`StoreUnwritable`, raised before any note
+        changes."""
+        try:
+            return await self._worker.run(self._strictly, fn, *args)
         except OSError as exc:
             typed = StoreUnwritable.from_os_error(exc, getattr(exc, "filename", None) or self.root)
             if typed is None:
@@ -539,7 +593,7 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
     async def reindex(self, progress: Callable[[int, int], None] | None = None) -> dict[str, int]:
         """Bring the index in line with the folder; returns counts (``notes``, ``skipped``,
         ``unparsable``, what the subclass adds, and ``embedded`` with an embedder)."""
-        return await self._worker.run(self._reindex_all, progress)
+        return await self._worker.run(self._strictly, self._reindex_all, progress, check=False)
 
     async def check(self) -> Health:
         return await self._worker.run(self._check)

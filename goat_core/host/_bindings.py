@@ -458,7 +458,8 @@ class HostBindings(HostBase):
         if context.state == "unavailable":
             return BindingStatus(tone=Tone.WARN, reason=context.reason or "unavailable", **base)
         assert binding is not None
-        if checked and checked.fingerprint == binding.model_dump_json() and not checked.health.ok:
+        warned = checked is not None and (not checked.health.ok or checked.health.tone is Tone.WARN)
+        if checked and checked.fingerprint == binding.model_dump_json() and warned:
             return BindingStatus(tone=Tone.WARN, reason=checked.health.reason, **base)
         problem = self._embedder_problem(binding.settings)
         if problem is not None:

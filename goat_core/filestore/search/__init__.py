@@ -45,13 +45,13 @@ trigram tokenizer finds nothing for 2 characters). A 1-character query matches a
 
 Storage: the FTS5 table is contentless (only the inverted index); the original title, metadata
 and the zlib-compressed body are kept in a plain table for snippets, which are cut from the
-original text with every matched word (the term or a word with its stem; never a dropped
-stop-word) wrapped in :data:`SNIPPET_OPEN` / :data:`SNIPPET_CLOSE` (``==``, Obsidian's highlight,
-which cannot be mistaken for a wikilink's brackets and leaves the note's own ``**bold**``
-readable around it). Each file's title, own id and problem (e.g.
-unparsable frontmatter) sit in a covering index with its stat, so
-:meth:`SearchIndex.documents` and :meth:`SearchIndex.problems` list a store without reading its
-bodies or its files.
+original text as plain text plus the spans of every matched word (the term or a word with
+its stem; never a dropped stop-word), a :class:`Snippet`; :func:`highlight` wraps the spans in
+:data:`SNIPPET_OPEN` / :data:`SNIPPET_CLOSE` (``==``, Obsidian's highlight, which cannot be
+mistaken for a wikilink's brackets and leaves the note's own ``**bold**`` readable around it).
+Each file's title, own id and problem (e.g. unparsable frontmatter) sit in a covering index
+with its stat, so :meth:`SearchIndex.documents` and :meth:`SearchIndex.problems` list a
+store without reading its bodies or its files.
 
 Concurrency: several processes may use one index file. It runs in WAL mode with a busy timeout;
 a write waits at most ``busy_timeout_s`` for the lock and then raises
@@ -90,6 +90,8 @@ from goat_core.filestore.search._records import (
 from goat_core.filestore.search._snippets import (
     SNIPPET_CLOSE,
     SNIPPET_OPEN,
+    Snippet,
+    highlight,
 )
 from goat_core.filestore.search._vectors import VECTOR_SCHEMA, ChunkHit, VectorIndex
 
@@ -113,11 +115,13 @@ __all__ = [
     "SearchHit",
     "SearchIndex",
     "SearchResults",
+    "Snippet",
     "SyncStats",
     "VectorIndex",
     "chunk_note",
     "fts_query",
     "fuse",
+    "highlight",
     "query_terms",
     "search_terms",
 ]

@@ -14,7 +14,15 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from goat_core.errors import BadInput, ProviderUnavailable
+from goat_core.errors import BadInput, ProviderUnavailable, StoreUnwritable
+from goat_core.filestore.search._faults import (
+    _is_busy,
+    _is_corrupt,
+    behind_reason,
+    open_read_only,
+    write_fault,
+    write_faults,
+)
 from goat_core.filestore.search._query import (
     _TOKENIZER,
     MAX_QUERY_TERMS,
@@ -46,7 +54,7 @@ from goat_core.filestore.search._scan import (
     _Pending,
     _Plan,
 )
-from goat_core.filestore.search._snippets import _snippet
+from goat_core.filestore.search._snippets import Snippet, _snippet
 
 SCHEMA_VERSION = 4
 """Bump when the tables, the tokenizer or the text preprocessing change: old indexes rebuild.
@@ -82,22 +90,6 @@ _SCHEMA = [
 ]
 
 
-def _is_corrupt(exc: BaseException) -> bool:
-    """Only SQLite's own corruption verdicts count; busy, locked or I/O errors never do."""
-    if not isinstance(exc, sqlite3.DatabaseError):
-        return False
-    msg = str(exc).lower()
-    # FTS5 reports a damaged structure record as its constructor failing
-    return "malformed" in msg or "not a database" in msg or "vtable constructor failed" in msg
-
-
-def _is_busy(exc: BaseException) -> bool:
-    if not isinstance(exc, sqlite3.OperationalError):
-        return False
-    msg = str(exc).lower()
-    return "locked" in msg or "busy" in msg
-
-
 class SearchIndex:
     """A full-text index in one SQLite file (created with its folder if missing).
 
@@ -118,6 +110,10 @@ class SearchIndex:
         """How many times this object emptied the index (found corrupt, an older schema, or
         :meth:`rebuild`): a reader that sees it change during a read answered from an index
         missing notes, and must sync (then read) again."""
+        self.behind: StoreUnwritable | None = None
+        """Why the index misses changes of the files (full or read-only disk, :meth:`sync`)."""
+        self.strict = False  # True: sync raises StoreUnwritable instead (writes, reindex)
+        self._read_only: StoreUnwritable | None = None  # opened read-only: why
         self._conn: sqlite3.Connection | None = None
         self._vocab_conn: sqlite3.Connection | None = None
         self._tokens = _Tokenizer()
@@ -131,12 +127,43 @@ class SearchIndex:
     # ---------------------------------------------------------------- connection handling
 
     def _open(self) -> None:
+        """Open the index for writing, or only for reading on a full or read-only disk."""
         try:
             self.db_path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise ProviderUnavailable(
+            raise write_fault(exc, self.db_path, "the search index") or ProviderUnavailable(
                 f"search index {self.db_path}: cannot create its folder ({exc.strerror})"
             ) from exc
+        self._read_only = None
+        try:
+            self._open_writable()
+        except sqlite3.OperationalError as exc:
+            fault = write_fault(exc, self.db_path, "the search index")
+            if fault is None or not self.db_path.is_file():
+                raise
+            version = str(SCHEMA_VERSION)
+            self._conn = open_read_only(self.db_path, self.busy_timeout_s, version, fault)
+            self._read_only = fault
+
+    def _writable_again(self) -> None:  # opened read-only: the disk may have room now
+        if self._read_only is not None:
+            self.close()
+            self._guarded(self._open)
+
+    def check_writable(self) -> None:
+        """Commit a one-row write (:class:`StoreUnwritable` on a full or read-only disk), so a
+        store's write fails before it changes a note."""
+
+        def go() -> None:
+            with self._write() as db:
+                db.execute(
+                    "REPLACE INTO meta VALUES ('checked_writable', ?)", (str(time.time_ns()),)
+                )
+
+        self._writable_again()
+        self._run(go)
+
+    def _open_writable(self) -> None:
         conn = sqlite3.connect(
             str(self.db_path),
             timeout=self.busy_timeout_s,
@@ -203,16 +230,19 @@ class SearchIndex:
     @contextlib.contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
         """One write transaction (``BEGIN IMMEDIATE``: takes the lock up front, waits the busy
-        timeout for it)."""
+        timeout for it). A full or read-only disk is :class:`StoreUnwritable`."""
+        if self._read_only is not None:
+            raise self._read_only
         db = self._db
-        db.execute("BEGIN IMMEDIATE")
-        try:
-            yield db
-        except BaseException:
-            if db.in_transaction:
-                db.rollback()
-            raise
-        db.execute("COMMIT")
+        with write_faults(db, self.db_path):
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                yield db
+            except BaseException:
+                if db.in_transaction:
+                    db.rollback()
+                raise
+            db.execute("COMMIT")
 
     @contextlib.contextmanager
     def _read(self) -> Iterator[sqlite3.Connection]:
@@ -260,7 +290,10 @@ class SearchIndex:
                 ) from exc2
 
     def _rebuild_file(self) -> None:
-        """Delete the index files and start empty (the index holds nothing the files don't)."""
+        """Delete the index files and start empty (the index holds nothing the files don't).
+        Never on a full or read-only disk: nothing could be indexed again there."""
+        if self._read_only is not None:
+            raise ProviderUnavailable(f"search index {self.db_path} is damaged: {self._read_only}")
         if self._conn is not None:
             with contextlib.suppress(sqlite3.Error):
                 self._conn.close()
@@ -401,9 +434,30 @@ class SearchIndex:
         compared file by file. A folder holding a file that was skipped keeps no digest, so it
         is compared (and the file retried) at every sync.
 
+        A full or read-only disk (:class:`StoreUnwritable`) keeps what was committed, sets
+        :attr:`behind` and returns, or raises when :attr:`strict`; a full sync clears it.
+
         :param progress: called as ``progress(done, total)`` with counts of changed files.
         :raises ProviderUnavailable: the index stayed locked past the busy timeout.
+        :raises StoreUnwritable: with :attr:`strict`, the disk is full or read-only.
         """
+        self._writable_again()
+        try:
+            stats = self._sync_files(files, load, progress)
+        except StoreUnwritable as fault:
+            self.behind = fault
+            if self.strict:
+                raise
+            return SyncStats(0, 0, 0, 0, 0, 0.0)
+        self.behind = None
+        return stats
+
+    def _sync_files(
+        self,
+        files: Iterable[FileStatLike] | Mapping[str, Sequence[FileStatLike]],
+        load: Callable[[str], IndexedDoc | None],
+        progress: Callable[[int, int], None] | None,
+    ) -> SyncStats:
         started = time.monotonic()
         groups: dict[str, Sequence[FileStatLike]] = (
             _checked_groups(files) if isinstance(files, Mapping) else dict(_by_folder(files))
@@ -472,9 +526,10 @@ class SearchIndex:
             if len(batch) >= _BATCH_DOCS or batch_bytes >= _BATCH_BYTES:
                 flush()
         flush()
-        self._seal([f for f in plan.changed if f not in unsealed], groups, digests, plan.gone)
-        if added or updated or removed:
-            self._run(self._release_free_pages)
+        with contextlib.suppress(StoreUnwritable):  # digests only save work: rows are current
+            self._seal([f for f in plan.changed if f not in unsealed], groups, digests, plan.gone)
+            if added or updated or removed:
+                self._run(self._release_free_pages)
         return SyncStats(
             scanned=scanned,
             added=added,
@@ -592,6 +647,7 @@ class SearchIndex:
         """Index one file the provider just wrote (replacing its row). ``doc.path`` must equal
         ``stat.path``. Clears the digest of the file's folder: the next :meth:`sync` compares
         that folder file by file (and finds this row current if ``stat`` is the file's).
+        On a full or read-only disk the row stays as it was and :attr:`behind` says why.
 
         :raises BadInput: the two paths differ.
         """
@@ -607,11 +663,15 @@ class SearchIndex:
                     self._delete_row(db, row)
                 self._insert(db, doc, stat)
 
-        self._run(go)
+        try:
+            self._run(go)
+        except StoreUnwritable as fault:
+            self.behind = fault
 
     def remove(self, path: str) -> bool:
         """Drop the row of ``path`` (store-relative). Returns whether there was one. Clears the
-        digest of its folder, like :meth:`update_one`."""
+        digest of its folder; on a full or read-only disk keeps the row, sets :attr:`behind`
+        and returns ``False``, like :meth:`update_one`."""
 
         def go() -> bool:
             with self._write() as db:
@@ -621,7 +681,11 @@ class SearchIndex:
                 self._delete_row(db, row)
                 return True
 
-        return self._run(go)
+        try:
+            return self._run(go)
+        except StoreUnwritable as fault:
+            self.behind = fault
+            return False
 
     def rebuild(self) -> None:
         """Empty the index (the next :meth:`sync` indexes every file again)."""
@@ -659,6 +723,10 @@ class SearchIndex:
         terms = every[:MAX_QUERY_TERMS]
         try:
             results = self._guarded(lambda: self._search(terms, limit, snippets))
+            if self.behind is not None:
+                results = dataclasses.replace(
+                    results, complete=False, degraded=(*results.degraded, behind_reason(self))
+                )
             if len(every) > len(terms):
                 # Never a silent cut: the caller learns the query was shortened.
                 return dataclasses.replace(
@@ -682,9 +750,9 @@ class SearchIndex:
                 degraded=(f"search index {self.db_path} was corrupt and has been rebuilt",),
             )
 
-    def snippet(self, text: str, query: str) -> str | None:
-        """The window of ``text`` around the best match of ``query``'s terms, matched words
-        marked as in a search hit; ``None`` when no term occurs in it."""
+    def snippet(self, text: str, query: str) -> Snippet | None:
+        """The window of ``text`` around the best match of ``query``'s terms, plain, with the
+        spans of the matched words as in a search hit; ``None`` when no term occurs in it."""
         terms = search_terms(query, cap=None)[:MAX_QUERY_TERMS]
         if not terms:
             return None
@@ -762,6 +830,12 @@ class SearchIndex:
             return sorted(((p, q) for p, q in rows), key=lambda r: (r[0].casefold(), r[0]))
 
         return self._run(go)
+
+    def aliases(self) -> dict[str, list[str]]:
+        """``path -> frontmatter aliases`` of every indexed note that has any."""
+        sql = "SELECT path, aliases FROM docs WHERE aliases != ''"
+        rows = self._run(lambda: self._db.execute(sql).fetchall())
+        return {path: names.split("\n") for path, names in rows}
 
     def stats(self) -> IndexStats:
         """Documents indexed and bytes on disk."""

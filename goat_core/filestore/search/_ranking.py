@@ -11,7 +11,7 @@ from typing import ClassVar
 
 from goat_core.filestore.search._query import _QueryTerm, fts_query
 from goat_core.filestore.search._records import SearchHit, SearchResults
-from goat_core.filestore.search._snippets import _head, _Mark, _snippet
+from goat_core.filestore.search._snippets import Snippet, _head, _Mark, _snippet
 
 COLUMN_WEIGHTS = (10.0, 8.0, 5.0, 2.0, 1.0)
 """Weights of the columns title, aliases, meta (description, tags), extra, body, both in the
@@ -289,13 +289,13 @@ def _rank(
             continue
         path, title, aliases, meta, extra, blob = row
         body = zlib.decompress(blob).decode("utf-8", "surrogatepass")
-        snippet = (
+        cut = (
             _snippet(body, marks)
             or _snippet(meta, marks)
             or _snippet(extra, marks)
             or _snippet(aliases, marks)
-            or _head(body or meta or title)
+            or Snippet(_head(body or meta or title))
         )
         score = scored.scores.get(rid, 0.0)
-        hits.append(SearchHit(path=path, title=title, score=score, snippet=snippet))
+        hits.append(SearchHit(path, title, score, cut.text, cut.spans))
     return SearchResults(hits=hits, total=total, complete=total <= len(hits))

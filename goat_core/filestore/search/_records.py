@@ -86,13 +86,15 @@ class SearchHit:
     """One ranked note. ``score``: higher is better, above 0 for every hit (BM25F with a
     positive idf, see :mod:`goat_core.filestore.search`; comparable only within one result
     list). ``snippet``: about :data:`SNIPPET_WIDTH` characters of the original text around the
-    best match, matched words wrapped in ``==`` (:data:`SNIPPET_OPEN`, :data:`SNIPPET_CLOSE`),
-    ``…`` where cut; when only the title matched, the start of the note."""
+    best match, plain (whitespace runs made one space), ``…`` where cut; when only the title
+    matched, the start of the note. ``spans``: ``(start, end)`` of each matched word in
+    ``snippet`` (:func:`highlight` marks them, e.g. as ``==word==``)."""
 
     path: str
     title: str
     score: float
     snippet: str
+    spans: tuple[tuple[int, int], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -1,17 +1,52 @@
-"""Snippets: the window of a note's original text around the best match, every matched word
-(the term, or a word with its stem; never a dropped stop-word) wrapped in
-:data:`SNIPPET_OPEN` / :data:`SNIPPET_CLOSE`. Matching folds text (NFKC, case folding,
-diacritics removed) as the index does."""
+"""Snippets: the window of a note's original text around the best match, as plain text plus
+the spans of every matched word (the term, or a word with its stem; never a dropped
+stop-word): a :class:`Snippet`. :func:`highlight` marks the spans, by default with
+:data:`SNIPPET_OPEN` / :data:`SNIPPET_CLOSE` (Obsidian's ``==highlight==``). Matching folds
+text (NFKC, case folding, diacritics removed) as the index does."""
 
 from __future__ import annotations
 
 import unicodedata
 from dataclasses import dataclass
+from typing import NamedTuple
 
 SNIPPET_OPEN = "=="
 SNIPPET_CLOSE = "=="
 SNIPPET_WIDTH = 160
 """Approximate snippet length in characters (before marks and ellipses)."""
+
+#: A matched word in a snippet: ``(start, end)`` character offsets into its plain text.
+Span = tuple[int, int]
+
+
+class Snippet(NamedTuple):
+    """A snippet's plain ``text`` (whitespace runs made one space, ``…`` where cut) and the
+    ``spans`` of its matched words, in order, never overlapping."""
+
+    text: str
+    spans: tuple[Span, ...] = ()
+
+
+def highlight(
+    text: str, spans: tuple[Span, ...] | list[Span], open_: str = "==", close: str = "=="
+) -> str:
+    """``text`` with each span wrapped in ``open_`` and ``close`` (a span the text already
+    wraps in them, a note's own ``==highlight==``, is left as it is)."""
+    out: list[str] = []
+    pos = 0
+    for start, end in spans:
+        out.append(text[pos:start])
+        if text.endswith(open_, 0, start) and text.startswith(close, end):
+            out.append(text[start:end])
+        else:
+            out.append(open_ + text[start:end] + close)
+        pos = end
+    out.append(text[pos:])
+    return "".join(out)
+
+
+# private marks while a snippet is cut (never in its text: those characters become spaces)
+_OPEN, _CLOSE = "\x02", "\x03"
 
 # word endings a stem may carry in the text and still be highlighted ("vault" -> "vaults")
 _INFLECTIONS = frozenset(
@@ -139,10 +174,13 @@ def _find_matches(folded: str, marks: list[_Mark]) -> list[tuple[int, int, int]]
     return sorted(found)
 
 
-def _snippet(text: str, marks: list[_Mark], width: int = SNIPPET_WIDTH) -> str | None:
-    """The window of ``text`` holding the most distinct terms, terms marked; ``None`` if none."""
+def _snippet(text: str, marks: list[_Mark], width: int = SNIPPET_WIDTH) -> Snippet | None:
+    """The window of ``text`` holding the most distinct terms, with the spans of the terms;
+    ``None`` if none occurs."""
     if not text or not marks:
         return None
+    if _OPEN in text or _CLOSE in text:  # the note's own control characters: spaces
+        text = text.replace(_OPEN, " ").replace(_CLOSE, " ")
     folded, offsets = _fold(text)
     matches = _find_matches(folded, marks)
     if not matches:
@@ -176,14 +214,27 @@ def _snippet(text: str, marks: list[_Mark], width: int = SNIPPET_WIDTH) -> str |
         if os_ < pos or oe > hi or os_ == oe:
             continue
         out.append(text[pos:os_])
-        if text.endswith(SNIPPET_OPEN, 0, os_) and text.startswith(SNIPPET_CLOSE, oe):
-            out.append(text[os_:oe])  # already highlighted in the note
-        else:
-            out.append(SNIPPET_OPEN + text[os_:oe] + SNIPPET_CLOSE)
+        out.append(_OPEN + text[os_:oe] + _CLOSE)
         pos = oe
     out.append(text[pos:hi])
     out.append("…" if hi < len(text) else "")
-    return " ".join("".join(out).split())
+    return _unmarked(" ".join("".join(out).split()))
+
+
+def _unmarked(marked: str) -> Snippet:
+    """The plain text and spans of a snippet cut with the private marks."""
+    plain: list[str] = []
+    spans: list[Span] = []
+    size = 0
+    for i, part in enumerate(marked.split(_OPEN)):
+        word, _, rest = part.partition(_CLOSE) if i else ("", "", part)
+        if i:
+            spans.append((size, size + len(word)))
+            plain.append(word)
+            size += len(word)
+        plain.append(rest)
+        size += len(rest)
+    return Snippet("".join(plain), tuple(spans))
 
 
 def _head(text: str, width: int = SNIPPET_WIDTH) -> str:

@@ -137,3 +137,155 @@ def test_the_readme_host_example_runs_with_the_pen_unbound_then_bound(
     bound = run()
     assert bound.returncode == 0, bound.stderr
     assert bound.stdout.startswith("ok ") and "'recall'" in bound.stdout
+
+
+def _alias_vault(tmp_path: Path) -> Path:
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    notes = {
+        "Zebra.md": "---\ntitle: Zebra notes\naliases: [Stripes, Equus]\n---\nbody Z\n",
+        "Horse.md": "---\naliases: Equus\n---\nbody H\n",
+        "Tiger.md": "---\naliases: [Zebra notes]\n---\nbody T\n",
+    }
+    for name, text in notes.items():
+        (vault / name).write_text(text, encoding="utf-8")
+    return vault
+
+
+def test_show_finds_a_note_by_a_frontmatter_alias(goat_home: Path, tmp_path: Path) -> None:
+    """``goat show`` ignored frontmatter ``aliases``, which Obsidian resolves."""
+    vault = _alias_vault(tmp_path)
+    assert goat("bind", "--pen", "al", "markdown", "--set", f"root={vault}").exit_code == 0
+    assert goat("show", "Stripes", "--pen", "al").stdout == "body Z\n"  # one of a list
+    assert goat("show", "stripes", "--pen", "al").stdout == "body Z\n"  # case-insensitive
+    shown = json.loads(goat("show", "STRIPES", "--pen", "al", "--json").stdout)
+    assert shown["id"] == "Zebra.md"
+    # the title wins over another note's alias, as Obsidian resolves [[Zebra notes]]
+    assert goat("show", "Zebra notes", "--pen", "al").stdout == "body Z\n"
+    both = goat("show", "equus", "--pen", "al")  # a list on one, a single string on the other
+    assert both.exit_code == 3
+    assert both.stdout == ""
+    assert both.stderr == (
+        "goat: error: 2 pages match 'equus': Horse.md, Zebra.md; use a path\n"
+        "  Horse.md\n"
+        "  Zebra.md\n"
+    )
+    missing = goat("show", "Stripe", "--pen", "al")
+    assert missing.exit_code == 3 and "no page matches 'Stripe'" in missing.stderr
+
+
+def test_the_host_api_finds_a_note_by_an_alias(tmp_path: Path) -> None:
+    from goat_core.contract import Scope
+    from goat_core.host import Chat, GoatHome, SyncMemoryHost
+    from goat_core.plugins import PluginSettings, Registry, make_plugin_manager, register_plugin
+
+    import goat_markdown.plugin
+
+    vault = _alias_vault(tmp_path)
+    pm = make_plugin_manager(PluginSettings(autoload=False))
+    assert register_plugin(pm, goat_markdown.plugin, "markdown")
+    host = SyncMemoryHost(home=GoatHome.at(tmp_path / "home"), registry=Registry(pm))
+    try:
+        host.bind(Scope.pen("al"), "markdown", {"root": str(vault)})
+        memory = host.context_for(Chat(project_id="al"))  # as MCP show does
+        assert memory.get_page("stripes").id == "Zebra.md"
+        from goat_core.errors import Ambiguous
+
+        with pytest.raises(Ambiguous) as info:
+            memory.get_page("Equus")
+        assert info.value.candidates == ["Horse.md", "Zebra.md"]
+    finally:
+        host.close()
+
+
+def _goat_on_a_terminal(args: list[str], env: dict[str, str]) -> str:
+    """Run ``goat`` with its stdout on a pseudo-terminal; what it printed there."""
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "goat_core.cli", *args],
+        stdout=slave,
+        stderr=subprocess.DEVNULL,
+        env=env,
+    )
+    os.close(slave)
+    out = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # the other end closed
+            break
+        if not chunk:
+            break
+        out += chunk
+    os.close(master)
+    assert proc.wait(timeout=120) == 0
+    return out.decode("utf-8").replace("\r\n", "\n")
+
+
+def test_recall_snippets_bold_on_a_terminal_plain_in_a_pipe_spans_in_json(
+    goat_home: Path, tmp_path: Path
+) -> None:
+    """Snippets printed raw ``==…==`` markers in a terminal."""
+    import os
+    import subprocess
+    import sys
+
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "Sync.md").write_text("Always ==sync== twice; sync again.\n", encoding="utf-8")
+    assert goat("bind", "--global", "markdown", "--set", f"root={vault}").exit_code == 0
+    plain = "Always ==sync== twice; sync again."  # the note's own == stay: they are its text
+    data = json.loads(goat("recall", "sync", "--json").stdout)
+    assert [(i["snippet"], i["snippet_spans"]) for i in data["items"]] == [
+        (plain, [[9, 13], [23, 27]])
+    ]
+    env = {
+        **{k: v for k, v in os.environ.items() if k != "NO_COLOR"},
+        "GOAT_HOME": str(goat_home),
+        "GOAT_LOAD_PLUGINS": "markdown",
+    }
+    piped = subprocess.run(
+        [sys.executable, "-m", "goat_core.cli", "recall", "sync"],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+    )
+    assert piped.stdout.splitlines()[1].endswith(f"  Sync.md  {plain}")
+    bold = "Always ==\x1b[1msync\x1b[0m== twice; \x1b[1msync\x1b[0m again."
+    shown = _goat_on_a_terminal(["recall", "sync"], env)
+    assert shown.splitlines()[1].endswith(f"  Sync.md  {bold}")
+    no_color = _goat_on_a_terminal(["recall", "sync"], {**env, "NO_COLOR": "1"})
+    assert no_color.splitlines()[1].endswith(f"  Sync.md  {plain}")
+
+
+def test_the_recall_tool_gives_the_model_plain_snippets_and_spans(tmp_path: Path) -> None:
+    """The model tool's result (which ``goat serve`` sends as MCP structured content) carries
+    the plain snippet and its spans, as ``recall --json`` does."""
+    import anyio
+    from goat_core.contract import Scope
+    from goat_core.host import Chat, GoatHome, SyncMemoryHost
+    from goat_core.plugins import PluginSettings, Registry, make_plugin_manager, register_plugin
+
+    import goat_markdown.plugin
+
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "Sync.md").write_text("Always ==sync== twice; sync again.\n", encoding="utf-8")
+    pm = make_plugin_manager(PluginSettings(autoload=False))
+    assert register_plugin(pm, goat_markdown.plugin, "markdown")
+    host = SyncMemoryHost(home=GoatHome.at(tmp_path / "home"), registry=Registry(pm))
+    try:
+        host.bind(Scope.pen("sn"), "markdown", {"root": str(vault)})
+        tools = host.context_for(Chat(project_id="sn")).tools()
+        result = anyio.run(tools.call, "recall", {"query": "sync"})
+    finally:
+        host.close()
+    item = result["items"][0]
+    assert item["snippet"] == "Always ==sync== twice; sync again."
+    assert item["snippet_spans"] == [[9, 13], [23, 27]]

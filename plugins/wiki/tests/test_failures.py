@@ -544,3 +544,40 @@ def test_remember_with_title_appends_a_dated_entry_with_provenance(wiki: MakeWik
     assert w.get_page(first.path).provenance["remembered_by"] == "model"
     with pytest.raises(Conflict, match="differs only in case"):
         w.remember(MemoryWrite(text="x", title="deploys", source="cli"))
+
+
+# -- a GOAT home that cannot be written ------------------------------------------------------
+def test_writes_fail_before_any_page_changes_when_the_index_cannot_be_written(
+    wiki: MakeWiki, sources: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The GOAT home's search index on a full disk: a write, an ingest, a remember is
+    ``StoreUnwritable`` naming the index file, and nothing of the wiki changes."""
+    import sqlite3
+
+    from goat_core.errors import StoreUnwritable
+    from goat_core.filestore.search import SearchIndex
+
+    w = wiki()
+    root = w.provider.root
+    w.write_page(PageWrite("Seed", "seed page", folder="concepts"))
+    before = sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
+    w.close()
+
+    def full(self: SearchIndex) -> None:
+        raise sqlite3.OperationalError("database or disk is full")
+
+    monkeypatch.setattr(SearchIndex, "_open_writable", full)
+    w = wiki(root=root)
+    db = w.provider._index_path
+    said = f"cannot write the search index {db}: the disk is full (database or disk is full)"
+    for attempt in (
+        lambda: w.write_page(PageWrite("New", "new page", folder="concepts")),
+        lambda: w.ingest(sources),
+        lambda: w.remember(MemoryWrite(text="a thought", title="Thought", source="cli")),
+    ):
+        with pytest.raises(StoreUnwritable) as raised:
+            attempt()
+        assert str(raised.value).startswith(said)
+    after = sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
+    assert after == before
+    assert w.get_page("Seed").body.strip() == "seed page"

@@ -486,6 +486,7 @@ class MarkdownProvider(FolderStoreProvider[filestore.StoredNote]):
             or self._known is None
             or time.monotonic() - self._scanned_at > WATCH_RESCAN_S
             or self._index_open().rebuilds != self._synced_rebuilds
+            or self._index_open().behind is not None
         ):
             return self._sync_index()[0].skipped
         watch.settle()
@@ -738,7 +739,7 @@ class MarkdownProvider(FolderStoreProvider[filestore.StoredNote]):
         walk, _stats = self._sync_index()
         ordered = [f.path for f in walk.files]  # already in page order
         chunk, more, next_cursor = filestore.page_window(ordered, limit, cursor, issuer="store")
-        degraded = self._degraded(walk.skipped, self._index_open().problems())
+        degraded = self._degraded(walk.skipped, self._index_open().problems()) + self._behind()
         # only the listed notes are read (etag, updated, title)
         items, unread = filestore.page_summaries(chunk, self._load)
         degraded += unread

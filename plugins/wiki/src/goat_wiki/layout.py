@@ -210,6 +210,10 @@ class WikiStore(FolderStoreProvider[WikiNote]):
     def _page_files(self, walk: WalkResult, layout: Layout) -> list[Any]:
         return [f for f in walk.files if layout.is_page(f.path)]
 
+    def _note_files(self) -> list[Any]:
+        """A reference names pages only (never a raw source, the index or the log)."""
+        return self._page_files(self._walk(), self._layout())
+
     def _top_folders(self, layout: Layout) -> list[str]:
         names = []
         try:

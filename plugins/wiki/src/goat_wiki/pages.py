@@ -414,6 +414,7 @@ class WikiPages(WikiLint):
         ordered = [f.path for f in self._page_files(walk, layout)]
         chunk, more, next_cursor = filestore.page_window(ordered, limit, cursor, issuer="wiki")
         degraded = filestore.degraded_reasons(self._index_open().problems(), walk.skipped)
+        degraded += self._behind()
         items, unread = filestore.page_summaries(chunk, self._load)
         degraded += unread
         return PageList(

@@ -66,8 +66,10 @@ class WikiProvider(WikiPages):
             update. :raises PathError: an unsafe title or folder.
         :raises Rejected: ``visible`` (a browse-policy check) hides the existing page of
             that title: nothing is written and nothing of that page is told.
+        :raises StoreUnwritable: the GOAT home's search index is on a full or read-only disk
+            (checked before any page changes; ``ingest`` too).
         """
-        return await self._worker.run(self._write_page, write, visible)
+        return await self._worker.run(self._strictly, self._write_page, write, visible)
 
     async def ingest(
         self,
@@ -86,7 +88,7 @@ class WikiProvider(WikiPages):
             "sources": total}``. :raises NotFound: no such path. :raises BadInput: a path
             inside (or containing) the wiki.
         """
-        return await self._worker.run(self._ingest, source, progress, inspect)
+        return await self._worker.run(self._strictly, self._ingest, source, progress, inspect)
 
     async def sources(self) -> dict[str, Any]:
         """The manifest with the pages citing each source, and the uncited ones."""

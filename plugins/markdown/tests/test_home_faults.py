@@ -1,0 +1,291 @@
+"""The GOAT home on a full or read-only disk, at the ``goat`` CLI (docs/design.md, Writes and
+outcomes: an unwritable store). Every recall, pages and show failed with "disk I/O error",
+even for notes indexed long before. Now reads answer from what is indexed (``degraded`` once
+the index could not take a change), and writes exit 6 naming the index file, nothing
+written. Injected at the index's write path everywhere; for real on a tmpfs where the
+machine allows ``mount``."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+from conftest import REPO
+from goat_core.cli import cli
+from goat_core.filestore.search import SearchIndex
+from goat_core.host import GoatHome
+from goat_core.testing.fixtures import copy_test_vault
+
+REASON = (
+    "goat: warning: the search index {db} could not take the notes' latest changes (its disk"
+    " {what}); answered from what it held before, which may miss or misrank changed notes\n"
+)
+
+
+def goat(*args: str) -> Result:
+    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
+
+
+@pytest.fixture
+def goat_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    path = tmp_path / "home"
+    monkeypatch.setenv("GOAT_HOME", str(path))
+    monkeypatch.delenv("GOAT_STRICT_PLUGINS", raising=False)
+    return path
+
+
+def _vault(tmp_path: Path) -> Path:
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "Lighthouse.md").write_text(
+        "---\ntitle: Lighthouse keeper\n---\nThe keeper logs every storm.\n", encoding="utf-8"
+    )
+    (vault / "Harbour.md").write_text("Harbour fees are paid each quarter.\n", encoding="utf-8")
+    return vault
+
+
+@pytest.mark.parametrize(
+    ("message", "what", "said"),
+    [
+        ("database or disk is full", "is full", "the disk is full"),
+        ("attempt to write a readonly database", "is read-only", "it is read-only"),
+    ],
+)
+def test_reads_answer_from_the_index_and_writes_exit_6_when_the_home_cannot_be_written(
+    goat_home: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    message: str,
+    what: str,
+    said: str,
+) -> None:
+    vault = _vault(tmp_path)
+    assert goat("bind", "--global", "markdown", "--set", f"root={vault}").exit_code == 0
+    assert goat("recall", "storm").exit_code == 0  # indexed while the home could be written
+    db = GoatHome.at(goat_home).index_path(vault)
+
+    def unwritable(self: SearchIndex) -> None:
+        raise sqlite3.OperationalError(message)
+
+    monkeypatch.setattr(SearchIndex, "_open_writable", unwritable)
+    found = goat("recall", "storm")
+    assert found.exit_code == 0 and "Lighthouse.md" in found.stdout
+    assert found.stderr == ""  # nothing changed since: a complete answer
+    (vault / "Gamma.md").write_text(
+        "---\ntitle: Gamma lenses\n---\nLenses of the new lamp.\n", encoding="utf-8"
+    )
+    warning = REASON.format(db=db, what=what)
+    old = goat("recall", "storm")
+    assert old.exit_code == 0 and "Lighthouse.md" in old.stdout
+    assert old.stderr == warning
+    new = json.loads(goat("recall", "lenses", "--json").stdout)
+    assert new == {
+        "scope": "global",
+        "items": [],
+        "complete": False,
+        "degraded": [warning[len("goat: warning: ") : -1]],
+    }
+    listed = goat("pages")
+    assert listed.exit_code == 0 and listed.stderr == warning
+    assert [line.split()[0] for line in listed.stdout.splitlines()[1:]] == [
+        "Gamma.md",
+        "Harbour.md",
+        "Lighthouse.md",
+    ]
+    shown = goat("show", "Gamma lenses")  # a new note, by the title the index never took
+    assert shown.exit_code == 0 and shown.stdout == "Lenses of the new lamp.\n"
+    assert goat("show", "Lighthouse keeper").stdout == "The keeper logs every storm.\n"
+    refused = (
+        f"goat: error: cannot write the search index {db}: {said} ({message}); nothing was stored\n"
+    )
+    remembered = goat("remember", "a new note", "--title", "New")
+    assert remembered.exit_code == 6 and remembered.stderr == refused
+    assert not (vault / "New.md").exists()
+    forgot = goat("forget", "Harbour")
+    assert forgot.exit_code == 6 and forgot.stderr == refused
+    assert (vault / "Harbour.md").exists()
+    assert goat("reindex").exit_code == 6
+    monkeypatch.undo()
+    monkeypatch.setenv("GOAT_HOME", str(goat_home))
+    healed = json.loads(goat("recall", "lenses", "--json").stdout)
+    assert [item["id"] for item in healed["items"]] == ["Gamma.md"]
+    assert healed["complete"] is True and healed["degraded"] == []
+
+
+# -- a real tmpfs under the GOAT home, the real vault --------------------------------------
+
+
+@contextlib.contextmanager
+def _tmpfs(path: Path, size: str) -> Iterator[Path]:
+    path.mkdir(parents=True, exist_ok=True)
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root; the injected variant covers the rest")
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        pytest.skip(f"mount is not permitted here: {done.stderr.strip()}")
+    try:
+        yield path
+    finally:
+        subprocess.run(["umount", "-l", str(path)], check=False)
+
+
+def _fill(folder: Path) -> None:
+    with open(folder / "filler", "wb", buffering=0) as out, contextlib.suppress(OSError):
+        while True:
+            out.write(b"\0" * 65536)
+            out.flush()
+
+
+@pytest.mark.parametrize("fault", ["full", "read-only"])
+def test_the_real_vault_with_its_goat_home_on_a_full_or_read_only_tmpfs(
+    tmp_path: Path, fault: str
+) -> None:
+    vault = copy_test_vault(REPO, tmp_path / "vault")
+    with _tmpfs(tmp_path / "home", "8m") as home:
+        env = {**os.environ, "GOAT_HOME": str(home), "GOAT_LOAD_PLUGINS": "markdown"}
+
+        def run(*args: str) -> tuple[subprocess.CompletedProcess[str], float]:
+            started = time.monotonic()
+            done = subprocess.run(
+                [sys.executable, "-m", "goat_core.cli", *args],
+                capture_output=True,
+                text=True,
+                env=env,
+                timeout=300,
+            )
+            return done, time.monotonic() - started
+
+        assert run("bind", "--global", "markdown", "--set", f"root={vault}")[0].returncode == 0
+        assert run("recall", "internal links")[0].returncode == 0
+        db = GoatHome.at(home).index_path(vault)
+        if fault == "full":
+            _fill(home)
+        else:
+            subprocess.run(["mount", "-o", "remount,ro", str(home)], check=True)
+        what = "is full" if fault == "full" else "is read-only"
+        timings: dict[str, float] = {}
+        recall, timings["recall"] = run("recall", "internal links", "--json")
+        assert recall.returncode == 0, recall.stderr
+        data = json.loads(recall.stdout)
+        assert data["items"][0]["id"] == "Linking notes and files/Internal links.md"
+        assert data["degraded"] == []
+        pages, timings["pages"] = run("pages", "--limit", "1000")
+        assert pages.returncode == 0 and pages.stderr == ""
+        assert len(pages.stdout.splitlines()) == 1 + 173
+        shown, timings["show"] = run("show", "Internal links")
+        assert shown.returncode == 0 and "internal links" in shown.stdout
+        (vault / "Zebra.md").write_text("zebracorn\n", encoding="utf-8")
+        after = json.loads(run("recall", "zebracorn", "--json")[0].stdout)
+        assert after["items"] == [] and after["complete"] is False
+        assert after["degraded"] == [REASON.format(db=db, what=what)[15:-1]]
+        assert run("show", "Zebra")[0].stdout == "zebracorn\n"
+        remembered, timings["remember"] = run("remember", "x", "--title", "Y")
+        assert remembered.returncode == 6, remembered.stderr
+        assert f"cannot write the search index {db}: " in remembered.stderr
+        assert not (vault / "Y.md").exists()
+        print(f"GOAT home {fault}: seconds per command {timings}")
+
+
+# -- goat check: a store it cannot write is warn ---------------------------------------------
+
+
+def _fake_statvfs(monkeypatch: pytest.MonkeyPatch, under: Path, fault: str) -> None:
+    """``os.statvfs`` says the file system of ``under`` is read-only or has no space left."""
+    real = os.statvfs
+    prefix = str(under)
+
+    def statvfs(path: object) -> os.statvfs_result:
+        got = real(path)  # type: ignore[arg-type]
+        if not os.fspath(path).startswith(prefix):  # type: ignore[arg-type]
+            return got
+        fields = list(got)
+        if fault == "read-only":
+            fields[8] |= os.ST_RDONLY  # f_flag
+        else:
+            fields[3] = fields[4] = 0  # f_bfree, f_bavail
+        return os.statvfs_result(fields)
+
+    monkeypatch.setattr(os, "statvfs", statvfs)
+
+
+@pytest.mark.parametrize(
+    ("place", "fault"),
+    [("vault", "read-only"), ("vault", "full"), ("home", "read-only"), ("home", "full")],
+)
+def test_check_reports_a_store_it_cannot_write_as_warn(
+    goat_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, place: str, fault: str
+) -> None:
+    """``goat check`` reported an unwritable store as ok."""
+    vault = _vault(tmp_path)
+    assert goat("bind", "--global", "markdown", "--set", f"root={vault}").exit_code == 0
+    assert goat("recall", "storm").exit_code == 0
+    healthy = goat("check")
+    assert healthy.stdout == f"global: ok (quiet)\n  markdown notes in {vault}\n"
+    index_dir = GoatHome.at(goat_home).index_path(vault).parent
+    _fake_statvfs(monkeypatch, vault if place == "vault" else goat_home, fault)
+    what = (
+        f"store folder {vault} is {fault}"
+        if place == "vault"
+        else f"search index folder {index_dir} (GOAT home) is {fault}"
+    )
+    reason = f"markdown notes in {vault}; cannot be written: {what} (reads work, writes fail)"
+    checked = goat("check")
+    assert checked.exit_code == 0, checked.output
+    assert checked.stdout == f"global: ok (warn)\n  {reason}\n"
+    data = json.loads(goat("check", "--json").stdout)
+    assert (data["ok"], data["tone"], data["reason"], data["cause"]) == (
+        True,
+        "warn",
+        reason,
+        None,
+    )
+    status = json.loads(goat("status", "--json").stdout)["bindings"]
+    assert [(b["tone"], b["reason"]) for b in status if b["scope"] == "global"] == [
+        ("warn", reason)
+    ]
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes whatever the folder's mode")
+def test_check_warns_of_a_vault_without_write_permission(goat_home: Path, tmp_path: Path) -> None:
+    vault = _vault(tmp_path)
+    assert goat("bind", "--global", "markdown", "--set", f"root={vault}").exit_code == 0
+    vault.chmod(0o500)
+    try:
+        data = json.loads(goat("check", "--json").stdout)
+    finally:
+        vault.chmod(0o700)
+    assert data["tone"] == "warn" and f"store folder {vault} is read-only" in data["reason"]
+
+
+@pytest.mark.parametrize("fault", ["full", "read-only"])
+def test_check_warns_of_a_vault_on_a_full_or_read_only_tmpfs(
+    goat_home: Path, tmp_path: Path, fault: str
+) -> None:
+    with _tmpfs(tmp_path / "vault", "1m") as vault:
+        (vault / "Note.md").write_text("a note\n", encoding="utf-8")
+        assert goat("bind", "--global", "markdown", "--set", f"root={vault}").exit_code == 0
+        if fault == "full":
+            _fill(vault)
+        else:
+            subprocess.run(["mount", "-o", "remount,ro", str(vault)], check=True)
+        checked = goat("check")
+        assert checked.exit_code == 0, checked.output
+        assert checked.stdout == (
+            f"global: ok (warn)\n  markdown notes in {vault}; cannot be written: store"
+            f" folder {vault} is {fault} (reads work, writes fail)\n"
+        )
+        assert goat("show", "Note").stdout == "a note\n"
