@@ -134,9 +134,10 @@ def test_copy_from_global_to_a_pen(tmp_path: Path, host: SyncMemoryHost) -> None
 
     code, out = _goat(home, "copy", "Deploy notes", "--to-global")
     assert code == 2 and "both global" in out
-    host.bind(Scope.pen("alias"), "markdown", {"root": str(global_root)})
-    code, out = _goat(home, "copy", "Deploy notes", "--to-pen", "alias")
-    assert code == 2 and "same store" in out
+    # a second scope on Global's folder is refused at bind (rule store-overlap), so a copy
+    # can never be asked to duplicate pages in place
+    code, out = _goat(home, "bind", "--pen", "alias", "markdown", "--set", f"root={global_root}")
+    assert code == 2 and "store-overlap" in out
     code, out = _goat(home, "copy", "No such page", "--to-pen", "team")
     assert code == 3
 
