@@ -184,6 +184,7 @@ class PageList(BaseModel):
             "items": [i.to_json() for i in self.items],
             "next_cursor": self.next_cursor,
             "complete": self.complete,
+            "degraded": list(self.degraded),
         }
 
 

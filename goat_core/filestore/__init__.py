@@ -90,6 +90,7 @@ from goat_core.filestore._pages import (
     resolve_page_ref,
     str_list,
     to_page,
+    withheld,
 )
 from goat_core.filestore._transfer import (
     ImportPlan,
@@ -182,6 +183,7 @@ __all__ = [
     "resolve_page_ref",
     "str_list",
     "to_page",
+    "withheld",
     # copies and imports (docs/design.md, Copy, export and import)
     "ImportPlan",
     "folder_import_operation",

@@ -503,6 +503,18 @@ def degraded_reasons(
     return reasons
 
 
+#: Skip reasons of entries whose notes a listing still shows (a link to a folder listed under
+#: its own path, the link closing a cycle) or that hold none (a broken symlink).
+_NOTHING_WITHHELD = ("already listed there", "symlink cycle", "broken symlink")
+
+
+def withheld(skipped: Iterable[tuple[str, str]]) -> list[str]:
+    """The paths of skipped entries whose notes a listing leaves out: a symlink that points
+    outside the store, an unreadable file or folder. A page list with any is not complete
+    (docs/design.md, Browsing and links: ``complete`` only with nothing skipped)."""
+    return [path for path, why in skipped if not any(n in why for n in _NOTHING_WITHHELD)]
+
+
 # -- writing and health ---------------------------------------------------------------------
 
 
