@@ -225,6 +225,7 @@ def to_page(note: StoredNote, provenance_keys: Sequence[str]) -> Page:
         body=note.body,
         etag=note.etag,
         provenance=provenance,
+        frontmatter_text=note.text[: len(note.text) - len(note.body)],
     )
 
 

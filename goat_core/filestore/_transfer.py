@@ -2,6 +2,11 @@
 planning and writing every file-based provider shares, behind its ``import_pages``
 operation (:data:`goat_core.contract.IMPORT_OPERATION`).
 
+A page is a ``duplicate`` when a note's provenance carries its hash, or when a note is that
+page byte for byte (its own hash, or the hash its source store had: an export imported back
+into the store it came from adds nothing). A page whose frontmatter ``id`` a note already
+holds is written without it, so no two pages of a store share an id.
+
 :func:`import_into_folder` runs on the store's worker thread, under the store lock for the
 whole batch: it plans every page (duplicate by content hash, conflict by path, the next
 free name with ``rename``), passes each page's text through the policy gate, and only when
@@ -29,7 +34,7 @@ from goat_core.contract import (
 )
 from goat_core.errors import BadInput, Conflict, PathError, Rejected
 from goat_core.filestore._files import contain
-from goat_core.filestore._frontmatter import set_keys
+from goat_core.filestore._frontmatter import drop_keys, set_keys
 
 _O = TransferOutcome
 
@@ -56,6 +61,14 @@ def provenance_hashes(notes: Iterable[Any]) -> dict[str, str]:
             if isinstance(value, dict) and isinstance(value.get("sha256"), str):
                 found.setdefault(value["sha256"], note.path)
     return found
+
+
+def content_hashes(notes: Iterable[Any]) -> dict[str, str]:
+    """``{sha256: path}`` of every note's own text (``note.text``, ``note.path``): a page a
+    store already holds byte for byte."""
+    import hashlib
+
+    return {hashlib.sha256(n.text.encode("utf-8")).hexdigest(): n.path for n in notes}
 
 
 def note_text(page: TransferPage, text: str | None = None) -> str:
@@ -120,12 +133,29 @@ def import_into_folder(
     :param max_chars: the provider's ``max_input_chars``: a longer body is ``rejected``.
     :returns: one item per page, in order.
     """
+    notes = list(notes)
     hashes = provenance_hashes(notes)
+    # the pages the store holds byte for byte: an export of this very store imported back
+    # (the manifest's source_sha256) finds its pages unchanged, not taken by "other content"
+    held = content_hashes(notes)
+    ids = {n.fm_id for n in notes if n.fm_id is not None}
     used = {_fold(p) for p in taken}
     plans: list[ImportPlan] = []
     for page in pages:
-        if page.sha256 in hashes:
-            plans.append(ImportPlan(page, hashes[page.sha256], _O.DUPLICATE))
+        known = next(
+            (
+                where.get(h)
+                for where, h in (
+                    (hashes, page.sha256),
+                    (held, page.sha256),
+                    (held, page.origin_sha256),
+                )
+                if h is not None and h in where
+            ),
+            None,
+        )
+        if known is not None:
+            plans.append(ImportPlan(page, known, _O.DUPLICATE))
             continue
         try:
             contain(root, page.path)
@@ -154,11 +184,25 @@ def import_into_folder(
             reason = f"too large: {len(page.body)} characters, at most {max_chars}"
             plans.append(ImportPlan(page, target, _O.REJECTED, reason))
             continue
+        chosen = page.text
+        fm_id = page.frontmatter.get("id")
+        if fm_id is not None and str(fm_id) in ids:
+            # A page's id names it within its store, and `show <id>` must find one page. A
+            # copy (renamed or not) or an import whose id the destination already holds is
+            # a new page there: it goes without that id, the destination names it by its
+            # path, and the id it had stays reachable through its provenance's `id`.
+            try:
+                chosen = drop_keys(chosen, ("id",))
+            except BadInput as exc:
+                plans.append(ImportPlan(page, target, _O.REJECTED, f"{page.path}: {exc}"))
+                continue
+        elif fm_id is not None:
+            ids.add(str(fm_id))
         try:
             # the whole note as it will be stored, frontmatter included (provenance is added
             # by GOAT after the policy, from the source's own record)
             inspected = inspect(
-                MemoryWrite(kind="remember", text=page.text, title=page.title, source=source)
+                MemoryWrite(kind="remember", text=chosen, title=page.title, source=source)
             )
         except Rejected as exc:
             plans.append(ImportPlan(page, target, _O.REJECTED, f"rejected: {exc.reason}"))
