@@ -18,6 +18,7 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from goat_core.contract import (
@@ -32,7 +33,7 @@ from goat_core.contract import (
     TransferOutcome,
     TransferPage,
 )
-from goat_core.errors import BadInput, Conflict, PathError, Rejected
+from goat_core.errors import BadInput, Conflict, GoatError, PathError, Rejected, StoreUnwritable
 from goat_core.filestore._files import contain
 from goat_core.filestore._frontmatter import drop_keys, set_keys
 
@@ -224,22 +225,31 @@ def import_into_folder(
     elif not dry_run and write_many is not None:
         todo = [p for p in plans if p.outcome is _O.PLANNED]
         if todo:
-            for plan, receipt in zip(todo, write_many(todo), strict=True):
+            try:
+                receipts = write_many(todo)
+            except (OSError, StoreUnwritable) as exc:
+                raise _stopped_step(root, todo, exc) from exc
+            for plan, receipt in zip(todo, receipts, strict=True):
                 plan.outcome = _O(receipt.status.value)
                 plan.reason = receipt.reason
                 plan.receipt = receipt
     elif not dry_run:
         assert write is not None
         todo = [p for p in plans if p.outcome is _O.PLANNED]
+        fresh = _missing_folders(root, todo)
+        written: list[ImportPlan] = []
         for done, plan in enumerate(todo, start=1):
             try:
                 receipt = write(plan)
             except Conflict as exc:
                 plan.outcome, plan.reason = _O.CONFLICT, str(exc)
+            except (OSError, StoreUnwritable) as exc:
+                raise _stopped(root, plan, written, fresh, exc) from exc
             else:
                 plan.outcome = _O(receipt.status.value)
                 plan.reason = receipt.reason
                 plan.receipt = receipt
+                written.append(plan)
             if progress is not None:
                 progress(done, len(todo))
     return [
@@ -253,6 +263,87 @@ def import_into_folder(
         )
         for p in plans
     ]
+
+
+def _missing_folders(root: Any, plans: Sequence[ImportPlan]) -> list[Path]:
+    """The folders the pages of ``plans`` need that do not exist yet, deepest first."""
+    base = Path(root)
+    missing: set[Path] = set()
+    for plan in plans:
+        assert plan.target is not None
+        folder = (base / plan.target).parent
+        while folder != base and base in folder.parents and not folder.exists():
+            missing.add(folder)
+            folder = folder.parent
+    return sorted(missing, key=lambda f: len(f.parts), reverse=True)
+
+
+def _stopped(
+    root: Any,
+    failed: ImportPlan,
+    written: Sequence[ImportPlan],
+    fresh: Sequence[Path],
+    exc: BaseException,
+) -> GoatError:
+    """Undo a batch a fault stopped, and the typed error that says what is left.
+
+    A file store plans the whole batch under its lock, so nothing partial should stay
+    (docs/design.md, Copy, export and import): each page this batch wrote is removed again
+    if it still holds exactly what was written (a page someone changed since stays), then
+    the folders the batch made, if empty. What cannot be removed (a store turned read-only)
+    is named in the error; importing again finds those pages as duplicates."""
+    from goat_core.filestore._files import current_etag, etag
+
+    left: list[str] = []
+    for plan in reversed(written):
+        assert plan.target is not None and plan.text is not None
+        path = Path(root) / plan.target
+        try:
+            if current_etag(path) == etag(plan.text.encode("utf-8")):
+                path.unlink()
+            else:
+                left.append(plan.target)
+        except OSError:
+            left.append(plan.target)
+    for folder in fresh:
+        try:
+            folder.rmdir()
+        except OSError:
+            pass  # not empty (a page left, or another writer's file), or not removable
+    if left:
+        kept = (
+            f"{len(left)} page(s) written before it could not be removed and stay: "
+            f"{', '.join(sorted(left))} (importing again finds them as duplicates)"
+        )
+    else:
+        kept = f"the {len(written)} page(s) written before it were removed: nothing was written"
+    return _typed(root, exc, f"the import stopped at {failed.target!r}; {kept}")
+
+
+def _stopped_step(root: Any, todo: Sequence[ImportPlan], exc: BaseException) -> GoatError:
+    """The typed error for a fault under a one-step batch (``write_many``): the pages
+    planned at free paths that now exist landed before it, and are named."""
+    landed = [p.target for p in todo if p.target is not None and (Path(root) / p.target).exists()]
+    if landed:
+        kept = (
+            f"{len(landed)} page(s) were written before it and stay: {', '.join(landed)} "
+            "(importing again finds them as duplicates)"
+        )
+    else:
+        kept = "nothing was written"
+    return _typed(root, exc, f"the import stopped; {kept}")
+
+
+def _typed(root: Any, exc: BaseException, what: str) -> GoatError:
+    """``exc`` as ``StoreUnwritable`` (a full or read-only store) with ``what`` appended,
+    else a :class:`GoatError` naming it."""
+    typed = exc if isinstance(exc, StoreUnwritable) else None
+    if typed is None and isinstance(exc, OSError):
+        typed = StoreUnwritable.from_os_error(exc, getattr(exc, "filename", None) or root)
+    if typed is None:
+        return GoatError(f"{what}: {exc}")
+    cause = typed.message.removesuffix("; nothing was stored")
+    return StoreUnwritable(f"{cause}; {what}", path=typed.path, reason=typed.reason)
 
 
 #: ``do_import(provider, gate, pages, dry_run, rename, progress) -> items``, run on the
@@ -282,9 +373,12 @@ def folder_import_operation(provider: Any, do_import: FolderImport) -> ProviderO
         progress: Callable[[int, int], None] | None = None,
         **_: Any,
     ) -> list[TransferItem]:
-        return await provider._worker.run(
-            do_import, provider, gate, list(pages), dry_run, rename, progress
-        )
+        try:
+            return await provider._worker.run(
+                do_import, provider, gate, list(pages), dry_run, rename, progress
+            )
+        except OSError as exc:  # before any page (a layout folder): typed, nothing written
+            raise _typed(provider.root, exc, "the import wrote nothing") from exc
 
     return ProviderOperation(IMPORT_OPERATION, Access.WRITE, import_pages)
 
