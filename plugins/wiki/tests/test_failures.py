@@ -544,3 +544,21 @@ def test_remember_with_title_appends_a_dated_entry_with_provenance(wiki: MakeWik
     assert w.get_page(first.path).provenance["remembered_by"] == "model"
     with pytest.raises(Conflict, match="differs only in case"):
         w.remember(MemoryWrite(text="x", title="deploys", source="cli"))
+
+
+def test_a_symlink_out_of_the_wiki_makes_its_page_list_incomplete(
+    wiki: MakeWiki, vault: Path, tmp_path: Path
+) -> None:
+    """``leak.md -> ../outside/secret.md``: the page is not listed, the listing is not
+    complete and ``degraded`` names the skipped path (docs/design.md, Browsing and links)."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.md").write_text("not the wiki's\n")
+    write_tree(vault, {"Projects/Plan.md": "The plan.\n"})
+    w = wiki(root=vault)
+    assert w.list_pages().complete is True
+    (vault / "leak.md").symlink_to(outside / "secret.md")
+    listing = w.list_pages()
+    assert [p.id for p in listing.items] == ["Projects/Plan.md"]
+    assert listing.complete is False
+    assert "leak.md: skipped, symlink points outside the store" in listing.degraded
