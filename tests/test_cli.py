@@ -569,13 +569,13 @@ def test_pages_json_shape_and_cursor(bound: Path) -> None:
     for title in ("b note", "A note", "c note"):
         run("remember", "text", "--title", title)
     first = ok_json("pages", "--limit", "2")
-    assert list(first) == ["items", "next_cursor", "complete"]
+    assert list(first) == ["items", "next_cursor", "complete", "degraded"]  # the truth too
     assert [i["id"] for i in first["items"]] == ["a-note.md", "b-note.md"]
     assert all(list(i) == ["id", "title", "path"] for i in first["items"])
     assert first["complete"] is False and first["next_cursor"]
     rest = ok_json("pages", "--limit", "2", "--cursor", first["next_cursor"])
     assert [i["id"] for i in rest["items"]] == ["c-note.md"]
-    assert rest["complete"] is True and rest["next_cursor"] is None
+    assert rest["complete"] is True and rest["next_cursor"] is None and rest["degraded"] == []
     human = run("pages", "--limit", "2")
     assert "more: goat pages --cursor" in human.stderr
 

@@ -245,3 +245,26 @@ def test_yaml_alias_bomb_is_reported_not_expanded() -> None:
     assert parsed.data == {} and parsed.body.endswith("body\n")
     small = parse_note("---\nx: &a [1, 2]\ny: *a\n---\nok\n")
     assert small.error is None and small.data == {"x": [1, 2], "y": [1, 2]}
+
+
+def test_drop_keys_cuts_only_the_lines_of_the_keys() -> None:
+    from goat_core.filestore import drop_keys
+
+    text = (
+        "---\r\n# c\r\nid: x\r\nlist:\r\n  - a\r\n\r\n  - b\r\nkeep: 2024-01-05\r\n---\r\nbody\r\n"
+    )
+    assert drop_keys(text, ("id", "list")) == "---\r\n# c\r\nkeep: 2024-01-05\r\n---\r\nbody\r\n"
+    assert drop_keys(text, ("absent",)) == text
+    assert drop_keys("no frontmatter\n", ("id",)) == "no frontmatter\n"
+    assert drop_keys("---\nid: x\n---\nb", ("id",)) == "---\n---\nb"
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["---\nid: [unclosed\n---\nb\n", "---\nid: x\nid: y\n---\nb\n"],
+)
+def test_drop_keys_never_edits_what_it_cannot_cut_safely(text: str) -> None:
+    from goat_core.filestore import FrontmatterError, drop_keys
+
+    with pytest.raises(FrontmatterError):
+        drop_keys(text, ("id",))

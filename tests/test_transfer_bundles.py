@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from goat_core.contract import Page
 from goat_core.errors import BadInput, NotFound
-from goat_core.host._okf import MANIFEST_NAME, read_bundle
+from goat_core.host._okf import MANIFEST_NAME, read_bundle, render_page, stored_text
 
 GOOD = "---\ntype: note\ntitle: A\n---\nSee [[B]].\n"
 
@@ -164,3 +165,54 @@ def test_bad_bundle_is_refused_whole(
 def test_missing_bundle_is_not_found(tmp_path: Path) -> None:
     with pytest.raises(NotFound):
         read_bundle(tmp_path / "absent")
+
+
+TYPED = "---\n# as written\ndate: 2024-01-05\nn: 42\ncopied_from: {id: x}\n---\nbody\n"
+
+
+def _typed_page(**update: object) -> Page:
+    from goat_core.filestore import jsonable, parse_note
+
+    note = parse_note(TYPED)
+    page = Page(
+        id="t.md",
+        title="T",
+        path="t.md",
+        frontmatter=jsonable(note.data),
+        body=note.body,
+        frontmatter_text=TYPED[: len(TYPED) - len(note.body)],
+    )
+    return page.model_copy(update=update)
+
+
+def test_a_page_kept_as_text_is_rendered_byte_for_byte() -> None:
+    """Its frontmatter lines as written (a date stays a date, the comment stays), dropped
+    keys lose only their lines, OKF fields are appended."""
+    page = _typed_page()
+    assert stored_text(page) == TYPED
+    assert render_page(page, okf=False) == TYPED
+    assert render_page(page, okf=False, drop=("copied_from",)) == (
+        "---\n# as written\ndate: 2024-01-05\nn: 42\n---\nbody\n"
+    )
+    assert render_page(page, default_type="note") == (
+        "---\n# as written\ndate: 2024-01-05\nn: 42\ncopied_from: {id: x}\n"
+        "type: note\ntitle: T\n---\nbody\n"
+    )
+
+
+def test_a_page_a_policy_changed_is_rendered_from_what_is_shown() -> None:
+    """The kept text never carries past ``goat_filter_browse`` what it hid or changed: a
+    hidden frontmatter key is not in the text, a changed body is the body shown."""
+    hidden = _typed_page(frontmatter={"date": "2024-01-05"})
+    assert stored_text(hidden) is None
+    assert render_page(hidden, okf=False) == "---\ndate: '2024-01-05'\n---\nbody\n"
+    redacted = _typed_page(body="redacted\n")
+    assert render_page(redacted, okf=False) == TYPED.replace("body\n", "redacted\n")
+
+
+def test_a_page_without_kept_text_is_rendered_from_its_frontmatter() -> None:
+    page = _typed_page(frontmatter_text=None)
+    assert stored_text(page) is None
+    assert render_page(page, okf=False) == (
+        "---\ndate: '2024-01-05'\nn: 42\ncopied_from: {id: x}\n---\nbody\n"
+    )

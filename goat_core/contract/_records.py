@@ -201,12 +201,20 @@ class PageList(BaseModel):
             "items": [i.to_json() for i in self.items],
             "next_cursor": self.next_cursor,
             "complete": self.complete,
+            "degraded": list(self.degraded),
         }
 
 
 class Page(BaseModel):
     """One page. ``etag`` is a content hash for optimistic concurrency; ``provenance`` says where
-    the content came from (sources, who remembered it)."""
+    the content came from (sources, who remembered it).
+
+    ``frontmatter_text`` is, for a store that keeps pages as files, the frontmatter block
+    exactly as stored (both fences; ``""`` when the page has none), so ``frontmatter_text +
+    body`` is the stored note byte for byte and a copy or export keeps YAML as written (a
+    date stays a date); ``None`` where the store keeps no such text. It is not part of
+    :meth:`to_json`: ``frontmatter`` is the page's frontmatter for display.
+    """
 
     model_config = _FROZEN
 
@@ -217,6 +225,7 @@ class Page(BaseModel):
     body: str
     etag: str | None = None
     provenance: dict[str, Any] = Field(default_factory=dict)
+    frontmatter_text: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {

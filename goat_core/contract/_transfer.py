@@ -16,7 +16,11 @@ It returns one :class:`TransferItem` per :class:`TransferPage`, in order. It mus
   unless ``rename`` (then the next free name, ``<stem>-2.md``...); a provider that can hold
   the whole batch under one lock writes nothing at all while a conflict remains;
 - be idempotent by :attr:`TransferPage.sha256`: a page already copied or imported with the
-  same hash is ``duplicate`` and nothing is written;
+  same hash is ``duplicate`` and nothing is written; so is a page the store already holds
+  byte for byte (:attr:`TransferPage.origin_sha256`, or ``sha256`` itself, equal to a
+  stored page's hash), the page an export of this very store came from;
+- never duplicate a page ``id`` the store already holds: such a page is written without
+  its ``id`` (the store names it by its path; the source's id stays in the provenance);
 - record provenance: :attr:`TransferPage.provenance` under
   :attr:`TransferPage.provenance_key` (``copied_from`` or ``imported_from``), in frontmatter
   for file stores;
@@ -59,6 +63,9 @@ class TransferPage(BaseModel):
     :param provenance: ``{"scope", "provider", "id", "sha256", "at"}``.
     :param text: the whole page as transferred (frontmatter and body), what a wiki stores
         as the raw source of the page.
+    :param origin_sha256: hex sha256 of the page as its source store held it (a folder
+        store's note bytes; an export's manifest records it as ``source_sha256``), when
+        known: a store that holds exactly that page already has it.
     """
 
     model_config = _FROZEN
@@ -71,6 +78,7 @@ class TransferPage(BaseModel):
     provenance_key: Literal["copied_from", "imported_from"]
     provenance: dict[str, Any]
     text: str
+    origin_sha256: str | None = None
 
 
 class TransferOutcome(StrEnum):

@@ -43,6 +43,7 @@ from goat_core.filestore._frontmatter import (
     FrontmatterError,
     ParsedNote,
     append_entry,
+    drop_keys,
     format_scalar,
     jsonable,
     parse_note,
@@ -90,6 +91,7 @@ from goat_core.filestore._pages import (
     resolve_page_ref,
     str_list,
     to_page,
+    withheld,
 )
 from goat_core.filestore._transfer import (
     ImportPlan,
@@ -137,6 +139,7 @@ __all__ = [
     "FrontmatterError",
     "ParsedNote",
     "append_entry",
+    "drop_keys",
     "format_scalar",
     "jsonable",
     "parse_note",
@@ -182,6 +185,7 @@ __all__ = [
     "resolve_page_ref",
     "str_list",
     "to_page",
+    "withheld",
     # copies and imports (docs/design.md, Copy, export and import)
     "ImportPlan",
     "folder_import_operation",

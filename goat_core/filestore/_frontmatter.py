@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -305,6 +305,38 @@ def set_keys(text: str, updates: Mapping[str, Any]) -> str:
     check = parse_note(result)
     if check.error is not None:  # pragma: no cover - a bug here must never reach disk
         raise FrontmatterError(f"editing the frontmatter would break it: {check.error}")
+    return result
+
+
+def drop_keys(text: str, keys: Collection[str]) -> str:
+    """Remove top-level frontmatter keys by cutting only their lines (the key line and its
+    continuation lines); every other byte stays. A note without frontmatter, or without any
+    of ``keys``, is returned unchanged; a block left empty stays (``---`` twice).
+
+    :raises FrontmatterError: the frontmatter does not parse (such notes are never
+        rewritten), or a key to drop appears more than once.
+    """
+    note = parse_note(text)
+    if note.error is not None:
+        raise FrontmatterError(f"note not edited: {note.error}")
+    present = [k for k in keys if k in note.data]
+    if not note.has_frontmatter or not present:
+        return text
+    raw = note.frontmatter_text
+    spans = _top_level_spans(raw)
+    cuts = []
+    for key in present:
+        start, end = spans.get(key, (-1, -1))
+        if start < 0:
+            raise FrontmatterError(f"frontmatter key {key!r} cannot be dropped line by line")
+        cuts.append((start, end))
+    new_raw = raw
+    for start, end in sorted(cuts, reverse=True):
+        new_raw = new_raw[:start] + new_raw[end:]
+    result = text[: note.fm_start] + new_raw + text[note.fm_end :]
+    check = parse_note(result)
+    if check.error is not None or any(k in check.data for k in present):
+        raise FrontmatterError(f"dropping {', '.join(present)} would break the frontmatter")
     return result
 
 

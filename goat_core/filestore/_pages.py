@@ -225,6 +225,7 @@ def to_page(note: StoredNote, provenance_keys: Sequence[str]) -> Page:
         body=note.body,
         etag=note.etag,
         provenance=provenance,
+        frontmatter_text=note.text[: len(note.text) - len(note.body)],
     )
 
 
@@ -516,6 +517,18 @@ def degraded_reasons(
     reasons = [f"{path}: {problem}; read as body" for path, problem in problems]
     reasons += [f"{path}: skipped, {reason}" for path, reason in skipped]
     return reasons
+
+
+#: Skip reasons of entries whose notes a listing still shows (a link to a folder listed under
+#: its own path, the link closing a cycle) or that hold none (a broken symlink).
+_NOTHING_WITHHELD = ("already listed there", "symlink cycle", "broken symlink")
+
+
+def withheld(skipped: Iterable[tuple[str, str]]) -> list[str]:
+    """The paths of skipped entries whose notes a listing leaves out: a symlink that points
+    outside the store, an unreadable file or folder. A page list with any is not complete
+    (docs/design.md, Browsing and links: ``complete`` only with nothing skipped)."""
+    return [path for path, why in skipped if not any(n in why for n in _NOTHING_WITHHELD)]
 
 
 # -- writing and health ---------------------------------------------------------------------

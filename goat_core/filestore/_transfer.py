@@ -2,6 +2,11 @@
 planning and writing every file-based provider shares, behind its ``import_pages``
 operation (:data:`goat_core.contract.IMPORT_OPERATION`).
 
+A page is a ``duplicate`` when a note's provenance carries its hash, or when a note is that
+page byte for byte (its own hash, or the hash its source store had: an export imported back
+into the store it came from adds nothing). A page whose frontmatter ``id`` a note already
+holds is written without it, so no two pages of a store share an id.
+
 :func:`import_into_folder` runs on the store's worker thread, under the store lock for the
 whole batch: it plans every page (duplicate by content hash, conflict by path, the next
 free name with ``rename``), passes each page's text through the policy gate, and only when
@@ -13,6 +18,7 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from goat_core.contract import (
@@ -27,9 +33,9 @@ from goat_core.contract import (
     TransferOutcome,
     TransferPage,
 )
-from goat_core.errors import BadInput, Conflict, PathError, Rejected
+from goat_core.errors import BadInput, Conflict, GoatError, PathError, Rejected, StoreUnwritable
 from goat_core.filestore._files import contain
-from goat_core.filestore._frontmatter import set_keys
+from goat_core.filestore._frontmatter import drop_keys, set_keys
 
 _O = TransferOutcome
 
@@ -56,6 +62,14 @@ def provenance_hashes(notes: Iterable[Any]) -> dict[str, str]:
             if isinstance(value, dict) and isinstance(value.get("sha256"), str):
                 found.setdefault(value["sha256"], note.path)
     return found
+
+
+def content_hashes(notes: Iterable[Any]) -> dict[str, str]:
+    """``{sha256: path}`` of every note's own text (``note.text``, ``note.path``): a page a
+    store already holds byte for byte."""
+    import hashlib
+
+    return {hashlib.sha256(n.text.encode("utf-8")).hexdigest(): n.path for n in notes}
 
 
 def note_text(page: TransferPage, text: str | None = None) -> str:
@@ -120,12 +134,29 @@ def import_into_folder(
     :param max_chars: the provider's ``max_input_chars``: a longer body is ``rejected``.
     :returns: one item per page, in order.
     """
+    notes = list(notes)
     hashes = provenance_hashes(notes)
+    # the pages the store holds byte for byte: an export of this very store imported back
+    # (the manifest's source_sha256) finds its pages unchanged, not taken by "other content"
+    held = content_hashes(notes)
+    ids = {n.fm_id for n in notes if n.fm_id is not None}
     used = {_fold(p) for p in taken}
     plans: list[ImportPlan] = []
     for page in pages:
-        if page.sha256 in hashes:
-            plans.append(ImportPlan(page, hashes[page.sha256], _O.DUPLICATE))
+        known = next(
+            (
+                where.get(h)
+                for where, h in (
+                    (hashes, page.sha256),
+                    (held, page.sha256),
+                    (held, page.origin_sha256),
+                )
+                if h is not None and h in where
+            ),
+            None,
+        )
+        if known is not None:
+            plans.append(ImportPlan(page, known, _O.DUPLICATE))
             continue
         try:
             contain(root, page.path)
@@ -154,11 +185,25 @@ def import_into_folder(
             reason = f"too large: {len(page.body)} characters, at most {max_chars}"
             plans.append(ImportPlan(page, target, _O.REJECTED, reason))
             continue
+        chosen = page.text
+        fm_id = page.frontmatter.get("id")
+        if fm_id is not None and str(fm_id) in ids:
+            # A page's id names it within its store, and `show <id>` must find one page. A
+            # copy (renamed or not) or an import whose id the destination already holds is
+            # a new page there: it goes without that id, the destination names it by its
+            # path, and the id it had stays reachable through its provenance's `id`.
+            try:
+                chosen = drop_keys(chosen, ("id",))
+            except BadInput as exc:
+                plans.append(ImportPlan(page, target, _O.REJECTED, f"{page.path}: {exc}"))
+                continue
+        elif fm_id is not None:
+            ids.add(str(fm_id))
         try:
             # the whole note as it will be stored, frontmatter included (provenance is added
             # by GOAT after the policy, from the source's own record)
             inspected = inspect(
-                MemoryWrite(kind="remember", text=page.text, title=page.title, source=source)
+                MemoryWrite(kind="remember", text=chosen, title=page.title, source=source)
             )
         except Rejected as exc:
             plans.append(ImportPlan(page, target, _O.REJECTED, f"rejected: {exc.reason}"))
@@ -180,22 +225,31 @@ def import_into_folder(
     elif not dry_run and write_many is not None:
         todo = [p for p in plans if p.outcome is _O.PLANNED]
         if todo:
-            for plan, receipt in zip(todo, write_many(todo), strict=True):
+            try:
+                receipts = write_many(todo)
+            except (OSError, StoreUnwritable) as exc:
+                raise _stopped_step(root, todo, exc) from exc
+            for plan, receipt in zip(todo, receipts, strict=True):
                 plan.outcome = _O(receipt.status.value)
                 plan.reason = receipt.reason
                 plan.receipt = receipt
     elif not dry_run:
         assert write is not None
         todo = [p for p in plans if p.outcome is _O.PLANNED]
+        fresh = _missing_folders(root, todo)
+        written: list[ImportPlan] = []
         for done, plan in enumerate(todo, start=1):
             try:
                 receipt = write(plan)
             except Conflict as exc:
                 plan.outcome, plan.reason = _O.CONFLICT, str(exc)
+            except (OSError, StoreUnwritable) as exc:
+                raise _stopped(root, plan, written, fresh, exc) from exc
             else:
                 plan.outcome = _O(receipt.status.value)
                 plan.reason = receipt.reason
                 plan.receipt = receipt
+                written.append(plan)
             if progress is not None:
                 progress(done, len(todo))
     return [
@@ -209,6 +263,87 @@ def import_into_folder(
         )
         for p in plans
     ]
+
+
+def _missing_folders(root: Any, plans: Sequence[ImportPlan]) -> list[Path]:
+    """The folders the pages of ``plans`` need that do not exist yet, deepest first."""
+    base = Path(root)
+    missing: set[Path] = set()
+    for plan in plans:
+        assert plan.target is not None
+        folder = (base / plan.target).parent
+        while folder != base and base in folder.parents and not folder.exists():
+            missing.add(folder)
+            folder = folder.parent
+    return sorted(missing, key=lambda f: len(f.parts), reverse=True)
+
+
+def _stopped(
+    root: Any,
+    failed: ImportPlan,
+    written: Sequence[ImportPlan],
+    fresh: Sequence[Path],
+    exc: BaseException,
+) -> GoatError:
+    """Undo a batch a fault stopped, and the typed error that says what is left.
+
+    A file store plans the whole batch under its lock, so nothing partial should stay
+    (docs/design.md, Copy, export and import): each page this batch wrote is removed again
+    if it still holds exactly what was written (a page someone changed since stays), then
+    the folders the batch made, if empty. What cannot be removed (a store turned read-only)
+    is named in the error; importing again finds those pages as duplicates."""
+    from goat_core.filestore._files import current_etag, etag
+
+    left: list[str] = []
+    for plan in reversed(written):
+        assert plan.target is not None and plan.text is not None
+        path = Path(root) / plan.target
+        try:
+            if current_etag(path) == etag(plan.text.encode("utf-8")):
+                path.unlink()
+            else:
+                left.append(plan.target)
+        except OSError:
+            left.append(plan.target)
+    for folder in fresh:
+        try:
+            folder.rmdir()
+        except OSError:
+            pass  # not empty (a page left, or another writer's file), or not removable
+    if left:
+        kept = (
+            f"{len(left)} page(s) written before it could not be removed and stay: "
+            f"{', '.join(sorted(left))} (importing again finds them as duplicates)"
+        )
+    else:
+        kept = f"the {len(written)} page(s) written before it were removed: nothing was written"
+    return _typed(root, exc, f"the import stopped at {failed.target!r}; {kept}")
+
+
+def _stopped_step(root: Any, todo: Sequence[ImportPlan], exc: BaseException) -> GoatError:
+    """The typed error for a fault under a one-step batch (``write_many``): the pages
+    planned at free paths that now exist landed before it, and are named."""
+    landed = [p.target for p in todo if p.target is not None and (Path(root) / p.target).exists()]
+    if landed:
+        kept = (
+            f"{len(landed)} page(s) were written before it and stay: {', '.join(landed)} "
+            "(importing again finds them as duplicates)"
+        )
+    else:
+        kept = "nothing was written"
+    return _typed(root, exc, f"the import stopped; {kept}")
+
+
+def _typed(root: Any, exc: BaseException, what: str) -> GoatError:
+    """``exc`` as ``StoreUnwritable`` (a full or read-only store) with ``what`` appended,
+    else a :class:`GoatError` naming it."""
+    typed = exc if isinstance(exc, StoreUnwritable) else None
+    if typed is None and isinstance(exc, OSError):
+        typed = StoreUnwritable.from_os_error(exc, getattr(exc, "filename", None) or root)
+    if typed is None:
+        return GoatError(f"{what}: {exc}")
+    cause = typed.message.removesuffix("; nothing was stored")
+    return StoreUnwritable(f"{cause}; {what}", path=typed.path, reason=typed.reason)
 
 
 #: ``do_import(provider, gate, pages, dry_run, rename, progress) -> items``, run on the
@@ -238,9 +373,12 @@ def folder_import_operation(provider: Any, do_import: FolderImport) -> ProviderO
         progress: Callable[[int, int], None] | None = None,
         **_: Any,
     ) -> list[TransferItem]:
-        return await provider._worker.run(
-            do_import, provider, gate, list(pages), dry_run, rename, progress
-        )
+        try:
+            return await provider._worker.run(
+                do_import, provider, gate, list(pages), dry_run, rename, progress
+            )
+        except OSError as exc:  # before any page (a layout folder): typed, nothing written
+            raise _typed(provider.root, exc, "the import wrote nothing") from exc
 
     return ProviderOperation(IMPORT_OPERATION, Access.WRITE, import_pages)
 

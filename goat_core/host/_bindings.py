@@ -16,6 +16,7 @@ from goat_core.host._context import MemoryContext
 from goat_core.host._credentials import CredentialStore, check_secret
 from goat_core.host._hostbase import HostBase, _Checked, _validation_message
 from goat_core.host._leases import same_servers, unavailable_reason
+from goat_core.host._overlap import check_root_overlap
 from goat_core.host._records import (
     DEFAULT_BINDING_ID,
     EMBEDDED_DEFAULT_PROVIDER,
@@ -108,6 +109,8 @@ class HostBindings(HostBase):
             after saving and report it; a failed connect does not undo the save.
         :raises ConfigError: invalid settings (pydantic's messages), or an API key for a
             provider that declares no credential.
+        :raises PathError: a store root that is, holds or sits inside the GOAT home or
+            another scope's store root (rule ``store-overlap``).
         :raises NotFound: no such provider. :raises ProviderUnavailable: it failed to load.
         """
         spec = self.registry.get_provider(provider_name)
@@ -116,6 +119,7 @@ class HostBindings(HostBase):
         backend = None
         with self._config_lock():
             previous = self.config
+            check_root_overlap(self.home, previous, scope, validated)
             config = previous.with_binding(scope, binding)
             if api_key is None:
                 path = self._save(config)

@@ -60,22 +60,55 @@ def bundle_path(page: Page | PageSummary) -> str:
     return path if path.lower().endswith(".md") else f"{path}.md"
 
 
-def render_page(
-    page: Page, *, updated: datetime | None = None, okf: bool = True, default_type: str = "note"
-) -> str:
-    """A page as one Markdown file: its own frontmatter (provenance of earlier transfers
-    kept), OKF's ``type``, ``title`` and ``timestamp`` added where missing (``okf``), then
-    its body byte for byte. A page without frontmatter and nothing to add is its body."""
-    from goat_core.filestore import render_note
+def stored_text(page: Page) -> str | None:
+    """The page exactly as its store holds it (``frontmatter_text + body``), or ``None``:
+    the store keeps no such text, or what browsing shows of the page (after
+    ``goat_filter_browse``) is not what that text holds, and only what is shown is moved."""
+    from goat_core.filestore import jsonable, parse_note
 
-    data: dict[str, Any] = dict(page.frontmatter)
+    if page.frontmatter_text is None:
+        return None
+    text = page.frontmatter_text + page.body
+    parsed = parse_note(text)
+    if parsed.body != page.body or jsonable(parsed.data) != page.frontmatter:
+        return None
+    return text
+
+
+def render_page(
+    page: Page,
+    *,
+    updated: datetime | None = None,
+    okf: bool = True,
+    default_type: str = "note",
+    drop: Sequence[str] = (),
+) -> str:
+    """A page as one Markdown file: its own frontmatter without the keys in ``drop``, OKF's
+    ``type``, ``title`` and ``timestamp`` added where missing (``okf``), then its body byte
+    for byte. A page without frontmatter and nothing to add is its body.
+
+    A page whose store keeps its text (:func:`stored_text`) keeps its frontmatter as
+    written, byte for byte: dropped keys lose only their lines and added ones are appended
+    as one line each, so a date stays a date, a number a number and comments stay. Other
+    pages (a Hindsight memory, or a page a policy changed) are rendered from the shown
+    frontmatter, one line of YAML per key."""
+    from goat_core.filestore import drop_keys, render_note, set_keys
+
+    added: dict[str, Any] = {}
     if okf:
-        data.setdefault("type", default_type)
-        data.setdefault("title", page.title)
+        added = {"type": default_type, "title": page.title}
         if updated is not None:
-            data.setdefault(
-                "timestamp", updated.replace(microsecond=0).isoformat().replace("+00:00", "Z")
-            )
+            added["timestamp"] = updated.replace(microsecond=0).isoformat().replace("+00:00", "Z")
+        added = {k: v for k, v in added.items() if k not in page.frontmatter}
+    kept = stored_text(page)
+    if kept is not None:
+        try:
+            text = drop_keys(kept, drop) if drop else kept
+            return set_keys(text, added) if added else text
+        except BadInput:  # frontmatter that does not parse is never edited: render instead
+            pass
+    data: dict[str, Any] = {k: v for k, v in page.frontmatter.items() if k not in drop}
+    data.update(added)
     if not data:
         return page.body
     try:
@@ -127,7 +160,9 @@ def manifest_for(
     complete: bool,
     degraded: Sequence[str],
 ) -> dict[str, Any]:
-    """The manifest of an export: ``pages`` holds ``{"path", "id", "sha256"}``."""
+    """The manifest of an export: ``pages`` holds ``{"path", "id", "sha256"}`` and, for a
+    page whose store keeps its text, ``source_sha256`` (the hash of the page as the store
+    held it, so importing the bundle back into that store finds every page unchanged)."""
     return {
         "format": MANIFEST_FORMAT,
         "version": MANIFEST_VERSION,
@@ -152,6 +187,7 @@ class BundleFile:
     sha256: str
     title: str
     source_id: str
+    origin_sha256: str | None = None
 
 
 @dataclass
@@ -278,12 +314,13 @@ def _load_manifest(directory: Path, problems: list[str]) -> dict[str, Any] | Non
             isinstance(p, dict)
             and isinstance(p.get("path"), str)
             and isinstance(p.get("sha256"), str)
+            and isinstance(p.get("source_sha256", ""), str)
             for p in pages
         )
     ):
         problems.append(
             f"{MANIFEST_NAME}: not a {MANIFEST_FORMAT} manifest with pages of path and "
-            "sha256 (rule bundle-manifest)"
+            "sha256 (and optional source_sha256 text) (rule bundle-manifest)"
         )
         return None
     version = data.get("version")
@@ -377,6 +414,7 @@ def read_bundle(directory: Path, *, max_bytes: int = MAX_FILE_BYTES) -> Bundle:
             if value is not None and not isinstance(value, dict):
                 problems.append(f"{rel}: {key} is not a mapping (rule bundle-frontmatter)")
         source_id = str(entry.get("id") or rel) if entry is not None else rel
+        origin = entry.get("source_sha256") if entry is not None else None
         bundle.files.append(
             BundleFile(
                 path=rel,
@@ -386,6 +424,7 @@ def read_bundle(directory: Path, *, max_bytes: int = MAX_FILE_BYTES) -> Bundle:
                 sha256=digest,
                 title=_title(rel, data),
                 source_id=source_id,
+                origin_sha256=origin or None,
             )
         )
     if problems:

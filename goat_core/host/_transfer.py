@@ -43,6 +43,7 @@ from goat_core.host._okf import (
     read_bundle,
     render_page,
     sha256_hex,
+    stored_text,
     write_bundle,
 )
 
@@ -190,12 +191,12 @@ class HostTransfer(HostBase):
         provider: str,
         at: str,
     ) -> TransferPage:
-        """A source page as transferred: its own frontmatter re-rendered (earlier
-        provenance dropped) and its body byte for byte."""
+        """A source page as transferred: its own frontmatter (as written, where the store
+        keeps the page's text) without earlier provenance, and its body byte for byte."""
         own = {k: v for k, v in page.frontmatter.items() if k not in (COPIED_FROM, IMPORTED_FROM)}
-        clean = page.model_copy(update={"frontmatter": own})
-        text = render_page(clean, okf=False)
+        text = render_page(page, okf=False, drop=(COPIED_FROM, IMPORTED_FROM))
         digest = sha256_hex(text)
+        held = stored_text(page)
         return TransferPage(
             path=bundle_path(page),
             title=page.title,
@@ -211,6 +212,7 @@ class HostTransfer(HostBase):
                 "at": at,
             },
             text=text,
+            origin_sha256=sha256_hex(held) if held is not None else None,
         )
 
     # -- export -----------------------------------------------------------------------------
@@ -257,7 +259,11 @@ class HostTransfer(HostBase):
             text = render_page(page, updated=summary.updated, default_type=default_type)
             digest = sha256_hex(text)
             files.append((rel, text))
-            entries.append({"path": rel, "id": page.id, "sha256": digest})
+            entry: dict[str, Any] = {"path": rel, "id": page.id, "sha256": digest}
+            held = stored_text(page)
+            if held is not None:
+                entry["source_sha256"] = sha256_hex(held)
+            entries.append(entry)
             items.append(
                 TransferItem(
                     source=page.id, target=rel, outcome=TransferOutcome.STORED, sha256=digest
@@ -324,6 +330,7 @@ class HostTransfer(HostBase):
                     "at": at,
                 },
                 text=f.text,
+                origin_sha256=f.origin_sha256,
             )
             for f in bundle.files
         ]

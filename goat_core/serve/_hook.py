@@ -2,7 +2,8 @@
 
 Reads the hook's JSON on stdin (``session_id``, ``cwd``, ``prompt``, ...), resolves the scope
 from ``$CLAUDE_PROJECT_DIR``, else ``cwd``, exactly as ``goat serve --from-dir`` does (same
-function, same pin setting), and answers with exactly one JSON object::
+function, same pin setting; a pin alone decides, with or without a directory), and answers
+with exactly one JSON object::
 
     {"hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": "..."}}
 
@@ -148,18 +149,25 @@ def run_hook(
         return HookResult(reason="trivial prompt: no recall")
     if budget <= 0:
         return HookResult(reason="no budget for memory")
+    from goat_core.serve._scope import PIN_ENV, parse_pin
+
     directory = env.get("CLAUDE_PROJECT_DIR") or cwd
-    if not directory:
-        return HookResult(reason="no project directory: neither $CLAUDE_PROJECT_DIR nor cwd")
+    pin = pin if pin is not None else env.get(PIN_ENV)
     try:
-        return _recall(prompt, directory, env, home, budget, pin, timeout)
+        # a pin alone decides the scope (docs/design.md, Hosts and tools: "a pin comes from
+        # the one setting both read"), so an input without cwd still has one
+        if not directory and parse_pin(pin) is None:
+            return HookResult(
+                reason="no project directory: neither $CLAUDE_PROJECT_DIR nor cwd, and no pin"
+            )
+        return _recall(prompt, directory or None, env, home, budget, pin, timeout)
     except GoatError as exc:
         return HookResult(reason=f"{type(exc).__name__}: {exc}")
 
 
 def _recall(
     prompt: str,
-    directory: str,
+    directory: str | None,
     env: Mapping[str, str],
     home: GoatHome | None,
     budget: int,
@@ -172,15 +180,20 @@ def _recall(
     from goat_core.host import Chat, GoatHome, MemoryHost
     from goat_core.plugins import PluginSettings, Registry
     from goat_core.serve._local import ask_local, socket_path
-    from goat_core.serve._scope import PIN_ENV, pinned_scope, resolve_serve_scope
+    from goat_core.serve._scope import ServeScope, parse_pin, pinned_scope, resolve_serve_scope
 
     home = home if home is not None else GoatHome.from_env()
-    pin = pin if pin is not None else env.get(PIN_ENV)
     # a pinned scope is known without any plugin: a running server may answer before the
     # plugins are loaded at all; otherwise the scope plugins decide, as for the server
     registry: Registry | None = None
-    served = pinned_scope(directory, pin)
+    if directory is None:  # the pin decides alone (run_hook checked there is one)
+        pinned = parse_pin(pin)
+        assert pinned is not None
+        served: ServeScope | None = ServeScope(pinned, "pin")
+    else:
+        served = pinned_scope(directory, pin)
     if served is None:
+        assert directory is not None
         registry = Registry.load(PluginSettings.from_env())
         served = resolve_serve_scope(registry, from_dir=directory, pin=pin)
     scope = served.scope

@@ -157,6 +157,29 @@ async def test_the_pin_setting_moves_server_and_hook_together(home: Path, tmp_pa
     assert "pinned pelican fact" in out["hookSpecificOutput"]["additionalContext"]
 
 
+@pytest.mark.parametrize("how", ["--pin", "GOAT_PIN"])
+def test_a_pin_alone_decides_the_hooks_scope(home: Path, how: str) -> None:
+    """The exact input: ``{"prompt": "where does the osprey nest?"}`` (no ``cwd``, no
+    ``$CLAUDE_PROJECT_DIR``) with the pin ``global`` as the flag or in ``$GOAT_PIN``: the pin
+    alone decides the scope, and the hook recalls Global's note."""
+    goat(home, "remember", "the osprey nests on the old radio mast")
+    payload = {"prompt": "where does the osprey nest?"}
+    if how == "--pin":
+        out, err, code = run_hook(home, payload, "--pin", "global")
+    else:
+        out, err, code = run_hook(home, payload, env=goat_env(home, GOAT_PIN="global"))
+    assert code == 0, err
+    assert "old radio mast" in out["hookSpecificOutput"]["additionalContext"], err
+    assert "goat hook: global " in err
+
+
+def test_no_cwd_and_no_pin_gives_no_context(home: Path) -> None:
+    out, err, code = run_hook(home, {"prompt": "where does the osprey nest?"})
+    assert code == 0
+    assert out["hookSpecificOutput"]["additionalContext"] == ""
+    assert "neither $CLAUDE_PROJECT_DIR nor cwd, and no pin" in err
+
+
 def _notes(home: Path) -> list[Path]:
     return sorted((home / "data").rglob("*.md")) if (home / "data").exists() else []
 

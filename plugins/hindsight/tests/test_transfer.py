@@ -140,3 +140,39 @@ async def test_unknown_outcome_is_never_resent_without_asking(
     assert len(fake.tool_calls("retain")) == sent + 1
     fourth = await run(provider, Gate(), batch, resend_unknown=True)
     assert fourth[0].outcome is TransferOutcome.DUPLICATE
+
+
+async def test_a_retain_cut_after_two_pages_is_unknown_and_the_rerun_is_truthful(
+    make_provider: Make, fake: FakeHindsight
+) -> None:
+    """The connection fails under the third of four retains: that page's receipt is
+    ``unknown`` (it may have reached the bank) and the ledger says so, the others are
+    ``queued``; the next import sends nothing again (three duplicates, the uncertain one
+    ``skipped-unknown``) and only ``--resend-unknown`` sends it."""
+    import uuid
+
+    provider = make_provider(fake)
+    batch = pages("first", "second", "third", "fourth")
+    sent: list[str] = []
+
+    def cut_third(args: dict[str, Any]) -> Any:
+        sent.append(args["content"])
+        if len(sent) == 3:
+            return httpx2.ConnectError("connection reset")
+        return {"status": "accepted", "message": "ok", "operation_id": str(uuid.uuid4())}
+
+    fake.script["retain"] = cut_third
+    first = await run(provider, Gate(), batch)
+    assert [i.outcome.value for i in first] == ["queued", "queued", "unknown", "queued"]
+    assert first[2].receipt is not None and first[2].receipt.status.value == "unknown"
+    again = await run(provider, Gate(), batch)
+    assert [i.outcome.value for i in again] == [
+        "duplicate",
+        "duplicate",
+        "skipped-unknown",
+        "duplicate",
+    ]
+    assert sent == ["first", "second", "third", "fourth"]
+    resent = await run(provider, Gate(), batch, resend_unknown=True)
+    assert [i.outcome.value for i in resent] == ["duplicate", "duplicate", "queued", "duplicate"]
+    assert sent == ["first", "second", "third", "fourth", "third"]

@@ -192,6 +192,7 @@ def test_symlinks_outside_skipped_and_reported(
     assert p.recall("zqsecretword").items == ()
     listing = p.list_pages()
     assert [i.path for i in listing.items] == ["mine.md"]
+    assert listing.complete is False  # the walk left notes out
     assert "leak: skipped, symlink points outside the store" in listing.degraded
     assert "leak.md: skipped, symlink points outside the store" in listing.degraded
     result = p.recall("zqmineword")
@@ -208,7 +209,9 @@ def test_symlink_cycle_does_not_loop(store: MakeStore, vault: Path) -> None:
     (vault / "a" / "loop").symlink_to(vault / "a")
     (vault / "back").symlink_to(vault)
     p = store(root=vault)
-    assert [i.path for i in p.list_pages().items] == ["a/n.md"]
+    listing = p.list_pages()
+    assert [i.path for i in listing.items] == ["a/n.md"]
+    assert listing.complete is True  # every note is listed under its own path
     assert [i.path for i in p.recall("zqcycle").items] == ["a/n.md"]
 
 

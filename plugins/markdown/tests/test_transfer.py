@@ -76,6 +76,15 @@ def test_round_trip_on_the_real_vault(tmp_path: Path, host: SyncMemoryHost) -> N
         provenance = copy.data["imported_from"]
         assert provenance["scope"] == "pen:docs" and provenance["provider"] == "markdown"
         assert provenance["id"] == rel and len(provenance["sha256"]) == 64
+    vault_files = _tree(vault)
+    code, out = _goat(home, "import", str(bundle), "--pen", "docs", "--json")
+    back = json.loads(out)  # the bundle imported back into the Pen it came from
+    assert code == 0, out
+    assert back["summary"]["copied"] == 0 and back["summary"]["conflicts"] == 0
+    assert back["summary"]["duplicates"] == len(pages)
+    assert {i["target"] for i in back["items"]} == set(pages)  # each page found as itself
+    assert _tree(vault) == vault_files  # nothing new
+
     a, b = src.link_map(), dst.link_map()
     assert [(n.id, n.title) for n in a.nodes] == [(n.id, n.title) for n in b.nodes]
     edges = sorted((e.source, e.raw, e.target, e.resolution.value) for e in a.edges)
@@ -134,9 +143,10 @@ def test_copy_from_global_to_a_pen(tmp_path: Path, host: SyncMemoryHost) -> None
 
     code, out = _goat(home, "copy", "Deploy notes", "--to-global")
     assert code == 2 and "both global" in out
-    host.bind(Scope.pen("alias"), "markdown", {"root": str(global_root)})
-    code, out = _goat(home, "copy", "Deploy notes", "--to-pen", "alias")
-    assert code == 2 and "same store" in out
+    # a second scope on Global's folder is refused at bind (rule store-overlap), so a copy
+    # can never be asked to duplicate pages in place
+    code, out = _goat(home, "bind", "--pen", "alias", "markdown", "--set", f"root={global_root}")
+    assert code == 2 and "store-overlap" in out
     code, out = _goat(home, "copy", "No such page", "--to-pen", "team")
     assert code == 3
 
@@ -159,3 +169,162 @@ def test_import_shows_the_policy_the_whole_note(tmp_path: Path) -> None:
         assert [i.outcome for i in report.items] == [TransferOutcome.REJECTED]
     assert refuse.seen == ["---\nnote: Secret plan in frontmatter\n---\nclean body\n"]
     assert not list((tmp_path / "home").rglob("fm.md"))
+
+
+TYPED = """---
+# kept as written, comment included
+title: Typed values
+date: 2024-01-05
+when: 2024-01-05T10:30:00Z
+count: 42
+ratio: 1.5
+done: true
+nothing: null
+quoted: "2024-01-05"
+nested:
+  - [a, 2024-02-01]
+  - {k: 7, on: false}
+tags: [ops, deploy]
+---
+Body with [[Links]] kept.
+"""
+
+
+def _yaml(text: str) -> dict:
+    import yaml
+
+    note = parse_note(text)
+    assert note.error is None
+    return yaml.safe_load(note.frontmatter_text)
+
+
+def test_copy_and_export_keep_yaml_types_as_written(tmp_path: Path, host: SyncMemoryHost) -> None:
+    """A copied, exported and re-imported page keeps each frontmatter value's YAML type
+    (dates, datetimes, numbers, booleans, nulls, a quoted date-like string, nested lists),
+    because its frontmatter text is kept byte for byte; only provenance and OKF fields are
+    appended."""
+    home, bundle = tmp_path / "home", tmp_path / "bundle"
+    g = host.context_for(Chat())
+    g.remember("seed", title="Seed")
+    global_root = Path(g._provider.root)  # type: ignore[union-attr]
+    (global_root / "Typed.md").write_text(TYPED, encoding="utf-8")
+    want = _yaml(TYPED)
+    assert str(type(want["date"]).__name__) == "date" and want["quoted"] == "2024-01-05"
+    host.bind(Scope.pen("team"), "markdown", {})
+    host.bind(Scope.pen("fresh"), "markdown", {})
+
+    code, out = _goat(home, "copy", "Typed values", "--to-pen", "team")
+    assert code == 0, out
+    team_root = Path(host.context_for(Chat("team"))._provider.root)  # type: ignore[union-attr]
+    copied = (team_root / "Typed.md").read_text("utf-8")
+    got = _yaml(copied)
+    assert got.pop("copied_from")["id"] == "Typed.md"
+    assert got == want and type(got["when"]) is type(want["when"])
+    head, _, _ = TYPED.partition("\n---\n")
+    assert copied.startswith(head + "\n")  # every line as written, then the provenance
+
+    code, out = _goat(home, "export", str(bundle), "--json")
+    assert code == 0, out
+    exported = (bundle / "Typed.md").read_text("utf-8")
+    assert exported.startswith(head + "\n")
+    got = _yaml(exported)
+    assert got.pop("type") == "note" and got.pop("timestamp")
+    assert got == want
+
+    code, out = _goat(home, "import", str(bundle), "--pen", "fresh")
+    assert code == 0, out
+    fresh_root = Path(host.context_for(Chat("fresh"))._provider.root)  # type: ignore[union-attr]
+    got = _yaml((fresh_root / "Typed.md").read_text("utf-8"))
+    assert got.pop("imported_from")["id"] == "Typed.md"
+    got.pop("type"), got.pop("timestamp")
+    assert got == want
+
+
+def test_export_imported_back_into_its_own_scope_adds_nothing(
+    tmp_path: Path, host: SyncMemoryHost
+) -> None:
+    """Export a Pen and import the bundle into that same Pen: every page is a duplicate
+    (the manifest's ``source_sha256``), not a conflict, and the folder is unchanged. A
+    fresh Pen takes the bundle once; a second import adds nothing."""
+    home, bundle, vault = tmp_path / "home", tmp_path / "bundle", tmp_path / "vault"
+    (vault / "sub").mkdir(parents=True)
+    (vault / "Typed.md").write_text(TYPED, encoding="utf-8")
+    (vault / "plain.md").write_text("no frontmatter at all\n", encoding="utf-8")
+    (vault / "sub" / "crlf.md").write_bytes(b"---\r\ntags: [a]\r\n---\r\nwindows\r\n")
+    (vault / "sub" / "had.md").write_text(
+        "---\nimported_from: {scope: global, provider: markdown, id: had.md, sha256: "
+        + "0" * 64
+        + ", at: '2024-01-01T00:00:00Z'}\n---\nimported before\n",
+        encoding="utf-8",
+    )
+    host.bind(Scope.pen("docs"), "markdown", {"root": str(vault)})
+    before = _tree(vault)
+    code, out = _goat(home, "export", str(bundle), "--pen", "docs")
+    assert code == 0, out
+    manifest = json.loads((bundle / "goat-export.json").read_text())
+    assert all(len(p["source_sha256"]) == 64 for p in manifest["pages"])
+
+    code, out = _goat(home, "import", str(bundle), "--pen", "docs", "--json")
+    report = json.loads(out)
+    assert code == 0, out
+    assert report["summary"] == {
+        "copied": 0,
+        "duplicates": 4,
+        "conflicts": 0,
+        "rejected": 0,
+        "unknown": 0,
+        "planned": 0,
+    }
+    assert _tree(vault) == before
+
+    host.bind(Scope.pen("fresh"), "markdown", {})
+    code, out = _goat(home, "import", str(bundle), "--pen", "fresh", "--json")
+    assert code == 0 and json.loads(out)["summary"]["copied"] == 4
+    code, out = _goat(home, "import", str(bundle), "--pen", "fresh", "--json")
+    assert code == 0 and json.loads(out)["summary"]["duplicates"] == 4
+
+
+def test_a_copy_never_duplicates_an_id_in_the_destination(
+    tmp_path: Path, host: SyncMemoryHost
+) -> None:
+    """``Deploy notes.md`` with ``id: deploy-42`` copied with ``--rename`` into a Pen whose
+    own ``Deploy notes.md`` has ``id: deploy-42``: the copy goes without the id (the Pen
+    names it by its path), so ``show deploy-42`` still finds one page; into a Pen where the
+    id is free, the copy keeps it. An import whose id is taken is treated the same."""
+    home = tmp_path / "home"
+    g = host.context_for(Chat())
+    g.remember("seed", title="Seed")
+    global_root = Path(g._provider.root)  # type: ignore[union-attr]
+    (global_root / "Deploy notes.md").write_text(
+        "---\nid: deploy-42\ntags: [ops]\n---\nThe deploy key rotates.\n", encoding="utf-8"
+    )
+    host.bind(Scope.pen("team"), "markdown", {})
+    host.bind(Scope.pen("other"), "markdown", {})
+    team = host.context_for(Chat("team"))
+    team.remember("seed", title="Seed")
+    team_root = Path(team._provider.root)  # type: ignore[union-attr]
+    (team_root / "Deploy notes.md").write_text(
+        "---\nid: deploy-42\n---\nThe team's own page.\n", encoding="utf-8"
+    )
+
+    code, out = _goat(home, "copy", "Deploy notes", "--to-pen", "team", "--rename", "--json")
+    assert code == 0, out
+    assert json.loads(out)["items"][0]["target"] == "Deploy notes-2.md"
+    copy = team.get_page("Deploy notes-2.md")
+    assert "id" not in copy.frontmatter and copy.frontmatter["tags"] == ["ops"]
+    assert copy.frontmatter["copied_from"]["id"] == "Deploy notes.md"
+    code, out = _goat(home, "show", "deploy-42", "--pen", "team", "--json")
+    assert code == 0, out
+    assert json.loads(out)["body"] == "The team's own page.\n"
+
+    code, out = _goat(home, "copy", "deploy-42", "--to-pen", "other")
+    assert code == 0, out
+    assert host.context_for(Chat("other")).get_page("deploy-42").frontmatter["id"] == "deploy-42"
+
+    bundle = tmp_path / "bundle"
+    bundle.mkdir()
+    (bundle / "elsewhere.md").write_text("---\nid: deploy-42\n---\nanother\n", encoding="utf-8")
+    report = host.import_bundle(bundle, Scope.pen("team"))
+    assert [i.outcome for i in report.items] == [TransferOutcome.STORED]
+    assert "id" not in team.get_page("elsewhere.md").frontmatter
+    assert team.get_page("deploy-42").body == "The team's own page.\n"

@@ -107,6 +107,36 @@ def test_a_symlink_loop_is_reported_by_the_link_that_closes_it(
         assert goat("show", path, "--pen", "lp").exit_code == 0, path
 
 
+def test_pages_is_degraded_when_the_walk_skipped_a_symlink_out_of_the_store(
+    goat_home: Path, tmp_path: Path
+) -> None:
+    """``vault/leak.md -> ../outside/secret.md`` (and a folder link ``vault/leakdir ->
+    ../outside``): ``goat pages`` said ``complete`` though the walk skipped both. The listing
+    is not complete and names each skipped path; a link inside the store (``alias.md ->
+    mine.md``) leaves it complete (docs/design.md, Browsing and links)."""
+    vault, outside = tmp_path / "vault", tmp_path / "outside"
+    vault.mkdir()
+    outside.mkdir()
+    (outside / "secret.md").write_text("not the vault's\n", encoding="utf-8")
+    (vault / "mine.md").write_text("mine\n", encoding="utf-8")
+    (vault / "alias.md").symlink_to("mine.md")
+    assert goat("bind", "--pen", "lk", "markdown", "--set", f"root={vault}").exit_code == 0
+    clean = json.loads(goat("pages", "--pen", "lk", "--json").stdout)
+    assert clean["complete"] is True and clean["degraded"] == []
+
+    (vault / "leak.md").symlink_to(outside / "secret.md")
+    (vault / "leakdir").symlink_to(outside, target_is_directory=True)
+    listed = goat("pages", "--pen", "lk", "--json")
+    assert listed.exit_code == 0, listed.output
+    data = json.loads(listed.stdout)
+    assert [i["path"] for i in data["items"]] == ["alias.md", "mine.md"]
+    assert data["complete"] is False
+    assert "leak.md: skipped, symlink points outside the store" in data["degraded"]
+    assert "leakdir: skipped, symlink points outside the store" in data["degraded"]
+    shown = goat("pages", "--pen", "lk")
+    assert "leak.md: skipped, symlink points outside the store" in shown.stderr
+
+
 def _readme_host_example() -> str:
     from conftest import REPO
 

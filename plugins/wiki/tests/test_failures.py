@@ -581,3 +581,21 @@ def test_writes_fail_before_any_page_changes_when_the_index_cannot_be_written(
     after = sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
     assert after == before
     assert w.get_page("Seed").body.strip() == "seed page"
+
+
+def test_a_symlink_out_of_the_wiki_makes_its_page_list_incomplete(
+    wiki: MakeWiki, vault: Path, tmp_path: Path
+) -> None:
+    """``leak.md -> ../outside/secret.md``: the page is not listed, the listing is not
+    complete and ``degraded`` names the skipped path (docs/design.md, Browsing and links)."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.md").write_text("not the wiki's\n")
+    write_tree(vault, {"Projects/Plan.md": "The plan.\n"})
+    w = wiki(root=vault)
+    assert w.list_pages().complete is True
+    (vault / "leak.md").symlink_to(outside / "secret.md")
+    listing = w.list_pages()
+    assert [p.id for p in listing.items] == ["Projects/Plan.md"]
+    assert listing.complete is False
+    assert "leak.md: skipped, symlink points outside the store" in listing.degraded

@@ -67,3 +67,67 @@ def test_export_then_import_into_a_wiki(tmp_path: Path, host: SyncMemoryHost) ->
     assert (
         len(json.loads((root / "raw" / ".goat-wiki-manifest.json").read_text())["sources"]) == 173
     )
+
+
+def _bundle(folder: Path) -> Path:
+    folder.mkdir()
+    for n in range(3):
+        (folder / f"page {n}.md").write_text(f"---\ntitle: Page {n}\n---\nbody {n}\n")
+    return folder
+
+
+@pytest.mark.parametrize("fault", ["disk_full", "read_only"])
+def test_an_import_into_an_unwritable_wiki_is_typed_and_writes_nothing(
+    tmp_path: Path, host: SyncMemoryHost, fault: str
+) -> None:
+    """The wiki's folder is full (or read-only) from the start: ``StoreUnwritable``
+    saying so (it was a raw ``OSError`` from the layout's first folder), nothing written;
+    the same import afterwards stores every page."""
+    from goat_core.errors import StoreUnwritable
+    from goat_core.testing.conformance.faults import Fault, filesystem_fault
+
+    root = tmp_path / "wiki"
+    root.mkdir()
+    host.bind(Scope.pen("w"), "wiki", {"root": str(root)})
+    bundle = _bundle(tmp_path / "bundle")
+    with filesystem_fault(root, Fault(fault)):
+        with pytest.raises(StoreUnwritable) as raised:
+            host.import_bundle(bundle, Scope.pen("w"))
+    assert "nothing was written" in str(raised.value)
+    assert list(root.rglob("*")) == []
+    report = host.import_bundle(bundle, Scope.pen("w"))
+    assert [i.outcome for i in report.items] == [TransferOutcome.STORED] * 3
+
+
+def test_a_wiki_filling_up_mid_import_names_the_pages_that_landed(
+    tmp_path: Path, host: SyncMemoryHost
+) -> None:
+    """The disk fills after the first of three pages of the wiki's one-step batch: the
+    typed error names that page, and importing again finds it as a duplicate and stores
+    the other two, with index and log true."""
+    from contextlib import ExitStack
+
+    from goat_core.errors import StoreUnwritable
+    from goat_core.testing.conformance.faults import Fault, filesystem_fault
+
+    root = tmp_path / "wiki"
+    root.mkdir()
+    host.bind(Scope.pen("w"), "wiki", {"root": str(root)})
+    bundle = _bundle(tmp_path / "bundle")
+    with ExitStack() as stack:
+
+        def progress(done: int, total: int) -> None:
+            if done == 1:
+                stack.enter_context(filesystem_fault(root, Fault.DISK_FULL))
+
+        with pytest.raises(StoreUnwritable) as raised:
+            host.import_bundle(bundle, Scope.pen("w"), progress=progress)
+    message = str(raised.value)
+    landed = sorted(p.name for p in root.glob("page *.md"))
+    assert landed == ["page 0.md"]
+    assert "1 page(s) were written before it and stay: page 0.md" in message
+    report = host.import_bundle(bundle, Scope.pen("w"))
+    assert [i.outcome.value for i in report.items] == ["duplicate", "stored", "stored"]
+    wiki = host.context_for(Chat("w"))
+    lint = wiki.run_operation("lint")
+    assert not [f for f in lint.findings if f.code in ("index-drift", "broken-link")], lint

@@ -743,7 +743,7 @@ class MarkdownProvider(FolderStoreProvider[filestore.StoredNote]):
         # only the listed notes are read (etag, updated, title)
         items, unread = filestore.page_summaries(chunk, self._load)
         degraded += unread
-        unreadable = len(items) < len(chunk) or any("not readable" in r for _, r in walk.skipped)
+        unreadable = len(items) < len(chunk) or bool(filestore.withheld(walk.skipped))
         return PageList(
             items=tuple(items),
             next_cursor=next_cursor,

@@ -420,7 +420,7 @@ class WikiPages(WikiLint):
         return PageList(
             items=tuple(items),
             next_cursor=next_cursor,
-            complete=not more and len(items) == len(chunk),
+            complete=not more and len(items) == len(chunk) and not filestore.withheld(walk.skipped),
             degraded=tuple(degraded),
         )
 
