@@ -507,7 +507,7 @@ class MemoryContext:
             # first check, or a retry within the short backoff, of a remote binding: only for
             # a turn that will read (a "hi" never waits on a server)
             await self._host._before_turn(self.scope)
-        meta = {"scope": self.scope.key, "label": self.label}
+        meta: dict[str, Any] = {"scope": self.scope.key, "label": self.label}
         if self._provider is None:
             outcome: Outcome = "off" if self.state == "off" else "unavailable"
             return TurnMemory(block="", items=[], outcome=outcome, reason=self.reason, **meta)

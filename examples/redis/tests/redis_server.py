@@ -27,8 +27,13 @@ class RedisServer:
     def cli(self, *args: str) -> str:
         """Run redis-cli against this server (test code only, never inside a suite test)."""
         auth = ("--no-auth-warning", "-a", self.password) if self.password else ()
-        done = subprocess.run(["redis-cli", "-p", str(self.port), *auth, *args],
-                              check=True, capture_output=True, text=True, timeout=10)
+        done = subprocess.run(
+            ["redis-cli", "-p", str(self.port), *auth, *args],
+            check=True,
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
         return done.stdout
 
 
@@ -49,9 +54,23 @@ def run_redis(folder: Path, *args: str, password: str | None = None) -> Iterator
     folder.mkdir(parents=True, exist_ok=True)
     auth = ("--requirepass", password) if password else ()
     proc = subprocess.Popen(
-        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--dir", str(folder),
-         "--daemonize", "no", *auth, *args],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        [
+            binary,
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--dir",
+            str(folder),
+            "--daemonize",
+            "no",
+            *auth,
+            *args,
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     try:
         deadline = time.monotonic() + 10

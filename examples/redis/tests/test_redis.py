@@ -26,9 +26,12 @@ def _write(text: str, title: str | None = None) -> MemoryWrite:
 
 
 def _factory(tmp_path, url: str, namespace: str, password: str | None = None):
-    return spec_factory(SPEC, GoatHome.at(tmp_path / "home"),
-                        settings={"url": url, "namespace": namespace},
-                        get_credential=lambda name: password if name == "api_key" else None)
+    return spec_factory(
+        SPEC,
+        GoatHome.at(tmp_path / "home"),
+        settings={"url": url, "namespace": namespace},
+        get_credential=lambda name: password if name == "api_key" else None,
+    )
 
 
 async def test_every_key_lives_under_its_own_scope_prefix(tmp_path, redis_server, namespace):
@@ -132,13 +135,16 @@ async def test_out_of_memory_is_store_unwritable_and_reads_go_on(tmp_path, names
             await provider.close()
 
 
-@pytest.mark.parametrize("url", [
-    "redis://127.0.0.1",                 # no port
-    "redis://127.0.0.1:6379/0",          # a path
-    "redis://:pw@127.0.0.1:6379",        # a secret in settings
-    "redis://cache.example.com:6379",    # plain text off loopback
-    "http://127.0.0.1:6379",
-])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "redis://127.0.0.1",  # no port
+        "redis://127.0.0.1:6379/0",  # a path
+        "redis://:pw@127.0.0.1:6379",  # a secret in settings
+        "redis://cache.example.com:6379",  # plain text off loopback
+        "http://127.0.0.1:6379",
+    ],
+)
 def test_settings_refuse(url):
     with pytest.raises(ValidationError):
         Settings(url=url)
@@ -155,6 +161,8 @@ def test_settings_name_exactly_one_server():
 
 
 def test_plugin_module_is_cheap_to_import():
-    code = ("import sys, goat_redis.plugin; "
-            "assert 'goat_redis.provider' not in sys.modules, 'provider imported eagerly'")
+    code = (
+        "import sys, goat_redis.plugin; "
+        "assert 'goat_redis.provider' not in sys.modules, 'provider imported eagerly'"
+    )
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -191,21 +191,33 @@ class RedisProvider(Provider):
 
     async def _write(self, write: MemoryWrite, mode: str, target: str = "") -> Receipt:
         if len(write.text) > self.spec.max_input_chars:
-            raise TooLarge(f"text is {len(write.text)} characters; at most "
-                           f"{self.spec.max_input_chars}; nothing stored")
+            raise TooLarge(
+                f"text is {len(write.text)} characters; at most "
+                f"{self.spec.max_input_chars}; nothing stored"
+            )
         text = _nfc(write.text)
         if not text.strip():
             raise BadInput("empty text; nothing stored")
         if not await self._check_durable():
             raise ProviderUnavailable(
                 f"{self.url} does not fsync each write (needs appendonly yes, appendfsync "
-                "always), so no write could honestly be reported stored; nothing sent")
+                "always), so no write could honestly be reported stored; nothing sent"
+            )
         title = _nfc(write.title).strip() if write.title else text.strip().splitlines()[0][:60]
         now = datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
         words = _words(title + "\n" + text)
         try:
-            got = await self._eval(_WRITE, mode, target or uuid.uuid4().hex, title, _fold(title),
-                                   text, write.kind, now, *words)
+            got = await self._eval(
+                _WRITE,
+                mode,
+                target or uuid.uuid4().hex,
+                title,
+                _fold(title),
+                text,
+                write.kind,
+                now,
+                *words,
+            )
         except ConnectionLost as exc:  # sent, answer lost: it may or may not have landed
             return Receipt(status=ReceiptStatus.UNKNOWN, scope=self.scope.key, reason=str(exc))
         if got is None:
@@ -216,8 +228,9 @@ class RedisProvider(Provider):
         """A page's id from its id or its unique title."""
         if _ID.match(ref) and await self.transport.call("EXISTS", f"{self.prefix}note:{ref}"):
             return ref
-        ids = sorted(_s(i) for i in await self.transport.call(
-            "SMEMBERS", f"{self.prefix}title:{_fold(ref)}"))
+        ids = sorted(
+            _s(i) for i in await self.transport.call("SMEMBERS", f"{self.prefix}title:{_fold(ref)}")
+        )
         if not ids:
             raise NotFound(f"no page {ref!r} in {self.label()}")
         if len(ids) > 1:
@@ -242,8 +255,9 @@ class RedisProvider(Provider):
             return Receipt(status=ReceiptStatus.UNKNOWN, scope=self.scope.key, reason=str(exc))
         if not removed:
             raise NotFound(f"no page {ref!r} in {self.label()}")
-        return Receipt(status=ReceiptStatus.STORED, id=page_id, scope=self.scope.key,
-                       removed=(page_id,))
+        return Receipt(
+            status=ReceiptStatus.STORED, id=page_id, scope=self.scope.key, removed=(page_id,)
+        )
 
     async def recall(self, query: str, *, limit: int = 10) -> RecallResult:
         words = _words(query)  # user text, never query syntax
@@ -253,8 +267,15 @@ class RedisProvider(Provider):
         items = []
         for raw_id, score, title, text in rows:  # one script: every indexed id has a note
             body = _s(text)
-            items.append(RecallItem(id=_s(raw_id), title=_s(title), score=float(score),
-                                    snippet=_snippet(body, words), text=body))
+            items.append(
+                RecallItem(
+                    id=_s(raw_id),
+                    title=_s(title),
+                    score=float(score),
+                    snippet=_snippet(body, words),
+                    text=body,
+                )
+            )
         return RecallResult(scope=self.scope.key, items=tuple(items), complete=total <= limit)
 
     async def list_pages(self, *, limit: int = 50, cursor: str | None = None) -> PageList:
@@ -278,7 +299,8 @@ class RedisProvider(Provider):
     async def get_page(self, ref: str) -> Page:
         page_id = await self._resolve(ref)
         title, text = await self.transport.call(
-            "HMGET", f"{self.prefix}note:{page_id}", "title", "text")
+            "HMGET", f"{self.prefix}note:{page_id}", "title", "text"
+        )
         if title is None:
             raise NotFound(f"no page {ref!r} in {self.label()}")
         return Page(id=page_id, title=_s(title), body=_s(text))
@@ -293,7 +315,9 @@ class RedisProvider(Provider):
         if not durable:
             return Health.broken(
                 f"{self.label()}: {where} does not fsync each write "
-                "(needs appendonly yes, appendfsync always)", cause="incompatible")
+                "(needs appendonly yes, appendfsync always)",
+                cause="incompatible",
+            )
         return Health.healthy(f"{pages} pages on {where}")
 
     def transport_fingerprint(self) -> str:
