@@ -373,10 +373,12 @@ def folder_import_operation(provider: Any, do_import: FolderImport) -> ProviderO
         progress: Callable[[int, int], None] | None = None,
         **_: Any,
     ) -> list[TransferItem]:
+        args = (do_import, provider, gate, list(pages), dry_run, rename, progress)
         try:
-            return await provider._worker.run(
-                do_import, provider, gate, list(pages), dry_run, rename, progress
-            )
+            if dry_run:  # writes nothing: works on a read-only GOAT home too
+                return await provider._worker.run(*args)
+            # the GOAT home's index must take the batch: checked before the first page
+            return await provider._worker.run(provider._strictly, *args)
         except OSError as exc:  # before any page (a layout folder): typed, nothing written
             raise _typed(provider.root, exc, "the import wrote nothing") from exc
 

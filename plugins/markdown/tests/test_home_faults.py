@@ -114,6 +114,15 @@ def test_reads_answer_from_the_index_and_writes_exit_6_when_the_home_cannot_be_w
     assert forgot.exit_code == 6 and forgot.stderr == refused
     assert (vault / "Harbour.md").exists()
     assert goat("reindex").exit_code == 6
+    bundle = tmp_path / "bundle"
+    bundle.mkdir()
+    (bundle / "Buoy.md").write_text("Buoys mark the channel.\n", encoding="utf-8")
+    planned = goat("import", str(bundle), "--dry-run")  # writes nothing: still answers
+    assert planned.exit_code == 0 and "Buoy.md" in planned.stdout
+    imported = goat("import", str(bundle))
+    assert imported.exit_code == 6
+    assert f"cannot write the search index {db}: {said}" in imported.stderr
+    assert not (vault / "Buoy.md").exists()
     monkeypatch.undo()
     monkeypatch.setenv("GOAT_HOME", str(goat_home))
     healed = json.loads(goat("recall", "lenses", "--json").stdout)

@@ -574,6 +574,7 @@ def test_writes_fail_before_any_page_changes_when_the_index_cannot_be_written(
         lambda: w.write_page(PageWrite("New", "new page", folder="concepts")),
         lambda: w.ingest(sources),
         lambda: w.remember(MemoryWrite(text="a thought", title="Thought", source="cli")),
+        lambda: w.lint(fix=True),
     ):
         with pytest.raises(StoreUnwritable) as raised:
             attempt()

@@ -107,7 +107,11 @@ class WikiProvider(WikiPages):
         :param inspect: the policy gate's ``inspect``: a page a fix rewrites passes
             ``goat_inspect_remember`` with its new text first (refused: left unfixed and
             reported). The index and log are the provider's record of pages already stored
-            and are kept true without it."""
+            and are kept true without it.
+        :raises StoreUnwritable: with ``fix``, the GOAT home's index cannot be written (checked
+            before any page changes)."""
+        if fix:
+            return await self._worker.run(self._strictly, self._lint, fix, inspect)
         return await self._worker.run(self._lint, fix, inspect)
 
     def operations(self) -> Sequence[ProviderOperation]:
