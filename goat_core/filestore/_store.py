@@ -431,14 +431,24 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
             return index.search(query, limit=limit)
         import dataclasses
 
-        from goat_core.errors import GoatError
+        import sqlite3
+
+        from goat_core.errors import GoatError, StoreUnwritable
         from goat_core.filestore.search import FUSION, SearchHit, SearchResults, Snippet, fuse
 
+        behind: tuple[str, ...] = ()
         try:
             vectors = self._vector_open()
-            self._sync_vectors(vectors)
+            try:
+                self._sync_vectors(vectors)
+            except (sqlite3.OperationalError, StoreUnwritable) as exc:
+                # a full or read-only GOAT home: rank with the vectors it holds, and say so
+                behind = (
+                    f"the vector index could not take the notes' latest changes ({exc}); "
+                    "semantic ranking used the vectors it held before",
+                )
             vhits = vectors.search(query, FUSION.depth)
-        except (GoatError, OSError) as exc:
+        except (GoatError, OSError, sqlite3.Error) as exc:
             results = index.search(query, limit=limit)
             return dataclasses.replace(
                 results,
@@ -470,8 +480,9 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
             title = by_kw[path].title if path in by_kw else titles.get(path, path)
             hits.append(SearchHit(path, title, score, cut.text, cut.spans))
         total = max(keyword.total, len(fused))
-        complete = total <= len(hits) and not keyword.degraded
-        return SearchResults(hits=hits, total=total, complete=complete, degraded=keyword.degraded)
+        degraded = (*keyword.degraded, *behind)
+        complete = total <= len(hits) and not degraded
+        return SearchResults(hits=hits, total=total, complete=complete, degraded=degraded)
 
     # -- the operations a subclass implements (worker thread) ---------------------------------
     def _write(self, write: MemoryWrite, kind: str) -> Receipt:

@@ -213,6 +213,37 @@ def test_missing_embedder_answers_degraded_never_silently(stores: Any, vault: Pa
     assert not result.complete and any("no embedder named 'nope'" in d for d in result.degraded)
 
 
+@pytest.mark.parametrize(
+    "message", ["database or disk is full", "attempt to write a readonly database"]
+)
+def test_a_vector_index_that_cannot_take_a_change_ranks_with_what_it_holds(
+    stores: Any, vault: Path, monkeypatch: pytest.MonkeyPatch, message: str
+) -> None:
+    """The GOAT home full or read-only after the vectors were built: a note added since is
+    found by keyword, the ranking uses the vectors held, and the answer says so (never a raw
+    sqlite error, never a complete answer)."""
+    import sqlite3
+
+    fake = FakeEmbedder()
+    store = stores(vault, "fake", _spec(fake))
+    assert store.recall("between laptop and desktop", limit=3).degraded == ()
+    (vault / "Refunds.md").write_text("# Refunds\n\nMoney back in 30 days.\n", encoding="utf-8")
+
+    def unwritable(self: VectorIndex, *args: Any, **kwargs: Any) -> Any:
+        raise sqlite3.OperationalError(message)
+
+    monkeypatch.setattr(VectorIndex, "sync", unwritable)
+    result = store.recall("between laptop and desktop", limit=3)
+    assert result.items[0].path == "Sync across devices.md"
+    assert not result.complete
+    assert result.degraded == (
+        f"the vector index could not take the notes' latest changes ({message}); "
+        "semantic ranking used the vectors it held before",
+    )
+    refunds = store.recall("refunds money back", limit=3)
+    assert refunds.items[0].path == "Refunds.md" and not refunds.complete
+
+
 def _vector_file(home: GoatHome, vault: Path) -> Path:
     return home.index_path(vault, "search-vectors-fake")
 
