@@ -61,25 +61,33 @@ def check_root_overlap(home: GoatHome, config: Config, scope: Scope, settings: A
             continue
         how = _overlap(real, _real(theirs))
         if how is not None:
+            where = "is already" if how == "is" else f"{how} {theirs},"
             raise PathError(
-                f"store root {root} {how} {theirs}, the store of {other.key}: scopes are "
+                f"store root {root} {where} the store of {other.key}: scopes are "
                 "exclusive, so two scopes never share or nest their folders (rule store-overlap)",
                 rule="store-overlap",
             )
     stores = _real(home.stores_dir)
+    if stores == real or stores in real.parents:  # a default store GOAT keeps for a scope
+        parts = real.relative_to(stores).parts
+        owner = ""
+        if parts[:1] == ("global",):
+            owner = " (here, the store of global)"
+        elif parts[:1] == ("pens",) and len(parts) > 1:
+            owner = f" (here, the store of pen:{parts[1]})"
+        how = "is" if stores == real else "is inside"
+        raise PathError(
+            f"store root {root} {how} {home.stores_dir}, the GOAT home's folder of default "
+            f"stores{owner}: GOAT's own folders hold every scope's stores and indexes, never "
+            "a scope's notes (rule store-overlap)",
+            rule="store-overlap",
+        )
     for name, folder in (("config", home.config_dir), ("data", home.data_dir)):
         how = _overlap(real, _real(folder))
         if how is None:
             continue
-        owner = ""
-        if stores == real or stores in real.parents:
-            parts = real.relative_to(stores).parts
-            if parts[:1] == ("global",):
-                owner = ", the store of global"
-            elif parts[:1] == ("pens",) and len(parts) > 1:
-                owner = f", the store of pen:{parts[1]}"
         raise PathError(
-            f"store root {root} {how} the GOAT home's {name} folder {folder}{owner}: GOAT's own "
+            f"store root {root} {how} the GOAT home's {name} folder {folder}: GOAT's own "
             "folders hold every scope's stores and indexes, never a scope's notes "
             "(rule store-overlap)",
             rule="store-overlap",
