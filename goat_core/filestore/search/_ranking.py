@@ -3,7 +3,9 @@ with their snippets (:func:`_rank`)."""
 
 from __future__ import annotations
 
+import itertools
 import math
+import operator
 import sqlite3
 import zlib
 from dataclasses import dataclass
@@ -34,9 +36,14 @@ PROXIMITY_WINDOW = 3
 ``PROXIMITY_WEIGHT * mean idf * saturated(weighted count)``."""
 
 
+_DOC_COL = operator.itemgetter(0, 1)
+
+
 def _varints(blob: bytes) -> list[int]:
     """SQLite varints (as FTS5 stores its sizes): 7 bits a byte, high bit set on all but the
     last, a ninth byte giving 8 bits."""
+    if blob.isascii():  # every value below 128: one byte each
+        return list(blob)
     out: list[int] = []
     i, n = 0, len(blob)
     while i < n:
@@ -116,14 +123,20 @@ class _Scorer:
                 where, args = "term = ?", (tok,)
             got: dict[tuple[int, int], int] = {}
             if len(term.tokens) == 1 and not term.prefix:
-                for doc, col, off in self.db.execute(
+                rows = self.db.execute(
                     f"SELECT doc, col, offset FROM temp.fts_where WHERE {where} AND doc IN ({ids})",
                     args,
-                ):
+                ).fetchall()
+                # rows come grouped by note and column; a key seen again is merged all the same
+                for (doc, col), group in itertools.groupby(rows, key=_DOC_COL):
                     key = (doc, self._COLS.get(col, 4))
-                    got[key] = got.get(key, 0) + 1
-                    offsets.setdefault(key, []).append(off)
-                return got, offsets
+                    offs = [r[2] for r in group]
+                    have = offsets.get(key)
+                    if have is None:
+                        offsets[key] = offs
+                    else:
+                        have.extend(offs)
+                return {k: len(v) for k, v in offsets.items()}, offsets
             for doc, col, cnt in self.db.execute(
                 f"SELECT doc, col, count(*) FROM temp.fts_where WHERE {where}"
                 f" AND doc IN ({ids}) GROUP BY doc, col",
@@ -150,8 +163,9 @@ class _Scorer:
             before = first.get(key)
             if not before:
                 continue
-            starts = set(before)
-            n = sum(1 for o in offs if any(o - d in starts for d in range(1, PROXIMITY_WINDOW + 1)))
+            # offsets a following term may sit at (one term's offsets in a column are distinct)
+            after = {o + d for o in before for d in range(1, PROXIMITY_WINDOW + 1)}
+            n = len(after.intersection(offs))
             if n:
                 rid, col = key
                 out[rid] = out.get(rid, 0.0) + COLUMN_WEIGHTS[col] * n

@@ -5,6 +5,7 @@ diacritics removed) as the index does."""
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from dataclasses import dataclass
 
@@ -36,15 +37,41 @@ def _fold_char(ch: str) -> str:
 _FOLD_TABLE: dict[int, str] = {c: chr(c).lower() for c in range(128)}
 
 
+#: A non-ASCII character (the only ones :func:`_fold` looks at one by one).
+_NON_ASCII = re.compile(r"[^\x00-\x7f]")
+#: Characters whose ``str.lower()`` depends on what surrounds them (final sigma).
+_CONTEXT_LOWER = frozenset("\u03a3")
+
+
 def _fold(text: str) -> tuple[str, list[int] | None]:
     """Folded text for snippet matching and, unless it is the identity, a map from each
     folded index to its original index (with one extra entry for the end).
 
-    The folding runs in C (``str.translate`` over a table grown with each new character);
-    only a text holding a character that folds to several (``ß``, ``ﬁ``) or to nothing (a
-    combining mark) builds the offset map, in Python."""
+    The folding runs in C: ``str.lower()`` for the whole text, after ``str.replace`` of each
+    distinct character whose folded form is not its lower case (``é`` -> ``e``); only the
+    distinct non-ASCII characters are looked at in Python. A text holding a character that
+    folds to several (``ß``, ``ﬁ``) or to nothing (a combining mark) builds the offset map, in
+    Python (:func:`_fold_slow`)."""
     if text.isascii():
         return text.lower(), None
+    swaps: list[tuple[str, str]] = []
+    for ch in set(_NON_ASCII.findall(text)):
+        got = _fold_char(ch)
+        if len(got) != 1 or ch in _CONTEXT_LOWER:
+            return _fold_slow(text)
+        if got == ch.lower():
+            continue
+        if got.lower() != got or _fold_char(got) != got:
+            return _fold_slow(text)  # the replacement would change again
+        swaps.append((ch, got))
+    for ch, got in swaps:
+        text = text.replace(ch, got)
+    return text.lower(), None
+
+
+def _fold_slow(text: str) -> tuple[str, list[int] | None]:
+    """:func:`_fold` character by character through a ``str.translate`` table grown with each
+    new character; builds the offset map when a character folds to several or to none."""
     table = _FOLD_TABLE
     uneven = False
     for ch in set(text):
