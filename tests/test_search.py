@@ -214,6 +214,37 @@ def test_decomposed_accents_are_folded(tmp_path: Path):
 
 
 @pytest.mark.parametrize(
+    "text",
+    [
+        "Café crème",  # folds to another single character: replaced before lower()
+        "ÉTÉ à Paris",
+        "ΟΔΟΣ και σοφία",  # final sigma: lower() depends on the next character
+        "İstanbul",  # lower() gives two characters
+        "Straße",  # folds to two characters
+        "ﬁle",  # a ligature: folds to two characters
+        "が ぎ ぐ",  # kana with a voicing mark: the mark is dropped
+        "ＡＢＣ full width",
+        "Ꭰ ꭰ Cherokee",  # casefold gives upper case
+        "Приве́т мир",  # a combining accent
+        "plain ascii only",
+    ],
+)
+def test_fold_in_c_equals_fold_char_by_char(text: str):
+    from goat_core.filestore.search._snippets import _fold, _fold_slow
+
+    assert _fold(text) == _fold_slow(text)
+
+
+def test_snippet_marks_an_accented_word_in_a_mostly_ascii_note(tmp_path: Path):
+    body = "x " * 300 + "Le CAFÉ est ouvert, the café is open."
+    with SearchIndex(tmp_path / "i.sqlite") as ix:
+        ix.update_one(IndexedDoc("n.md", "n", body), FileStat("n.md", 1, 1))
+        snippet = ix.search("cafe").hits[0].snippet
+    assert SNIPPET_OPEN + "CAFÉ" + SNIPPET_CLOSE in snippet
+    assert SNIPPET_OPEN + "café" + SNIPPET_CLOSE in snippet
+
+
+@pytest.mark.parametrize(
     ("query", "expected", "shown"),
     [
         ("接続", "ja/接続.md", "接続"),
