@@ -100,6 +100,10 @@ class FolderStoreSettings(BaseModel):
     )
 
 
+#: How many notes a recall's hits keep parsed between calls (:meth:`FolderStoreProvider.
+#: _hit_note`), each re-read when its ``(mtime_ns, size)`` changes.
+HIT_NOTES_KEPT = 256
+
 #: The note type a store reads (``goat_core.filestore.StoredNote`` or a subclass).
 NoteT = TypeVar("NoteT", bound="StoredNote")
 T = TypeVar("T")
@@ -168,6 +172,7 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
         self._embedder: str | None = getattr(self._store_settings(context), "embedder", None)
         self._vectors: VectorIndex | None = None
         self._cache: dict[str, NoteT] = {}
+        self._hit_notes: dict[str, NoteT] = {}
         self._closed = False
 
     def _store_settings(self, context: ProviderContext) -> Any:
@@ -200,6 +205,30 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
     def _load(self, rel: str, mtime_ns: int = 0, size: int = 0) -> NoteT | None:
         """Read and parse one note, or ``None`` if it vanished or is unreadable."""
         raise NotImplementedError
+
+    def _hit_note(self, rel: str) -> NoteT | None:
+        """A note a recall returns: read and parsed again only when its ``(mtime_ns, size)``
+        differs from what this object last read for a recall (the test the index's change
+        scan uses; one ``stat`` per hit otherwise), else the note kept from then. At most
+        :data:`HIT_NOTES_KEPT` notes are kept (the oldest read is dropped first). ``None``
+        when it vanished or is unreadable."""
+        kept = self._hit_notes
+        try:
+            st = os.stat(self.root / rel)
+        except OSError:
+            kept.pop(rel, None)
+            return None
+        note = kept.get(rel)
+        if note is not None and note.mtime_ns == st.st_mtime_ns and note.size == st.st_size:
+            return note
+        # stat first, then read: a change in between is read now and stat-checked next time
+        note = self._load(rel, st.st_mtime_ns, st.st_size)
+        kept.pop(rel, None)
+        if note is not None:
+            if len(kept) >= HIT_NOTES_KEPT:
+                del kept[next(iter(kept))]
+            kept[rel] = note
+        return note
 
     def _must_load(self, rel: str) -> NoteT:
         """Read a note the index named; :class:`NotFound` when it vanished meanwhile."""
@@ -253,6 +282,7 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
         ``None`` when it is not readable."""
         from goat_core.filestore._pages import index_note
 
+        self._hit_notes.pop(rel, None)  # written by this store: never answered from before
         note = self._load(rel)
         if note is not None:
             index_note(self._index_open(), note, self._indexed_doc(note))
@@ -397,7 +427,7 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
             titles = {d.path: d.title for d in index.documents()}
         hits: list[SearchHit] = []
         for path, score in fused[:limit]:
-            note = self._load(path)
+            note = self._hit_note(path)
             body = note.body if note is not None else ""
             snippet: str | None = None
             chunk = by_vec.get(path)

@@ -514,8 +514,10 @@ class MarkdownProvider(FolderStoreProvider[filestore.StoredNote]):
             if known.pop(rel, None) is not None:
                 index.remove(rel)
             self._cache.pop(rel, None)
+            self._hit_notes.pop(rel, None)
 
         def put(nf: NoteFile) -> None:
+            self._hit_notes.pop(nf.path, None)  # the watcher reported it: read it again
             note = self._load(nf.path, nf.mtime_ns, nf.size)
             if note is None:  # vanished or unreadable meanwhile: the next event or scan
                 return
@@ -701,6 +703,7 @@ class MarkdownProvider(FolderStoreProvider[filestore.StoredNote]):
                 raise NotFound(f"page {rel!r} in {self.label()} vanished meanwhile") from exc
             fsync_dir(path.parent)
             self._cache.pop(rel, None)
+            self._hit_notes.pop(rel, None)
             self._index_open().remove(rel)
             if self._known is not None:
                 self._known.pop(rel, None)
@@ -716,7 +719,9 @@ class MarkdownProvider(FolderStoreProvider[filestore.StoredNote]):
         results = self._ranked(query, limit)
         items = []
         for hit in results.hits:
-            note = self._load(hit.path)  # only the hits are read (at most ``limit`` files)
+            # only the hits are read (at most ``limit`` files; each stat-checked, re-read
+            # and parsed only when it changed since the last recall that returned it)
+            note = self._hit_note(hit.path)
             source = note.data.get("source") if note is not None else None
             items.append(
                 filestore.recall_item(
