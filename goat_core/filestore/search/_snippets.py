@@ -70,29 +70,47 @@ def _fold(text: str) -> tuple[str, list[int] | None]:
 
 
 def _fold_slow(text: str) -> tuple[str, list[int] | None]:
-    """:func:`_fold` character by character through a ``str.translate`` table grown with each
-    new character; builds the offset map when a character folds to several or to none."""
-    table = _FOLD_TABLE
-    uneven = False
-    for ch in set(text):
-        code = ord(ch)
-        got = table.get(code)
-        if got is None:
-            got = _fold_char(ch)
-            if len(table) < 65536:
-                table[code] = got
-            else:
-                uneven = True  # not in the table: fold it in Python below
-        if len(got) != 1:
-            uneven = True
+    """:func:`_fold` for a text holding a character that folds to several or to none (or a
+    capital sigma): the runs between such characters are folded through a ``str.translate``
+    table (grown with each new character), the characters themselves one by one, and the
+    offset map is built from ranges."""
+    uneven: set[str] = set()
+    for ch in set(_NON_ASCII.findall(text)):
+        if len(_fold_char(ch)) != 1:
+            uneven.add(ch)
     if not uneven:
-        return text.translate(table), None
-    parts = [_fold_char(c) for c in text]
+        return _translate(text), None
+    parts: list[str] = []
     offsets: list[int] = []
-    for i, p in enumerate(parts):
-        offsets.extend([i] * len(p))
+    pos = 0
+    for m in re.finditer("[" + "".join(sorted(map(re.escape, uneven))) + "]", text):
+        i = m.start()
+        if i > pos:
+            parts.append(_translate(text[pos:i]))
+            offsets.extend(range(pos, i))
+        got = _fold_char(m.group())
+        parts.append(got)
+        offsets.extend([i] * len(got))
+        pos = i + 1
+    if pos < len(text):
+        parts.append(_translate(text[pos:]))
+        offsets.extend(range(pos, len(text)))
     offsets.append(len(text))
     return "".join(parts), offsets
+
+
+def _translate(text: str) -> str:
+    """``text`` folded character by character through :data:`_FOLD_TABLE`, for characters
+    that each fold to exactly one (the table learns new ones; past its size limit a
+    character is folded in Python)."""
+    table = _FOLD_TABLE
+    for ch in set(text):
+        code = ord(ch)
+        if code not in table:
+            if len(table) >= 65536:
+                return "".join(_fold_char(c) for c in text)
+            table[code] = _fold_char(ch)
+    return text.translate(table)
 
 
 def _fold_term(term: str) -> str:
@@ -180,6 +198,7 @@ def _snippet(text: str, marks: list[_Mark], width: int = SNIPPET_WIDTH) -> str |
 
     best_i, best_score = 0, -1
     reach = width * 3 // 4
+    most = len({t for _s, _e, t in matches})  # no window can hold more distinct terms
     for i, (s, _e, _t) in enumerate(matches):
         distinct: set[int] = set()
         for j in range(i, len(matches)):  # matches are sorted by start
@@ -188,6 +207,8 @@ def _snippet(text: str, marks: list[_Mark], width: int = SNIPPET_WIDTH) -> str |
             distinct.add(matches[j][2])
         if len(distinct) > best_score:
             best_i, best_score = i, len(distinct)
+            if best_score == most:
+                break  # the first window holding them all wins
     first = orig(matches[best_i][0])
     lo = max(0, first - width // 4)
     hi = min(len(text), lo + width)
@@ -200,6 +221,8 @@ def _snippet(text: str, marks: list[_Mark], width: int = SNIPPET_WIDTH) -> str |
     pos = lo
     for s, e, _t in matches:
         os_, oe = orig(s), orig(e)
+        if os_ >= hi:
+            break  # this and every later match (sorted by start) is past the window
         if os_ < pos or oe > hi or os_ == oe:
             continue
         out.append(text[pos:os_])
