@@ -659,6 +659,36 @@ def test_bad_busy_timeout_is_bad_input(tmp_path: Path):
 # --------------------------------------------------------------------------- two processes
 
 
+def _hits(ix: SearchIndex, query: str) -> list[tuple[str, float, str]]:
+    return [(h.path, h.score, h.snippet) for h in ix.search(query).hits]
+
+
+@pytest.mark.parametrize("writer", ["same object", "another connection"])
+def test_a_search_after_a_write_scores_what_the_index_now_holds(tmp_path: Path, writer: str):
+    """Searches keep term positions, sizes and paths read before; any commit to the index
+    (this object's own or another connection's, as another process's) drops them, so the
+    next search scores the new text exactly as a newly opened index does."""
+    db = tmp_path / "i.sqlite"
+    with SearchIndex(db) as ix:
+        ix.update_one(IndexedDoc("a.md", "a", "zqword one two three"), FileStat("a.md", 1, 1))
+        ix.update_one(IndexedDoc("b.md", "b", "zqword four five six"), FileStat("b.md", 1, 1))
+        assert [h.path for h in ix.search("zqword").hits] == ["a.md", "b.md"]  # a tie: by path
+        ix.search("zqword six")
+        edit = IndexedDoc("b.md", "b", "zqword zqword zqword six")
+        if writer == "same object":
+            ix.update_one(edit, FileStat("b.md", 2, 2))
+        else:
+            with SearchIndex(db) as other:
+                other.update_one(edit, FileStat("b.md", 2, 2))
+        got = _hits(ix, "zqword")
+        assert [p for p, _, _ in got] == ["b.md", "a.md"]  # b's three occurrences now count
+        with SearchIndex(db) as fresh:
+            assert got == _hits(fresh, "zqword")
+            assert _hits(ix, "zqword six") == _hits(fresh, "zqword six")
+        ix.remove("a.md")
+        assert [p for p, _, _ in _hits(ix, "zqword")] == ["b.md"]
+
+
 def _worker(root: str, db: str, rounds: int, flip: int, out: mp.Queue) -> None:  # type: ignore[type-arg]
     problems: list[str] = []
     try:

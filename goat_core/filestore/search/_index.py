@@ -26,7 +26,7 @@ from goat_core.filestore.search._query import (
     _valid_utf8,
     search_terms,
 )
-from goat_core.filestore.search._ranking import _marks, _rank
+from goat_core.filestore.search._ranking import _marks, _Memo, _rank
 from goat_core.filestore.search._records import (
     DocInfo,
     FileStat,
@@ -121,6 +121,12 @@ class SearchIndex:
         self._conn: sqlite3.Connection | None = None
         self._vocab_conn: sqlite3.Connection | None = None
         self._tokens = _Tokenizer()
+        # what searches read that no query changes (term positions, sizes, paths), kept while
+        # the index is unchanged: keyed by connections opened, own write transactions begun
+        # and SQLite's data_version (changed by any other connection's or process's commit)
+        self._memo = _Memo()
+        self._opens = 0
+        self._writes = 0
         try:
             self._guarded(self._open)
         except sqlite3.DatabaseError as exc:
@@ -137,6 +143,7 @@ class SearchIndex:
             raise ProviderUnavailable(
                 f"search index {self.db_path}: cannot create its folder ({exc.strerror})"
             ) from exc
+        self._opens += 1
         conn = sqlite3.connect(
             str(self.db_path),
             timeout=self.busy_timeout_s,
@@ -206,6 +213,7 @@ class SearchIndex:
         timeout for it)."""
         db = self._db
         db.execute("BEGIN IMMEDIATE")
+        self._writes += 1
         try:
             yield db
         except BaseException:
@@ -705,7 +713,10 @@ class SearchIndex:
             self._vocab_conn = db
         qterms = self._query_terms(terms)
         with self._read() as db:
-            return _rank(db, terms, qterms, limit, snippets=snippets)
+            # the first read fixes this transaction's snapshot and reports its version
+            version = db.execute("PRAGMA data_version").fetchone()[0]
+            self._memo.valid_for((self._opens, self._writes, version))
+            return _rank(db, terms, qterms, limit, snippets=snippets, memo=self._memo)
 
     def _query_terms(self, terms: list[str]) -> list[_QueryTerm]:
         """Each search term with the tokens the index holds for it (case-folded, diacritics
