@@ -5,6 +5,7 @@ diacritics removed) as the index does."""
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -113,6 +114,7 @@ def _translate(text: str) -> str:
     return text.translate(table)
 
 
+@functools.lru_cache(maxsize=4096)
 def _fold_term(term: str) -> str:
     return "".join(_fold_char(c) for c in term)
 
