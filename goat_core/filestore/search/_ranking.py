@@ -77,7 +77,8 @@ class _Scored:
 
 MEMO_INSTANCES = 500_000
 """Most term positions a :class:`_Memo` keeps (all are dropped when a term would pass it); a
-term with more positions than a tenth of this is read for its candidates only, every time."""
+term with more positions than a hundredth of this is read for its candidates only, every
+time (reading all its positions would cost more than the memo saves)."""
 MEMO_NOTES = 50_000
 """Most notes whose sizes and paths a :class:`_Memo` keeps (all are dropped past it)."""
 
@@ -145,7 +146,7 @@ class _Scorer:
                 ).fetchone()
                 got = int(row[0]) if row else 0
                 memo.doc_counts[tok] = got
-                if row and tok not in memo.postings and row[1] * 10 <= MEMO_INSTANCES:
+                if row and tok not in memo.postings and row[1] * 100 <= MEMO_INSTANCES:
                     self._remember_positions(tok, int(row[1]))
             return got
         row = self.db.execute("SELECT count(*) FROM fts WHERE fts MATCH ?", (term.expr,))
