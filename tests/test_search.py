@@ -689,6 +689,37 @@ def test_a_search_after_a_write_scores_what_the_index_now_holds(tmp_path: Path, 
         assert [p for p, _, _ in _hits(ix, "zqword")] == ["b.md"]
 
 
+def test_titles_of_some_paths(tmp_path: Path):
+    with SearchIndex(tmp_path / "i.sqlite") as ix:
+        ix.update_one(IndexedDoc("a.md", "Alpha", "x"), FileStat("a.md", 1, 1))
+        ix.update_one(IndexedDoc("d/b.md", "Beta", "y"), FileStat("d/b.md", 1, 1))
+        assert ix.titles(["d/b.md", "gone.md", "a.md", "a.md"]) == {
+            "d/b.md": "Beta",
+            "a.md": "Alpha",
+        }
+        assert ix.titles([]) == {}
+        many = [f"n{i}.md" for i in range(1200)] + ["a.md"]  # more than one statement holds
+        assert ix.titles(many) == {"a.md": "Alpha"}
+
+
+def test_change_token_changes_with_every_write_and_only_then(tmp_path: Path):
+    db = tmp_path / "i.sqlite"
+    with SearchIndex(db) as ix:
+        first = ix.change_token()
+        ix.search("anything")
+        ix.documents()
+        assert ix.change_token() == first  # reads change nothing
+        ix.update_one(IndexedDoc("a.md", "a", "x"), FileStat("a.md", 1, 1))
+        second = ix.change_token()
+        assert second != first
+        with SearchIndex(db) as other:  # another connection, as another process
+            other.remove("a.md")
+        third = ix.change_token()
+        assert third != second
+        ix.rebuild()
+        assert ix.change_token() != third
+
+
 def _worker(root: str, db: str, rounds: int, flip: int, out: mp.Queue) -> None:  # type: ignore[type-arg]
     problems: list[str] = []
     try:

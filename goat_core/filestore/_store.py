@@ -171,6 +171,8 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
         self._index: SearchIndex | None = None
         self._embedder: str | None = getattr(self._store_settings(context), "embedder", None)
         self._vectors: VectorIndex | None = None
+        # the vector index last synced completely, and the keyword index's token then
+        self._vectors_synced: tuple[VectorIndex, object] | None = None
         self._cache: dict[str, NoteT] = {}
         self._hit_notes: dict[str, NoteT] = {}
         self._closed = False
@@ -345,6 +347,7 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
         if self._vectors is not None:
             self._vectors.close()
             self._vectors = None
+        self._vectors_synced = None
 
     # -- hybrid recall (worker thread) --------------------------------------------------------
     def _vector_open(self) -> VectorIndex:
@@ -377,7 +380,14 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
         return self._vectors
 
     def _sync_vectors(self, vectors: VectorIndex) -> None:
+        """Bring ``vectors`` in line with the keyword index's listing; skipped while the
+        keyword index is unchanged (:meth:`~goat_core.filestore.search.SearchIndex.
+        change_token`) since the last sync of the same vector index completed."""
         index = self._index_open()
+        token = index.change_token()
+        synced = self._vectors_synced
+        if synced is not None and synced[0] is vectors and synced[1] == token:
+            return
 
         def load(rel: str) -> tuple[str, str, str] | None:
             note = self._load(rel)
@@ -388,6 +398,7 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
 
         listing = [(d.path, d.mtime_ns, d.size) for d in index.documents()]
         vectors.sync(listing, load, self.context.progress)
+        self._vectors_synced = (vectors, token)
 
     def _ranked(self, query: str, limit: int) -> SearchResults:
         """The ranked hits of a recall: keyword only (exactly the search index's answer)
@@ -422,9 +433,7 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
         by_kw = {h.path: h for h in keyword.hits}
         by_vec = {h.path: h for h in vhits}
         fused = fuse([(h.path, h.score) for h in keyword.hits], [(h.path, h.score) for h in vhits])
-        titles: dict[str, str] = {}
-        if any(p not in by_kw for p, _ in fused[:limit]):
-            titles = {d.path: d.title for d in index.documents()}
+        titles = index.titles(p for p, _ in fused[:limit] if p not in by_kw)
         hits: list[SearchHit] = []
         for path, score in fused[:limit]:
             note = self._hit_note(path)

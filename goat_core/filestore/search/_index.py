@@ -758,6 +758,46 @@ class SearchIndex:
 
         return self._run(go)
 
+    def titles(self, paths: Iterable[str]) -> dict[str, str]:
+        """``path -> title`` of those of ``paths`` that are indexed, read from the covering
+        index (cost: the paths asked for, never the listing).
+
+        :raises ProviderUnavailable: the index could not be read within the busy timeout.
+        """
+        wanted = list(dict.fromkeys(paths))
+
+        def go() -> dict[str, str]:
+            out: dict[str, str] = {}
+            with self._read() as db:
+                for lo in range(0, len(wanted), 500):
+                    part = wanted[lo : lo + 500]
+                    marks = ",".join("?" * len(part))
+                    out.update(
+                        db.execute(
+                            f"SELECT path, title FROM docs INDEXED BY docs_stat"
+                            f" WHERE path IN ({marks})",
+                            part,
+                        ).fetchall()
+                    )
+            return out
+
+        return self._run(go) if wanted else {}
+
+    def change_token(self) -> tuple[int, int, int]:
+        """A value that differs whenever the index may have changed since it was last taken:
+        this object's own write transactions, another connection's or process's commits
+        (SQLite's ``data_version``), the file reopened (rebuilt). Equal tokens: the same
+        rows (a cache of what the index holds may be kept while it stays equal).
+
+        :raises ProviderUnavailable: the index could not be read within the busy timeout.
+        """
+
+        def go() -> tuple[int, int, int]:
+            version = int(self._db.execute("PRAGMA data_version").fetchone()[0])
+            return (self._opens, self._writes, version)
+
+        return self._run(go)
+
     def problems(self) -> list[tuple[str, str]]:
         """``(path, problem)`` of every indexed file stored with a problem (see
         :attr:`IndexedDoc.problem`), ordered like :meth:`documents`.
