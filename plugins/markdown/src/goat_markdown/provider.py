@@ -12,7 +12,9 @@ change scan (a stat walk) and syncs the index, which reads and parses only the n
 ``(mtime, size)`` changed; a long-lived host's provider replaces the scan by a file watcher
 for recall and page lookups (see :class:`MarkdownProvider`). Titles, frontmatter ids and
 unparsable-frontmatter problems then come from the index, and only the notes a call returns
-or edits are read (recall: the hits; pages: the page shown or listed). Only ``link_map`` and
+or edits are read (recall: the hits, each kept parsed between recalls and read again when its
+``(mtime, size)`` changed, the store wrote it or the watcher reported it; pages: the page
+shown or listed). Only ``link_map`` and
 ``connections`` read every note, each once (kept between calls of one process and refreshed
 when mtime or size change). Read-modify-write cycles hold the store's cross-process
 :class:`~goat_core.filestore.StoreLock` and re-check the note's content hash just before the
