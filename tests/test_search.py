@@ -222,6 +222,42 @@ def test_decomposed_accents_are_folded(tmp_path: Path):
 
 
 @pytest.mark.parametrize(
+    "text",
+    [
+        "Café crème",  # folds to another single character: replaced before lower()
+        "ÉTÉ à Paris",
+        "ΟΔΟΣ και σοφία",  # final sigma: lower() depends on the next character
+        "İstanbul",  # lower() gives two characters
+        "Straße",  # folds to two characters
+        "ﬁle",  # a ligature: folds to two characters
+        "が ぎ ぐ",  # kana with a voicing mark: the mark is dropped
+        "\uff21\uff22\uff23 full width",
+        "\u13a0 \uab70 Cherokee",  # casefold gives upper case
+        "Приве́т мир",  # a combining accent
+        "ok 👍️ then ﬁne",  # a variation selector folds to nothing; two uneven characters
+        "plain ascii only",
+    ],
+)
+def test_fold_in_c_equals_fold_char_by_char(text: str):
+    from goat_core.filestore.search._snippets import _fold, _fold_char
+
+    parts = [_fold_char(c) for c in text]
+    offsets: list[int] | None = None
+    if any(len(p) != 1 for p in parts):  # the map from folded to original index
+        offsets = [i for i, p in enumerate(parts) for _ in p] + [len(text)]
+    assert _fold(text) == ("".join(parts), offsets)
+
+
+def test_snippet_marks_an_accented_word_in_a_mostly_ascii_note(tmp_path: Path):
+    body = "x " * 300 + "Le CAFÉ est ouvert, the café is open."
+    with SearchIndex(tmp_path / "i.sqlite") as ix:
+        ix.update_one(IndexedDoc("n.md", "n", body), FileStat("n.md", 1, 1))
+        snippet = marked(ix.search("cafe").hits[0])
+    assert SNIPPET_OPEN + "CAFÉ" + SNIPPET_CLOSE in snippet
+    assert SNIPPET_OPEN + "café" + SNIPPET_CLOSE in snippet
+
+
+@pytest.mark.parametrize(
     ("query", "expected", "shown"),
     [
         ("接続", "ja/接続.md", "接続"),
@@ -629,6 +665,67 @@ def test_bad_busy_timeout_is_bad_input(tmp_path: Path):
 
 
 # --------------------------------------------------------------------------- two processes
+
+
+def _hits(ix: SearchIndex, query: str) -> list[tuple[str, float, str]]:
+    return [(h.path, h.score, h.snippet) for h in ix.search(query).hits]
+
+
+@pytest.mark.parametrize("writer", ["same object", "another connection"])
+def test_a_search_after_a_write_scores_what_the_index_now_holds(tmp_path: Path, writer: str):
+    """Searches keep term positions, sizes and paths read before; any commit to the index
+    (this object's own or another connection's, as another process's) drops them, so the
+    next search scores the new text exactly as a newly opened index does."""
+    db = tmp_path / "i.sqlite"
+    with SearchIndex(db) as ix:
+        ix.update_one(IndexedDoc("a.md", "a", "zqword one two three"), FileStat("a.md", 1, 1))
+        ix.update_one(IndexedDoc("b.md", "b", "zqword four five six"), FileStat("b.md", 1, 1))
+        assert [h.path for h in ix.search("zqword").hits] == ["a.md", "b.md"]  # a tie: by path
+        ix.search("zqword six")
+        edit = IndexedDoc("b.md", "b", "zqword zqword zqword six")
+        if writer == "same object":
+            ix.update_one(edit, FileStat("b.md", 2, 2))
+        else:
+            with SearchIndex(db) as other:
+                other.update_one(edit, FileStat("b.md", 2, 2))
+        got = _hits(ix, "zqword")
+        assert [p for p, _, _ in got] == ["b.md", "a.md"]  # b's three occurrences now count
+        with SearchIndex(db) as fresh:
+            assert got == _hits(fresh, "zqword")
+            assert _hits(ix, "zqword six") == _hits(fresh, "zqword six")
+        ix.remove("a.md")
+        assert [p for p, _, _ in _hits(ix, "zqword")] == ["b.md"]
+
+
+def test_titles_of_some_paths(tmp_path: Path):
+    with SearchIndex(tmp_path / "i.sqlite") as ix:
+        ix.update_one(IndexedDoc("a.md", "Alpha", "x"), FileStat("a.md", 1, 1))
+        ix.update_one(IndexedDoc("d/b.md", "Beta", "y"), FileStat("d/b.md", 1, 1))
+        assert ix.titles(["d/b.md", "gone.md", "a.md", "a.md"]) == {
+            "d/b.md": "Beta",
+            "a.md": "Alpha",
+        }
+        assert ix.titles([]) == {}
+        many = [f"n{i}.md" for i in range(1200)] + ["a.md"]  # more than one statement holds
+        assert ix.titles(many) == {"a.md": "Alpha"}
+
+
+def test_change_token_changes_with_every_write_and_only_then(tmp_path: Path):
+    db = tmp_path / "i.sqlite"
+    with SearchIndex(db) as ix:
+        first = ix.change_token()
+        ix.search("anything")
+        ix.documents()
+        assert ix.change_token() == first  # reads change nothing
+        ix.update_one(IndexedDoc("a.md", "a", "x"), FileStat("a.md", 1, 1))
+        second = ix.change_token()
+        assert second != first
+        with SearchIndex(db) as other:  # another connection, as another process
+            other.remove("a.md")
+        third = ix.change_token()
+        assert third != second
+        ix.rebuild()
+        assert ix.change_token() != third
 
 
 def _worker(root: str, db: str, rounds: int, flip: int, out: mp.Queue) -> None:  # type: ignore[type-arg]

@@ -100,6 +100,10 @@ class FolderStoreSettings(BaseModel):
     )
 
 
+#: How many notes a recall's hits keep parsed between calls (:meth:`FolderStoreProvider.
+#: _hit_note`), each re-read when its ``(mtime_ns, size)`` changes.
+HIT_NOTES_KEPT = 256
+
 #: The note type a store reads (``goat_core.filestore.StoredNote`` or a subclass).
 NoteT = TypeVar("NoteT", bound="StoredNote")
 T = TypeVar("T")
@@ -167,7 +171,10 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
         self._index: SearchIndex | None = None
         self._embedder: str | None = getattr(self._store_settings(context), "embedder", None)
         self._vectors: VectorIndex | None = None
+        # the vector index last synced completely, and the keyword index's token then
+        self._vectors_synced: tuple[VectorIndex, object] | None = None
         self._cache: dict[str, NoteT] = {}
+        self._hit_notes: dict[str, NoteT] = {}
         self._closed = False
 
     def _store_settings(self, context: ProviderContext) -> Any:
@@ -200,6 +207,30 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
     def _load(self, rel: str, mtime_ns: int = 0, size: int = 0) -> NoteT | None:
         """Read and parse one note, or ``None`` if it vanished or is unreadable."""
         raise NotImplementedError
+
+    def _hit_note(self, rel: str) -> NoteT | None:
+        """A note a recall returns: read and parsed again only when its ``(mtime_ns, size)``
+        differs from what this object last read for a recall (the test the index's change
+        scan uses; one ``stat`` per hit otherwise), else the note kept from then. At most
+        :data:`HIT_NOTES_KEPT` notes are kept (the oldest read is dropped first). ``None``
+        when it vanished or is unreadable."""
+        kept = self._hit_notes
+        try:
+            st = os.stat(self.root / rel)
+        except OSError:
+            kept.pop(rel, None)
+            return None
+        note = kept.get(rel)
+        if note is not None and note.mtime_ns == st.st_mtime_ns and note.size == st.st_size:
+            return note
+        # stat first, then read: a change in between is read now and stat-checked next time
+        note = self._load(rel, st.st_mtime_ns, st.st_size)
+        kept.pop(rel, None)
+        if note is not None:
+            if len(kept) >= HIT_NOTES_KEPT:
+                del kept[next(iter(kept))]
+            kept[rel] = note
+        return note
 
     def _must_load(self, rel: str) -> NoteT:
         """Read a note the index named; :class:`NotFound` when it vanished meanwhile."""
@@ -253,6 +284,7 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
         ``None`` when it is not readable."""
         from goat_core.filestore._pages import index_note
 
+        self._hit_notes.pop(rel, None)  # written by this store: never answered from before
         note = self._load(rel)
         if note is not None:
             index_note(self._index_open(), note, self._indexed_doc(note))
@@ -353,6 +385,7 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
         if self._vectors is not None:
             self._vectors.close()
             self._vectors = None
+        self._vectors_synced = None
 
     # -- hybrid recall (worker thread) --------------------------------------------------------
     def _vector_open(self) -> VectorIndex:
@@ -386,8 +419,14 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
 
     def _sync_vectors(self, vectors: VectorIndex) -> dict[str, int]:
         """Embed what changed since the last sync, reporting through the host's embedding
-        progress sink (:attr:`ProviderContext.embed_progress`)."""
+        progress sink (:attr:`ProviderContext.embed_progress`). Skipped (``embedded`` 0) while
+        the keyword index is unchanged (:meth:`~goat_core.filestore.search.SearchIndex.
+        change_token`) since the last sync of the same vector index completed."""
         index = self._index_open()
+        token = index.change_token()
+        synced = self._vectors_synced
+        if synced is not None and synced[0] is vectors and synced[1] == token:
+            return {"embedded": 0}
 
         def load(rel: str) -> tuple[str, str, str] | None:
             note = self._load(rel)
@@ -397,7 +436,9 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
             return doc.title, doc.body, doc.description
 
         listing = [(d.path, d.mtime_ns, d.size) for d in index.documents()]
-        return vectors.sync(listing, load, self.context.embed_progress)
+        stats = vectors.sync(listing, load, self.context.embed_progress)
+        self._vectors_synced = (vectors, token)
+        return stats
 
     def _reindex_all(self, progress: Callable[[int, int], None] | None) -> dict[str, int]:
         """:meth:`_reindex`, then, with an embedder, the vector index (count ``embedded``).
@@ -463,12 +504,10 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
         by_kw = {h.path: h for h in keyword.hits}
         by_vec = {h.path: h for h in vhits}
         fused = fuse([(h.path, h.score) for h in keyword.hits], [(h.path, h.score) for h in vhits])
-        titles: dict[str, str] = {}
-        if any(p not in by_kw for p, _ in fused[:limit]):
-            titles = {d.path: d.title for d in index.documents()}
+        titles = index.titles(p for p, _ in fused[:limit] if p not in by_kw)
         hits: list[SearchHit] = []
         for path, score in fused[:limit]:
-            note = self._load(path)
+            note = self._hit_note(path)
             body = note.body if note is not None else ""
             cut: Snippet | None = None
             chunk = by_vec.get(path)

@@ -60,6 +60,14 @@ errors (``database disk image is malformed``, ``file is not a database``) are tr
 corruption; the index is then rebuilt from scratch (it holds nothing that the files don't).
 A schema version change also rebuilds.
 
+Memory between searches: what a search reads that no query changes (each term's note count
+and, for a term with at most 5,000 positions, its positions in every note; notes' column sizes
+and paths; the column averages) is kept by the :class:`SearchIndex` object and used while the
+index is unchanged. It is dropped as soon as :meth:`SearchIndex.change_token` differs: this
+object's own write transactions, any other connection's or process's commit (SQLite's
+``data_version``) or the file reopened after a rebuild. Candidates, snippets and hits are read
+from the index on every search.
+
 Threading: a :class:`SearchIndex` owns a single connection and must be used from one thread at a
 time (the store's :class:`~goat_core.filestore.StoreWorker`); it may be created on another thread.
 """

@@ -24,7 +24,6 @@ from goat_core.filestore.search._faults import (
     write_faults,
 )
 from goat_core.filestore.search._query import (
-    _TOKENIZER,
     MAX_QUERY_TERMS,
     _is_spaceless,
     _prepare,
@@ -34,7 +33,7 @@ from goat_core.filestore.search._query import (
     _valid_utf8,
     search_terms,
 )
-from goat_core.filestore.search._ranking import _marks, _rank
+from goat_core.filestore.search._ranking import _marks, _Memo, _rank
 from goat_core.filestore.search._records import (
     DocInfo,
     FileStat,
@@ -54,40 +53,19 @@ from goat_core.filestore.search._scan import (
     _Pending,
     _Plan,
 )
+from goat_core.filestore.search._schema import (
+    SCHEMA_VERSION,
+    _meta_text,
+    create_schema,
+    install_schema,
+    schema_is_current,
+)
 from goat_core.filestore.search._snippets import Snippet, _snippet
-
-SCHEMA_VERSION = 4
-"""Bump when the tables, the tokenizer or the text preprocessing change: old indexes rebuild.
-3: Porter stemming, aliases in a column of their own. 4: per-folder digests of the files."""
 
 _BATCH_DOCS = 256
 _BATCH_BYTES = 8 * 1024 * 1024
 
 T = TypeVar("T")
-
-
-def _meta_text(doc: IndexedDoc) -> str:
-    return "\n".join([doc.description, " ".join(doc.tags)])
-
-
-_SCHEMA = [
-    "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)",
-    "CREATE TABLE docs(id INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE,"
-    " mtime_ns INTEGER NOT NULL, size INTEGER NOT NULL, title TEXT NOT NULL,"
-    " aliases TEXT NOT NULL, meta TEXT NOT NULL, extra TEXT NOT NULL, body BLOB NOT NULL,"
-    " ident TEXT, problem TEXT, folder TEXT NOT NULL)",
-    # covering index: the listing reads (path, mtime_ns, size, title, ident, problem) without
-    # touching bodies
-    "CREATE INDEX docs_stat ON docs(path, mtime_ns, size, title, ident, problem)",
-    # covering index: the change scan reads one folder's stats
-    "CREATE INDEX docs_folder ON docs(folder, path, mtime_ns, size)",
-    # one row per folder holding indexed files: the digest of a listing of the folder's files
-    # found equal to its rows (NULL once its rows change: the next sync compares the folder),
-    # and how many rows that was
-    "CREATE TABLE folders(folder TEXT PRIMARY KEY, digest BLOB, count INTEGER NOT NULL)",
-    f"CREATE VIRTUAL TABLE fts USING fts5(title, aliases, meta, extra, body, content='',"
-    f' tokenize="{_TOKENIZER}")',
-]
 
 
 class SearchIndex:
@@ -117,6 +95,12 @@ class SearchIndex:
         self._conn: sqlite3.Connection | None = None
         self._vocab_conn: sqlite3.Connection | None = None
         self._tokens = _Tokenizer()
+        # what searches read that no query changes (term positions, sizes, paths), kept while
+        # the index is unchanged: keyed by connections opened, own write transactions begun
+        # and SQLite's data_version (changed by any other connection's or process's commit)
+        self._memo = _Memo()
+        self._opens = 0
+        self._writes = 0
         try:
             self._guarded(self._open)
         except sqlite3.DatabaseError as exc:
@@ -142,6 +126,7 @@ class SearchIndex:
             if fault is None or not self.db_path.is_file():
                 raise
             version = str(SCHEMA_VERSION)
+            self._opens += 1
             self._conn = open_read_only(self.db_path, self.busy_timeout_s, version, fault)
             self._read_only = fault
 
@@ -164,6 +149,7 @@ class SearchIndex:
         self._run(go)
 
     def _open_writable(self) -> None:
+        self._opens += 1
         conn = sqlite3.connect(
             str(self.db_path),
             timeout=self.busy_timeout_s,
@@ -190,42 +176,13 @@ class SearchIndex:
         return self._conn
 
     def _ensure_schema(self) -> None:
-        db = self._db
-        row = db.execute(
-            "SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'"
-        ).fetchone()
-        if row is not None:
-            got = db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
-            if got is not None and got[0] == str(SCHEMA_VERSION):
-                return
+        if schema_is_current(self._db):
+            return
         with self._write() as db:
-            have = db.execute(
-                "SELECT name FROM sqlite_master WHERE type='table' AND name='meta'"
-            ).fetchone()
-            version = None
-            if have:
-                row = db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
-                version = row[0] if row else None
-            if version == str(SCHEMA_VERSION):
-                return
-            if have is not None or version is not None:
-                self.rebuilt = True
-                self.rebuilds += 1
-            self._drop_all(db)
-            for stmt in _SCHEMA:
-                db.execute(stmt)
-            db.execute(
-                "INSERT INTO meta(key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
-            )
-
-    @staticmethod
-    def _drop_all(db: sqlite3.Connection) -> None:
-        names = db.execute(
-            "SELECT type, name FROM sqlite_master WHERE type IN ('table', 'view')"
-            " AND name NOT LIKE 'sqlite_%' AND name NOT LIKE 'fts_%'"
-        ).fetchall()
-        for kind, name in names:
-            db.execute(f'DROP {kind.upper()} IF EXISTS "{name}"')
+            replaced = install_schema(db)
+        if replaced:
+            self.rebuilt = True
+            self.rebuilds += 1
 
     @contextlib.contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
@@ -236,6 +193,7 @@ class SearchIndex:
         db = self._db
         with write_faults(db, self.db_path):
             db.execute("BEGIN IMMEDIATE")
+            self._writes += 1
             try:
                 yield db
             except BaseException:
@@ -692,13 +650,7 @@ class SearchIndex:
 
         def go() -> None:
             with self._write() as db:
-                self._drop_all(db)
-                for stmt in _SCHEMA:
-                    db.execute(stmt)
-                db.execute(
-                    "INSERT INTO meta(key, value) VALUES ('schema_version', ?)",
-                    (str(SCHEMA_VERSION),),
-                )
+                create_schema(db)
 
         self._run(go)
         self.rebuilt = True
@@ -773,7 +725,10 @@ class SearchIndex:
             self._vocab_conn = db
         qterms = self._query_terms(terms)
         with self._read() as db:
-            return _rank(db, terms, qterms, limit, snippets=snippets)
+            # the first read fixes this transaction's snapshot and reports its version
+            version = db.execute("PRAGMA data_version").fetchone()[0]
+            self._memo.valid_for((self._opens, self._writes, version))
+            return _rank(db, terms, qterms, limit, snippets=snippets, memo=self._memo)
 
     def _query_terms(self, terms: list[str]) -> list[_QueryTerm]:
         """Each search term with the tokens the index holds for it (case-folded, diacritics
@@ -812,6 +767,46 @@ class SearchIndex:
             docs = [DocInfo(*row) for row in rows]
             docs.sort(key=lambda d: (d.path.casefold(), d.path))
             return docs
+
+        return self._run(go)
+
+    def titles(self, paths: Iterable[str]) -> dict[str, str]:
+        """``path -> title`` of those of ``paths`` that are indexed, read from the covering
+        index (cost: the paths asked for, never the listing).
+
+        :raises ProviderUnavailable: the index could not be read within the busy timeout.
+        """
+        wanted = list(dict.fromkeys(paths))
+
+        def go() -> dict[str, str]:
+            out: dict[str, str] = {}
+            with self._read() as db:
+                for lo in range(0, len(wanted), 500):
+                    part = wanted[lo : lo + 500]
+                    marks = ",".join("?" * len(part))
+                    out.update(
+                        db.execute(
+                            f"SELECT path, title FROM docs INDEXED BY docs_stat"
+                            f" WHERE path IN ({marks})",
+                            part,
+                        ).fetchall()
+                    )
+            return out
+
+        return self._run(go) if wanted else {}
+
+    def change_token(self) -> tuple[int, int, int]:
+        """A value that differs whenever the index may have changed since it was last taken:
+        this object's own write transactions, another connection's or process's commits
+        (SQLite's ``data_version``), the file reopened (rebuilt). Equal tokens: the same
+        rows (a cache of what the index holds may be kept while it stays equal).
+
+        :raises ProviderUnavailable: the index could not be read within the busy timeout.
+        """
+
+        def go() -> tuple[int, int, int]:
+            version = int(self._db.execute("PRAGMA data_version").fetchone()[0])
+            return (self._opens, self._writes, version)
 
         return self._run(go)
 

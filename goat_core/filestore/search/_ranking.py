@@ -3,7 +3,9 @@ with their snippets (:func:`_rank`)."""
 
 from __future__ import annotations
 
+import itertools
 import math
+import operator
 import sqlite3
 import zlib
 from dataclasses import dataclass
@@ -34,9 +36,14 @@ PROXIMITY_WINDOW = 3
 ``PROXIMITY_WEIGHT * mean idf * saturated(weighted count)``."""
 
 
+_DOC_COL = operator.itemgetter(0, 1)
+
+
 def _varints(blob: bytes) -> list[int]:
     """SQLite varints (as FTS5 stores its sizes): 7 bits a byte, high bit set on all but the
     last, a ninth byte giving 8 bits."""
+    if blob.isascii():  # every value below 128: one byte each
+        return list(blob)
     out: list[int] = []
     i, n = 0, len(blob)
     while i < n:
@@ -68,6 +75,39 @@ class _Scored:
         return (-self.scores.get(rid, 0.0), -self.title_terms.get(rid, 0), path.casefold(), path)
 
 
+MEMO_INSTANCES = 500_000
+"""Most term positions a :class:`_Memo` keeps (all are dropped when a term would pass it); a
+term with more positions than a hundredth of this is read for its candidates only, every
+time (reading all its positions would cost more than the memo saves)."""
+MEMO_NOTES = 50_000
+"""Most notes whose sizes and paths a :class:`_Memo` keeps (all are dropped past it)."""
+
+
+class _Memo:
+    """What earlier searches read from one index that does not depend on the query: each
+    term's note count and positions in every note (up to :data:`MEMO_INSTANCES`), notes'
+    column sizes and paths, and the column averages. Valid for one state of the index: the
+    owner calls :meth:`valid_for` with a key that changes whenever the index may have (another
+    connection's commit, this connection's own writes, a reopened file), which empties it."""
+
+    def __init__(self) -> None:
+        self.key: object = None
+        self.clear()
+
+    def clear(self) -> None:
+        self.doc_counts: dict[str, int] = {}
+        self.postings: dict[str, dict[int, list[tuple[int, list[int]]]]] = {}
+        self.instances = 0
+        self.sizes: dict[int, list[int]] = {}
+        self.paths: dict[int, str] = {}
+        self.averages: list[int] | None = None
+
+    def valid_for(self, key: object) -> None:
+        if key != self.key:
+            self.clear()
+            self.key = key
+
+
 class _Scorer:
     """BM25F over a few candidate notes, with an idf that is always positive.
 
@@ -88,26 +128,63 @@ class _Scorer:
 
     _COLS: ClassVar[dict[str, int]] = {"title": 0, "aliases": 1, "meta": 2, "extra": 3, "body": 4}
 
-    def __init__(self, db: sqlite3.Connection, terms: list[_QueryTerm]) -> None:
+    def __init__(
+        self, db: sqlite3.Connection, terms: list[_QueryTerm], memo: _Memo | None = None
+    ) -> None:
         self.db = db
         self.terms = terms
+        self.memo = memo if memo is not None else _Memo()
 
     def _doc_count(self, term: _QueryTerm) -> int:
         if len(term.tokens) == 1 and not term.prefix:
-            row = self.db.execute(
-                "SELECT doc FROM temp.fts_terms WHERE term = ?", (term.tokens[0],)
-            ).fetchone()
-            return int(row[0]) if row else 0
+            tok = term.tokens[0]
+            memo = self.memo
+            got = memo.doc_counts.get(tok)
+            if got is None:
+                row = self.db.execute(
+                    "SELECT doc, cnt FROM temp.fts_terms WHERE term = ?", (tok,)
+                ).fetchone()
+                got = int(row[0]) if row else 0
+                memo.doc_counts[tok] = got
+                if row and tok not in memo.postings and row[1] * 100 <= MEMO_INSTANCES:
+                    self._remember_positions(tok, int(row[1]))
+            return got
         row = self.db.execute("SELECT count(*) FROM fts WHERE fts MATCH ?", (term.expr,))
         return int(row.fetchone()[0])
 
+    def _remember_positions(self, tok: str, instances: int) -> None:
+        """Read every position of ``tok`` (``instances`` of them) into the memo, by note, each
+        note's columns in order."""
+        memo = self.memo
+        if memo.instances + instances > MEMO_INSTANCES:
+            memo.postings.clear()
+            memo.instances = 0
+        by_doc: dict[int, list[tuple[int, list[int]]]] = {}
+        rows = self.db.execute(
+            "SELECT doc, col, offset FROM temp.fts_where WHERE term = ?", (tok,)
+        ).fetchall()
+        for (doc, col), group in itertools.groupby(rows, key=_DOC_COL):
+            by_doc.setdefault(doc, []).append((self._COLS.get(col, 4), [r[2] for r in group]))
+        memo.postings[tok] = by_doc
+        memo.instances += len(rows)
+
     def _freqs(
-        self, term: _QueryTerm, ids: str
+        self, term: _QueryTerm, ids: str, candidates: list[int]
     ) -> tuple[dict[tuple[int, int], int], dict[tuple[int, int], list[int]]]:
         """``(note id, column) -> occurrences`` of the term among the notes ``ids``, and for a
-        one-token term ``(note id, column) -> token offsets`` (for proximity)."""
+        one-token term ``(note id, column) -> token offsets`` (for proximity); from the memo
+        when it holds the term's positions."""
         per_token: list[dict[tuple[int, int], int]] = []
         offsets: dict[tuple[int, int], list[int]] = {}
+        known = self.memo.postings.get(term.tokens[0]) if len(term.tokens) == 1 else None
+        if known is not None and not term.prefix:
+            for rid in sorted(set(candidates)):  # as the table lists them: by note, column
+                for col, offs in known.get(rid, ()):
+                    key = (rid, col)
+                    have = offsets.get(key)
+                    # the memo's lists are shared: never extended in place
+                    offsets[key] = offs if have is None else have + offs
+            return {k: len(v) for k, v in offsets.items()}, offsets
         for tok in term.tokens:
             args: tuple[str, ...]
             if term.prefix:
@@ -116,14 +193,20 @@ class _Scorer:
                 where, args = "term = ?", (tok,)
             got: dict[tuple[int, int], int] = {}
             if len(term.tokens) == 1 and not term.prefix:
-                for doc, col, off in self.db.execute(
+                rows = self.db.execute(
                     f"SELECT doc, col, offset FROM temp.fts_where WHERE {where} AND doc IN ({ids})",
                     args,
-                ):
+                ).fetchall()
+                # rows come grouped by note and column; a key seen again is merged all the same
+                for (doc, col), group in itertools.groupby(rows, key=_DOC_COL):
                     key = (doc, self._COLS.get(col, 4))
-                    got[key] = got.get(key, 0) + 1
-                    offsets.setdefault(key, []).append(off)
-                return got, offsets
+                    offs = [r[2] for r in group]
+                    have = offsets.get(key)
+                    if have is None:
+                        offsets[key] = offs
+                    else:
+                        have.extend(offs)
+                return {k: len(v) for k, v in offsets.items()}, offsets
             for doc, col, cnt in self.db.execute(
                 f"SELECT doc, col, count(*) FROM temp.fts_where WHERE {where}"
                 f" AND doc IN ({ids}) GROUP BY doc, col",
@@ -150,8 +233,9 @@ class _Scorer:
             before = first.get(key)
             if not before:
                 continue
-            starts = set(before)
-            n = sum(1 for o in offs if any(o - d in starts for d in range(1, PROXIMITY_WINDOW + 1)))
+            # offsets a following term may sit at (one term's offsets in a column are distinct)
+            after = {o + d for o in before for d in range(1, PROXIMITY_WINDOW + 1)}
+            n = len(after.intersection(offs))
             if n:
                 rid, col = key
                 out[rid] = out.get(rid, 0.0) + COLUMN_WEIGHTS[col] * n
@@ -162,9 +246,12 @@ class _Scorer:
         if not candidates:
             return out
         db = self.db
+        memo = self.memo
         ids = ",".join(str(int(r)) for r in candidates)
-        avg_row = db.execute("SELECT block FROM fts_data WHERE id = 1").fetchone()
-        averages = _varints(bytes(avg_row[0])) if avg_row else []
+        averages = memo.averages
+        if averages is None:
+            avg_row = db.execute("SELECT block FROM fts_data WHERE id = 1").fetchone()
+            averages = memo.averages = _varints(bytes(avg_row[0])) if avg_row else []
         n_docs = averages[0] if averages else 0
         ncols = len(COLUMN_WEIGHTS)
         if n_docs <= 0 or len(averages) < 1 + ncols:
@@ -172,11 +259,19 @@ class _Scorer:
             avg_len = [1.0] * ncols
         else:
             avg_len = [max(x / n_docs, 1.0) for x in averages[1 : 1 + ncols]]
-        sizes: dict[int, list[int]] = {}
-        for rid, sz in db.execute(f"SELECT id, sz FROM fts_docsize WHERE id IN ({ids})"):
-            sizes[rid] = _varints(bytes(sz))
-        for rid, path in db.execute(f"SELECT id, path FROM docs WHERE id IN ({ids})"):
-            out.paths[rid] = path
+        missing = [r for r in candidates if r not in memo.paths]
+        if missing:
+            if len(memo.paths) + len(missing) > MEMO_NOTES:
+                memo.sizes.clear()
+                memo.paths.clear()
+                missing = list(candidates)
+            more = ",".join(str(int(r)) for r in missing)
+            for rid, sz in db.execute(f"SELECT id, sz FROM fts_docsize WHERE id IN ({more})"):
+                memo.sizes[rid] = _varints(bytes(sz))
+            for rid, path in db.execute(f"SELECT id, path FROM docs WHERE id IN ({more})"):
+                memo.paths[rid] = path
+        sizes = memo.sizes
+        out.paths = {rid: memo.paths[rid] for rid in candidates if rid in memo.paths}
         k1, b = BM25_K1, BM25_B
         scores = dict.fromkeys(candidates, 0.0)
         title_hits: dict[int, int] = dict.fromkeys(candidates, 0)
@@ -192,7 +287,7 @@ class _Scorer:
             n = self._doc_count(term)
             idf = math.log(1.0 + (n_docs - n + 0.5) / (n + 0.5))
             weighted: dict[int, float] = {}
-            freqs, offsets = self._freqs(term, ids)
+            freqs, offsets = self._freqs(term, ids, candidates)
             near = self._near(previous, offsets) if previous else {}
             previous = offsets
             for rid, count in near.items():
@@ -240,10 +335,12 @@ def _rank(
     limit: int,
     *,
     snippets: bool = True,
+    memo: _Memo | None = None,
 ) -> SearchResults:
     """The top ``limit`` hits for ``terms`` (``qterms``: the same terms with their index
     tokens), read inside the caller's read transaction on ``db`` (which has the
-    ``temp.fts_terms`` and ``temp.fts_where`` vocabulary tables)."""
+    ``temp.fts_terms`` and ``temp.fts_where`` vocabulary tables); ``memo``: what earlier
+    searches read, valid for the state of the index this transaction reads."""
     w = ", ".join(str(x) for x in COLUMN_WEIGHTS)
     rank_sql = f"SELECT rowid FROM fts WHERE fts MATCH ? ORDER BY bm25(fts, {w}) LIMIT ?"
     count_sql = "SELECT count(*) FROM fts WHERE fts MATCH ?"
@@ -264,7 +361,7 @@ def _rank(
             if rid not in have
         ][:depth]
         total = db.execute(count_sql, (q_or,)).fetchone()[0]
-    scored = _Scorer(db, qterms).score(candidates)
+    scored = _Scorer(db, qterms, memo).score(candidates)
     ranked = sorted(candidates, key=scored.order)
     marks = _marks(qterms)
     hits: list[SearchHit] = []

@@ -6,6 +6,8 @@ text (NFKC, case folding, diacritics removed) as the index does."""
 
 from __future__ import annotations
 
+import functools
+import re
 import unicodedata
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -71,38 +73,83 @@ def _fold_char(ch: str) -> str:
 _FOLD_TABLE: dict[int, str] = {c: chr(c).lower() for c in range(128)}
 
 
+#: A non-ASCII character (the only ones :func:`_fold` looks at one by one).
+_NON_ASCII = re.compile(r"[^\x00-\x7f]")
+#: Characters whose ``str.lower()`` depends on what surrounds them (final sigma).
+_CONTEXT_LOWER = frozenset("\u03a3")
+
+
 def _fold(text: str) -> tuple[str, list[int] | None]:
     """Folded text for snippet matching and, unless it is the identity, a map from each
     folded index to its original index (with one extra entry for the end).
 
-    The folding runs in C (``str.translate`` over a table grown with each new character);
-    only a text holding a character that folds to several (``ß``, ``ﬁ``) or to nothing (a
-    combining mark) builds the offset map, in Python."""
+    The folding runs in C: ``str.lower()`` for the whole text, after ``str.replace`` of each
+    distinct character whose folded form is not its lower case (``é`` -> ``e``); only the
+    distinct non-ASCII characters are looked at in Python. A text holding a character that
+    folds to several (``ß``, ``ﬁ``) or to nothing (a combining mark) builds the offset map, in
+    Python (:func:`_fold_slow`)."""
     if text.isascii():
         return text.lower(), None
-    table = _FOLD_TABLE
-    uneven = False
-    for ch in set(text):
-        code = ord(ch)
-        got = table.get(code)
-        if got is None:
-            got = _fold_char(ch)
-            if len(table) < 65536:
-                table[code] = got
-            else:
-                uneven = True  # not in the table: fold it in Python below
-        if len(got) != 1:
-            uneven = True
+    swaps: list[tuple[str, str]] = []
+    for ch in set(_NON_ASCII.findall(text)):
+        got = _fold_char(ch)
+        if len(got) != 1 or ch in _CONTEXT_LOWER:
+            return _fold_slow(text)
+        if got == ch.lower():
+            continue
+        if got.lower() != got or _fold_char(got) != got:
+            return _fold_slow(text)  # the replacement would change again
+        swaps.append((ch, got))
+    for ch, got in swaps:
+        text = text.replace(ch, got)
+    return text.lower(), None
+
+
+def _fold_slow(text: str) -> tuple[str, list[int] | None]:
+    """:func:`_fold` for a text holding a character that folds to several or to none (or a
+    capital sigma): the runs between such characters are folded through a ``str.translate``
+    table (grown with each new character), the characters themselves one by one, and the
+    offset map is built from ranges."""
+    uneven: set[str] = set()
+    for ch in set(_NON_ASCII.findall(text)):
+        if len(_fold_char(ch)) != 1:
+            uneven.add(ch)
     if not uneven:
-        return text.translate(table), None
-    parts = [_fold_char(c) for c in text]
+        return _translate(text), None
+    parts: list[str] = []
     offsets: list[int] = []
-    for i, p in enumerate(parts):
-        offsets.extend([i] * len(p))
+    pos = 0
+    for m in re.finditer("[" + "".join(sorted(map(re.escape, uneven))) + "]", text):
+        i = m.start()
+        if i > pos:
+            parts.append(_translate(text[pos:i]))
+            offsets.extend(range(pos, i))
+        got = _fold_char(m.group())
+        parts.append(got)
+        offsets.extend([i] * len(got))
+        pos = i + 1
+    if pos < len(text):
+        parts.append(_translate(text[pos:]))
+        offsets.extend(range(pos, len(text)))
     offsets.append(len(text))
     return "".join(parts), offsets
 
 
+def _translate(text: str) -> str:
+    """``text`` folded character by character through :data:`_FOLD_TABLE`, for characters
+    that each fold to exactly one (the table learns new ones; past its size limit a
+    character is folded in Python)."""
+    table = _FOLD_TABLE
+    for ch in set(text):
+        code = ord(ch)
+        if code not in table:
+            if len(table) >= 65536:
+                return "".join(_fold_char(c) for c in text)
+            table[code] = _fold_char(ch)
+    return text.translate(table)
+
+
+@functools.lru_cache(maxsize=4096)
 def _fold_term(term: str) -> str:
     return "".join(_fold_char(c) for c in term)
 
@@ -191,6 +238,7 @@ def _snippet(text: str, marks: list[_Mark], width: int = SNIPPET_WIDTH) -> Snipp
 
     best_i, best_score = 0, -1
     reach = width * 3 // 4
+    most = len({t for _s, _e, t in matches})  # no window can hold more distinct terms
     for i, (s, _e, _t) in enumerate(matches):
         distinct: set[int] = set()
         for j in range(i, len(matches)):  # matches are sorted by start
@@ -199,6 +247,8 @@ def _snippet(text: str, marks: list[_Mark], width: int = SNIPPET_WIDTH) -> Snipp
             distinct.add(matches[j][2])
         if len(distinct) > best_score:
             best_i, best_score = i, len(distinct)
+            if best_score == most:
+                break  # the first window holding them all wins
     first = orig(matches[best_i][0])
     lo = max(0, first - width // 4)
     hi = min(len(text), lo + width)
@@ -211,6 +261,8 @@ def _snippet(text: str, marks: list[_Mark], width: int = SNIPPET_WIDTH) -> Snipp
     pos = lo
     for s, e, _t in matches:
         os_, oe = orig(s), orig(e)
+        if os_ >= hi:
+            break  # this and every later match (sorted by start) is past the window
         if os_ < pos or oe > hi or os_ == oe:
             continue
         out.append(text[pos:os_])

@@ -203,6 +203,42 @@ def test_vectors_are_incremental(stores: Any, vault: Path) -> None:
     assert len(fake.embedded) == first + 1  # one note, one chunk
 
 
+def test_vectors_sync_only_after_the_keyword_index_changed(
+    stores: Any, vault: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A recall with nothing changed neither lists the keyword index nor compares the
+    vectors with it; an edit the keyword index takes in (this store's reindex, or another
+    process's commit to the index) makes the next recall sync and embed it."""
+    synced: list[int] = []
+    original = VectorIndex.sync
+
+    def counting(self: VectorIndex, listing: Any, *args: Any, **kwargs: Any) -> Any:
+        synced.append(1)
+        return original(self, listing, *args, **kwargs)
+
+    monkeypatch.setattr(VectorIndex, "sync", counting)
+    fake = FakeEmbedder()
+    store = stores(vault, "fake", _spec(fake))
+    store.recall("anything", limit=1)
+    embedded = len(fake.embedded)
+    store.recall("anything", limit=1)
+    store.recall("phone", limit=3)
+    assert len(synced) == 1
+    os.utime(vault / "Refunds.md", ns=(1, 1))
+    (vault / "Refunds.md").write_text("# Refunds\n\nMoney back in 30 days.\n", encoding="utf-8")
+    store.reindex()
+    store.recall("anything", limit=1)
+    assert len(synced) == 2 and len(fake.embedded) == embedded + 1
+    # another process's write to the keyword index: SQLite's data_version changes
+    from goat_core.filestore.search import FileStat, IndexedDoc, SearchIndex
+
+    with SearchIndex(store.provider._index_path) as other:
+        doc = IndexedDoc("Refunds.md", "Refunds", "Money back in 60 days.")
+        other.update_one(doc, FileStat("Refunds.md", 2, 2))
+    store.recall("anything", limit=1)
+    assert len(synced) == 3
+
+
 def test_missing_embedder_answers_degraded_never_silently(stores: Any, vault: Path) -> None:
     store = stores(vault, "fake", _spec(None))
     result = store.recall("phone", limit=5)

@@ -614,6 +614,37 @@ def test_fresh_instance_reads_only_changed_and_returned_notes(
     assert loads == []
 
 
+def test_recall_parses_a_returned_note_again_only_when_it_changed(
+    store: MakeStore, vault: Path, loads: list[str]
+) -> None:
+    """A hit's text comes from the note as it is now: kept parsed between recalls, read again
+    when its (mtime_ns, size) changed, after the store's own write, and gone when deleted."""
+    (vault / "a.md").write_text("zqkept first text")
+    (vault / "b.md").write_text("zqkept other")
+    p = store(root=vault)
+    assert {i.path: i.text for i in p.recall("zqkept").items} == {
+        "a.md": "zqkept first text",
+        "b.md": "zqkept other",
+    }
+    loads.clear()
+    assert len(p.recall("zqkept").items) == 2
+    assert loads == []  # nothing changed: no note read or parsed again
+    (vault / "a.md").write_text("zqkept second, longer text")  # an external edit
+    os.utime(vault / "a.md", ns=(1, 1))  # a new mtime for certain
+    eventually(
+        lambda: (
+            {i.path: i.text for i in p.recall("zqkept").items}["a.md"]
+            == "zqkept second, longer text"
+        )
+    )
+    loads.clear()
+    p.remember(MemoryWrite(text="zqkept appended", title="b"))
+    text = {i.path: i.text for i in p.recall("zqkept").items}["b.md"]
+    assert text is not None and text.startswith("zqkept other") and "zqkept appended" in text
+    (vault / "b.md").unlink()
+    eventually(lambda: [i.path for i in p.recall("zqkept").items] == ["a.md"])
+
+
 # -- file watching in a long-lived host ------------------------------------------------------------
 
 

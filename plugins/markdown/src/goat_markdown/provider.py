@@ -12,7 +12,9 @@ change scan (a stat walk) and syncs the index, which reads and parses only the n
 ``(mtime, size)`` changed; a long-lived host's provider replaces the scan by a file watcher
 for recall and page lookups (see :class:`MarkdownProvider`). Titles, frontmatter ids and
 unparsable-frontmatter problems then come from the index, and only the notes a call returns
-or edits are read (recall: the hits; pages: the page shown or listed). Only ``link_map`` and
+or edits are read (recall: the hits, each kept parsed between recalls and read again when its
+``(mtime, size)`` changed, the store wrote it or the watcher reported it; pages: the page
+shown or listed). Only ``link_map`` and
 ``connections`` read every note, each once (kept between calls of one process and refreshed
 when mtime or size change). Read-modify-write cycles hold the store's cross-process
 :class:`~goat_core.filestore.StoreLock` and re-check the note's content hash just before the
@@ -515,8 +517,10 @@ class MarkdownProvider(FolderStoreProvider[filestore.StoredNote]):
             if known.pop(rel, None) is not None:
                 index.remove(rel)
             self._cache.pop(rel, None)
+            self._hit_notes.pop(rel, None)
 
         def put(nf: NoteFile) -> None:
+            self._hit_notes.pop(nf.path, None)  # the watcher reported it: read it again
             note = self._load(nf.path, nf.mtime_ns, nf.size)
             if note is None:  # vanished or unreadable meanwhile: the next event or scan
                 return
@@ -702,6 +706,7 @@ class MarkdownProvider(FolderStoreProvider[filestore.StoredNote]):
                 raise NotFound(f"page {rel!r} in {self.label()} vanished meanwhile") from exc
             fsync_dir(path.parent)
             self._cache.pop(rel, None)
+            self._hit_notes.pop(rel, None)
             self._index_open().remove(rel)
             if self._known is not None:
                 self._known.pop(rel, None)
@@ -717,7 +722,9 @@ class MarkdownProvider(FolderStoreProvider[filestore.StoredNote]):
         results = self._ranked(query, limit)
         items = []
         for hit in results.hits:
-            note = self._load(hit.path)  # only the hits are read (at most ``limit`` files)
+            # only the hits are read (at most ``limit`` files; each stat-checked, re-read
+            # and parsed only when it changed since the last recall that returned it)
+            note = self._hit_note(hit.path)
             source = note.data.get("source") if note is not None else None
             items.append(
                 filestore.recall_item(
