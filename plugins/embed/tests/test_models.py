@@ -94,3 +94,22 @@ def test_load_and_embed_offline(no_network: list[str]) -> None:
     assert sims[1] > sims[3] and sims[2] > sims[3]  # across languages, meaning wins
     assert no_network == []
     assert os.environ.get("HF_HUB_OFFLINE") == "1"
+
+
+def test_gelu_is_exact_erf_gelu_in_blocks() -> None:
+    """The in-place, block-wise GELU of the NumPy encoder against x * Phi(x) computed with
+    ``math.erf`` in double precision, on values across and beyond BERT's activation range,
+    in an array taller than one block (so the block boundaries are crossed)."""
+    import math
+
+    from goat_embed._minilm import GELU_ROWS, _gelu
+
+    grid = np.linspace(-12.0, 12.0, 1536 * 3, dtype=np.float64)
+    grid[:7] = (0.0, -0.0, 1e-8, -1e-8, 0.5, -0.5, 40.0)
+    x = np.resize(grid, (GELU_ROWS * 2 + 5, 1536)).astype(np.float32)
+    expected = np.array(
+        [v * 0.5 * (1.0 + math.erf(v / math.sqrt(2.0))) for v in x.ravel().astype(np.float64)]
+    ).reshape(x.shape)
+    got = _gelu(x.copy())
+    assert got.dtype == np.float32
+    assert np.abs(got - expected).max() < 2e-6 * max(1.0, float(np.abs(x).max()))
