@@ -116,12 +116,15 @@ class MiniLM:
         self._qkv = []
         for i in range(LAYERS):
             p = f"encoder.layer.{i}.attention.self."
-            wq = np.concatenate([self.w[p + n + ".weight"] for n in ("query", "key", "value")])
-            bq = np.concatenate([self.w[p + n + ".bias"] for n in ("query", "key", "value")])
+            names = ("query", "key", "value")
+            wq = np.concatenate([self.w.pop(p + n + ".weight") for n in names])
+            bq = np.concatenate([self.w.pop(p + n + ".bias") for n in names])
             self._qkv.append((np.ascontiguousarray(wq.T), bq))
-        # dense layers pre-transposed, contiguous
+        # dense layers pre-transposed, contiguous; each original dropped once copied, so the
+        # weights are held once (about 40 MB less resident memory)
         self._t = {
-            k: np.ascontiguousarray(v.T) for k, v in self.w.items() if k.endswith("dense.weight")
+            k: np.ascontiguousarray(self.w.pop(k).T)
+            for k in [k for k in self.w if k.endswith("dense.weight")]
         }
 
     # -- encoder --------------------------------------------------------------------------
@@ -151,9 +154,11 @@ class MiniLM:
                 for j in range(3)
             )
             kt = np.ascontiguousarray(k.transpose(0, 1, 3, 2))
-            scores = (q @ kt) / np.float32(math.sqrt(hd)) + bias
+            scores = q @ kt  # then in place: one (n, heads, length, length) array, not four
+            scores /= np.float32(math.sqrt(hd))
+            scores += bias
             scores -= scores.max(-1, keepdims=True)
-            probs = np.exp(scores)
+            probs = np.exp(scores, out=scores)
             probs /= probs.sum(-1, keepdims=True)
             ctx = np.ascontiguousarray((probs @ v).transpose(0, 2, 1, 3)).reshape(n * length, width)
             out = (
