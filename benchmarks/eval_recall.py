@@ -3,6 +3,7 @@ side by side in one run, plus bm25s on the same notes and keyword recall speed a
 
     python benchmarks/eval_recall.py                       # MiniLM and USE multilingual
     python benchmarks/eval_recall.py --embedders minilm-en --tune
+    python benchmarks/eval_recall.py --note-weights 0,0.1,0.2,0.3,0.4,0.5
     python benchmarks/eval_recall.py --vault DIR --home DIR
 
 Question sets (``benchmarks/questions/``):
@@ -11,6 +12,10 @@ Question sets (``benchmarks/questions/``):
   tuning half (set 1), even lines the reporting half (set 2); ``--tune`` grid-searches the
   fusion weights on set 1 (among settings keeping the descriptions at 0.97 or better) and
   prints the best, which ``goat_core.filestore.search.FUSION`` then records.
+  ``--note-weights`` prints, for each weight of a note's title-and-description row
+  (``goat_core.filestore.search.NOTE_WEIGHT``), the hybrid MRR@10 on set 1 and on the
+  descriptions per embedder: the shipped weight is the best sum over the embedders on set 1
+  among weights keeping the descriptions at 0.97 or better.
 - descriptions: every note's own frontmatter ``description`` as the query for that note.
 - ``descriptions_translated.tsv``: 31 of those descriptions in French, Russian and Japanese,
   queried against the English vault.
@@ -213,6 +218,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--home", type=Path, default=Path("/tmp/goat-eval-home"))
     ap.add_argument("--embedders", default="minilm-en,use-multilingual")
     ap.add_argument("--tune", action="store_true", help="grid-search fusion weights on set 1")
+    ap.add_argument(
+        "--note-weights", default="", help="comma-separated NOTE_WEIGHT values to compare on set 1"
+    )
     args = ap.parse_args(argv)
     vault = (args.vault or find_vault()).resolve()
     home = GoatHome.from_env(args.home)
@@ -260,6 +268,18 @@ def main(argv: list[str] | None = None) -> int:
                 guard=(kw_lists[names[0]], vec_lists[names[0]], sets[names[0]][1]),
             )
             print(f"  tuned on set 1: {f}")
+        for w in [float(x) for x in args.note_weights.split(",") if x]:
+            import goat_core.filestore.search._vectors as vectors_module
+
+            shipped, vectors_module.NOTE_WEIGHT = vectors_module.NOTE_WEIGHT, w
+            try:
+                got = [
+                    mrr(fused(kw_lists[n], [system.vec(q) for q in sets[n][0]], f), sets[n][1])
+                    for n in names[:2]
+                ]
+            finally:
+                vectors_module.NOTE_WEIGHT = shipped
+            print(f"  note weight {w:g}: hybrid set 1 {got[1]:.3f}, descriptions {got[0]:.3f}")
         rows.append([f"{name} alone", *(f"{mrr(vec_lists[n], sets[n][1]):.2f}" for n in names)])
         rows.append(
             [

@@ -471,7 +471,6 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
         if self._embedder is None:
             return index.search(query, limit=limit)
         import dataclasses
-
         import sqlite3
 
         from goat_core.errors import GoatError, StoreUnwritable

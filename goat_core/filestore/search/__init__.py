@@ -72,7 +72,7 @@ Threading: a :class:`SearchIndex` owns a single connection and must be used from
 time (the store's :class:`~goat_core.filestore.StoreWorker`); it may be created on another thread.
 """
 
-from goat_core.filestore.search._chunks import CHUNK_CHARS, Chunk, chunk_note
+from goat_core.filestore.search._chunks import CHUNK_CHARS, Chunk, chunk_note, note_text
 from goat_core.filestore.search._hybrid import FUSION, Fusion, fuse
 from goat_core.filestore.search._index import (
     SCHEMA_VERSION,
@@ -101,13 +101,19 @@ from goat_core.filestore.search._snippets import (
     Snippet,
     highlight,
 )
-from goat_core.filestore.search._vectors import VECTOR_SCHEMA, ChunkHit, VectorIndex
+from goat_core.filestore.search._vectors import (
+    NOTE_WEIGHT,
+    VECTOR_SCHEMA,
+    ChunkHit,
+    VectorIndex,
+)
 
 __all__ = [
     "CHUNK_CHARS",
     "ENGLISH_STOP_WORDS",
     "FUSION",
     "MAX_QUERY_TERMS",
+    "NOTE_WEIGHT",
     "SCHEMA_VERSION",
     "SNIPPET_CLOSE",
     "SNIPPET_OPEN",
@@ -130,6 +136,7 @@ __all__ = [
     "fts_query",
     "fuse",
     "highlight",
+    "note_text",
     "query_terms",
     "search_terms",
 ]

@@ -7,7 +7,9 @@ else a space). What is embedded is the chunk's *context* (the note title and the
 path, plus the description for the first chunk) followed by the first :data:`EMBED_CHARS`
 characters of its text, so a section that never repeats the note's subject is still found by
 it, and the cost of embedding stays near one short model window per section.
-``start``/``end`` are offsets into the body, for the snippet.
+``start``/``end`` are offsets into the body, for the snippet. :func:`note_text` is what is
+embedded once more per note, its title and description: the row that says what the whole
+note is about (``goat_core/filestore/search/_vectors.py`` weighs it beside the best chunk).
 """
 
 from __future__ import annotations
@@ -97,3 +99,8 @@ def chunk_note(
     if not chunks:
         chunks.append(Chunk(0, 0, "", ". ".join(c for c in (title, description) if c)))
     return chunks
+
+
+def note_text(title: str, description: str = "") -> str:
+    """What a note's own vector embeds: its title, then its description when it has one."""
+    return ". ".join(c for c in (title, description) if c)

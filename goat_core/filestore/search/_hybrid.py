@@ -57,7 +57,9 @@ def fuse(
     """Paths ranked by fused score, best first (ties: keyword rank, then path).
 
     :param keyword: ``(path, BM25F score)`` best first.
-    :param vector: ``(path, cosine of its best chunk)`` best first.
+    :param vector: ``(path, vector score)`` best first: the cosine of the note's best chunk
+        plus ``NOTE_WEIGHT`` times that of its title and description
+        (``goat_core/filestore/search/_vectors.py``).
     """
     kw = keyword[: fusion.depth]
     vec = vector[: fusion.depth]

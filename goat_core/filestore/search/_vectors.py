@@ -12,6 +12,11 @@ binding's embedder, kept in one SQLite file under the GOAT home (never in the st
 - Plain SQLite only (no extension): vectors are int8 rows with one float scale each
   (about a quarter of float32's size); search is a brute-force dot product in NumPy over
   blocks of rows, so memory stays bounded.
+- Besides its heading-section chunks, every note has one row for its title and description
+  (:func:`~goat_core.filestore.search._chunks.note_text`, ``kind`` 1). A note scores the
+  cosine of its best chunk plus :data:`NOTE_WEIGHT` times the cosine of that row: what the
+  whole note is about counts beside its best section, and a long note still gains nothing
+  from its number of sections.
 """
 
 from __future__ import annotations
@@ -25,9 +30,14 @@ from pathlib import Path
 from typing import Any
 
 from goat_core.contract import Embedder
-from goat_core.filestore.search._chunks import chunk_note
+from goat_core.filestore.search._chunks import chunk_note, note_text
 
-VECTOR_SCHEMA = 1
+VECTOR_SCHEMA = 2
+#: Weight of a note's title-and-description row beside its best chunk: of 0 to 0.5, the best
+#: sum over both embedders of ``plugins/embed`` of the hybrid MRR@10 on the tuning
+#: half of ``benchmarks/questions/en_questions.tsv`` with the descriptions kept at 0.97
+#: (``benchmarks/eval_recall.py --note-weights``); reported on the other half.
+NOTE_WEIGHT = 0.2
 #: Chunks embedded per call to the model.
 EMBED_BATCH = 32
 #: Rows multiplied at once by a query (bounds the float32 copy of the int8 matrix and keeps
@@ -40,7 +50,9 @@ _CORRUPT = ("malformed", "not a database", "file is encrypted", "disk image")
 
 @dataclass(frozen=True)
 class ChunkHit:
-    """The best chunk of one note for a query: cosine similarity and body offsets."""
+    """The best chunk of one note for a query: the note's score (cosine of that chunk plus
+    :data:`NOTE_WEIGHT` times the cosine of the note's title and description) and the
+    chunk's body offsets."""
 
     path: str
     score: float
@@ -123,7 +135,8 @@ class VectorIndex:
             )
             db.execute(
                 "CREATE TABLE IF NOT EXISTS chunks (id INTEGER PRIMARY KEY, path TEXT NOT NULL,"
-                " start INTEGER, end INTEGER, heading TEXT, scale REAL, vec BLOB)"
+                " start INTEGER, end INTEGER, heading TEXT, scale REAL, vec BLOB,"
+                " kind INTEGER NOT NULL DEFAULT 0)"  # 0: a chunk; 1: title and description
             )
             db.execute("CREATE INDEX IF NOT EXISTS chunks_path ON chunks(path)")
             db.executemany(
@@ -185,37 +198,40 @@ class VectorIndex:
         total = len(todo)
         if progress is not None and total:
             progress(0, total)
-        batch: list[tuple[str, Any, list[Any]]] = []  # path, stat, chunks
+        batch: list[tuple[str, Any, list[Any], str]] = []  # path, stat, chunks, note text
         pending_chunks = 0
 
         def flush() -> None:
             nonlocal batch, pending_chunks, embedded, chunks_done, reported
             if not batch:
                 return
-            texts = [c.embed_text for _, _, cs in batch for c in cs]
+            texts = [t for _, _, cs, nt in batch for t in (*(c.embed_text for c in cs), nt)]
             vecs = np.asarray(self.embedder.embed_documents(texts), dtype=np.float32)
             rows = []
             i = 0
-            for path, _st, cs in batch:
-                for c in cs:
+            for path, _st, cs, _nt in batch:
+                for c in (*cs, None):  # the chunks, then the note's own row
                     v = vecs[i]
                     i += 1
                     scale = float(np.abs(v).max()) / 127.0 or 1.0
-                    q = np.round(v / scale).astype(np.int8)
-                    rows.append((path, c.start, c.end, c.heading, scale, q.tobytes()))
+                    q = np.round(v / scale).astype(np.int8).tobytes()
+                    if c is None:
+                        rows.append((path, 0, 0, "", scale, q, 1))
+                    else:
+                        rows.append((path, c.start, c.end, c.heading, scale, q, 0))
             with self._tx(db):  # every note of the batch with its chunks, or none
-                db.executemany("DELETE FROM chunks WHERE path = ?", [(p,) for p, _, _ in batch])
+                db.executemany("DELETE FROM chunks WHERE path = ?", [(p,) for p, _, _, _ in batch])
                 db.executemany(
-                    "INSERT INTO chunks (path, start, end, heading, scale, vec)"
-                    " VALUES (?, ?, ?, ?, ?, ?)",
+                    "INSERT INTO chunks (path, start, end, heading, scale, vec, kind)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?)",
                     rows,
                 )
                 db.executemany(
                     "INSERT OR REPLACE INTO notes VALUES (?, ?, ?)",
-                    [(p, st[0], st[1]) for p, st, _ in batch],
+                    [(p, st[0], st[1]) for p, st, _, _ in batch],
                 )
             embedded += len(batch)
-            chunks_done += len(rows)
+            chunks_done += len(rows) - len(batch)
             batch = []
             pending_chunks = 0
             self._matrix = None
@@ -230,8 +246,8 @@ class VectorIndex:
                 continue
             title, body, description = loaded
             cs = chunk_note(title, body, description)
-            batch.append((path, current[path], cs))
-            pending_chunks += len(cs)
+            batch.append((path, current[path], cs, note_text(title, description)))
+            pending_chunks += len(cs) + 1
             if pending_chunks >= EMBED_BATCH:
                 flush()
         flush()
@@ -244,8 +260,9 @@ class VectorIndex:
 
     # -- search -----------------------------------------------------------------------------
     def _load_matrix(self) -> Any:
-        """``(int8 rows, scales, note number per row, chunk id per row, note paths)``, read
-        row by row (no list of all rows: at 100k notes that list alone is hundreds of MB)."""
+        """``(int8 rows, scales, note number per row, chunk id per row, note-row flags, note
+        paths)``, read row by row (no list of all rows: at 100k notes that list alone is
+        hundreds of MB)."""
         import numpy as np
 
         if self._matrix is None:
@@ -256,11 +273,12 @@ class VectorIndex:
             scales = np.empty(n, dtype=np.float32)
             note_of = np.empty(n, dtype=np.int32)
             chunk_id = np.empty(n, dtype=np.int64)
+            is_note = np.empty(n, dtype=bool)
             paths: list[str] = []
             number: dict[str, int] = {}
             i = 0
-            for cid, path, scale, vec in db.execute(
-                "SELECT id, path, scale, vec FROM chunks ORDER BY id"
+            for cid, path, scale, vec, kind in db.execute(
+                "SELECT id, path, scale, vec, kind FROM chunks ORDER BY id"
             ):
                 if i >= n:
                     break
@@ -269,17 +287,18 @@ class VectorIndex:
                     k = number[path] = len(paths)
                     paths.append(path)
                 mat[i] = np.frombuffer(vec, dtype=np.int8)
-                scales[i], note_of[i], chunk_id[i] = scale, k, cid
+                scales[i], note_of[i], chunk_id[i], is_note[i] = scale, k, cid, kind == 1
                 i += 1
-            self._matrix = (mat[:i], scales[:i], note_of[:i], chunk_id[:i], paths)
+            self._matrix = (mat[:i], scales[:i], note_of[:i], chunk_id[:i], is_note[:i], paths)
         return self._matrix
 
     def search(self, query: str, limit: int) -> list[ChunkHit]:
-        """The ``limit`` notes whose best chunk is most similar to ``query``, best first
-        (one hit per note: a long note counts its best section, never the sum)."""
+        """The ``limit`` best notes for ``query``, best first, one hit per note: the cosine of
+        its best chunk plus :data:`NOTE_WEIGHT` times the cosine of its title-and-description
+        row (a long note counts its best section, never the sum), with that chunk's offsets."""
         import numpy as np
 
-        mat, scales, note_of, chunk_id, paths = self._load_matrix()
+        mat, scales, note_of, chunk_id, is_note, paths = self._load_matrix()
         if not len(mat):
             return []
         q = np.asarray(self.embedder.embed_query(query), dtype=np.float32).reshape(-1)
@@ -287,34 +306,26 @@ class VectorIndex:
         for lo in range(0, len(mat), SEARCH_BLOCK):
             block = mat[lo : lo + SEARCH_BLOCK].astype(np.float32)
             sims[lo : lo + SEARCH_BLOCK] = (block @ q) * scales[lo : lo + SEARCH_BLOCK]
-        # the best rows only, enough for ``limit`` notes unless many rows are sections of the
-        # same notes (then every row, sorted)
-        top = min(len(sims), max(limit * 8, 64))
-        best = self._best_rows(sims, np.argpartition(-sims, top - 1)[:top], note_of, limit)
-        if len(best) < limit and top < len(sims):
-            best = self._best_rows(sims, np.arange(len(sims)), note_of, limit)
+        chunk = ~is_note
+        score = np.full(len(paths), -np.inf, dtype=np.float32)
+        np.maximum.at(score, note_of[chunk], sims[chunk])
+        score[note_of[is_note]] += np.float32(NOTE_WEIGHT) * sims[is_note]
+        k = min(limit, int(np.isfinite(score).sum()))
+        if k <= 0:
+            return []
+        top = np.argpartition(-score, k - 1)[:k]
+        top = top[np.argsort(-score[top], kind="stable")]
+        # the best chunk row of each of those notes
+        rows = np.nonzero(chunk & np.isin(note_of, top))[0]
+        rows = rows[np.lexsort((-sims[rows], note_of[rows]))]
+        best_row: dict[int, int] = {}
+        for r in rows:
+            best_row.setdefault(int(note_of[r]), int(r))
         hits: list[ChunkHit] = []
-        for row in best:
+        for note in top:
             start, end, heading = self._db.execute(
-                "SELECT start, end, heading FROM chunks WHERE id = ?", (int(chunk_id[row]),)
+                "SELECT start, end, heading FROM chunks WHERE id = ?",
+                (int(chunk_id[best_row[int(note)]]),),
             ).fetchone() or (0, 0, "")
-            hits.append(ChunkHit(paths[int(note_of[row])], float(sims[row]), start, end, heading))
+            hits.append(ChunkHit(paths[int(note)], float(score[note]), start, end, heading))
         return hits
-
-    @staticmethod
-    def _best_rows(sims: Any, rows: Any, note_of: Any, limit: int) -> list[int]:
-        """The best row of each of the ``limit`` best notes among ``rows``."""
-        import numpy as np
-
-        order = rows[np.argsort(-sims[rows], kind="stable")]
-        out: list[int] = []
-        seen: set[int] = set()
-        for i in order:
-            note = int(note_of[i])
-            if note in seen:
-                continue
-            seen.add(note)
-            out.append(int(i))
-            if len(out) >= limit:
-                break
-        return out

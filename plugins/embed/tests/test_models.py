@@ -109,3 +109,22 @@ def test_the_wheel_carries_the_model_licence_and_attribution() -> None:
     notice = (folder / "NOTICE.md").read_text(encoding="utf-8")
     assert _meta.MINILM_ID in notice and _meta.MINILM_REVISION in notice
     assert _meta.MINILM_WEIGHTS_SHA256 in notice
+
+
+def test_gelu_is_exact_erf_gelu_in_blocks() -> None:
+    """The in-place, block-wise GELU of the NumPy encoder against x * Phi(x) computed with
+    ``math.erf`` in double precision, on values across and beyond BERT's activation range,
+    in an array taller than one block (so the block boundaries are crossed)."""
+    import math
+
+    from goat_embed._minilm import GELU_ROWS, _gelu
+
+    grid = np.linspace(-12.0, 12.0, 1536 * 3, dtype=np.float64)
+    grid[:7] = (0.0, -0.0, 1e-8, -1e-8, 0.5, -0.5, 40.0)
+    x = np.resize(grid, (GELU_ROWS * 2 + 5, 1536)).astype(np.float32)
+    expected = np.array(
+        [v * 0.5 * (1.0 + math.erf(v / math.sqrt(2.0))) for v in x.ravel().astype(np.float64)]
+    ).reshape(x.shape)
+    got = _gelu(x.copy())
+    assert got.dtype == np.float32
+    assert np.abs(got - expected).max() < 2e-6 * max(1.0, float(np.abs(x).max()))

@@ -20,7 +20,7 @@ import pytest
 from goat_core import hookimpl
 from goat_core.contract import Binding, EmbedderSpec, ProviderContext, Scope, SyncProvider
 from goat_core.errors import NotFound, ProviderUnavailable
-from goat_core.filestore.search import VectorIndex, chunk_note, fuse
+from goat_core.filestore.search import NOTE_WEIGHT, VectorIndex, chunk_note, fuse, note_text
 from goat_core.host import GoatHome
 from goat_core.plugins import PluginSettings, Registry
 
@@ -156,6 +156,37 @@ class _Plugin:
         return self.specs
 
 
+def test_note_row_counts_beside_the_best_chunk(tmp_path: Path) -> None:
+    """Two notes whose one chunk each is equally close to the query: the one whose title and
+    description say what the query asks ranks first, by exactly ``NOTE_WEIGHT`` times the
+    cosine of its own row (up to the int8 rounding of the stored vectors); every note has
+    one such row."""
+    fake = FakeEmbedder()
+    index = VectorIndex(tmp_path / "v.sqlite", fake)
+    notes = {
+        "a.md": ("Groceries", "apples pears", ""),
+        "b.md": ("Fruit", "apples pears", "apples pears"),
+    }
+    index.sync([(p, 1, 1) for p in notes], notes.get)
+    assert fake.embedded[-1] == note_text("Fruit", "apples pears") == "Fruit. apples pears"
+    hits = index.search("apples pears", 2)
+    assert [h.path for h in hits] == ["b.md", "a.md"]
+    chunk_a = chunk_note(*notes["a.md"])[0].embed_text
+    chunk_b = chunk_note(*notes["b.md"])[0].embed_text
+    q = fake.embed_query("apples pears")
+    cos = lambda text: float(fake.embed_query(text) @ q)  # noqa: E731
+    assert hits[1].score == pytest.approx(cos(chunk_a) + NOTE_WEIGHT * cos("Groceries"), abs=0.02)
+    assert hits[0].score == pytest.approx(
+        cos(chunk_b) + NOTE_WEIGHT * cos("Fruit. apples pears"), abs=0.02
+    )
+    assert (hits[0].start, hits[0].end) == (0, len("apples pears"))  # the chunk, not the row
+    db = sqlite3.connect(tmp_path / "v.sqlite")
+    kinds = db.execute("SELECT path, kind, count(*) FROM chunks GROUP BY path, kind").fetchall()
+    db.close()
+    assert sorted(kinds) == [("a.md", 0, 1), ("a.md", 1, 1), ("b.md", 0, 1), ("b.md", 1, 1)]
+    index.close()
+
+
 def test_registry_collects_embedders_and_reports_duplicates() -> None:
     # not strict: a duplicate is reported as a failure and the rest still loads (strict
     # plugins, as tox sets them, would stop on it: tests/test_cli.py covers that)
@@ -200,7 +231,7 @@ def test_vectors_are_incremental(stores: Any, vault: Path) -> None:
     (vault / "Refunds.md").write_text("# Refunds\n\nMoney back in 30 days.\n", encoding="utf-8")
     store.reindex()
     store.recall("anything", limit=1)
-    assert len(fake.embedded) == first + 1  # one note, one chunk
+    assert len(fake.embedded) == first + 2  # one note: its one chunk and its own row
 
 
 def test_vectors_sync_only_after_the_keyword_index_changed(
@@ -228,7 +259,7 @@ def test_vectors_sync_only_after_the_keyword_index_changed(
     (vault / "Refunds.md").write_text("# Refunds\n\nMoney back in 30 days.\n", encoding="utf-8")
     store.reindex()
     store.recall("anything", limit=1)
-    assert len(synced) == 2 and len(fake.embedded) == embedded + 1
+    assert len(synced) == 2 and len(fake.embedded) == embedded + 2  # its section and its note row
     # another process's write to the keyword index: SQLite's data_version changes
     from goat_core.filestore.search import FileStat, IndexedDoc, SearchIndex
 
