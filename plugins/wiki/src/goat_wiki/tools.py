@@ -219,9 +219,12 @@ async def _gated_write_page(
 
 async def _gated_lint(provider: WikiProvider, gate: PolicyGate, fix: bool) -> LintReport:
     """Lint, showing only findings about pages the browse policy keeps; the rest are
-    counted in the report's ``degraded``."""
-    report = await provider.lint(fix=fix, inspect=gate.inspect if fix else None)
+    counted in the report's ``degraded``. A fix never rewrites a hidden page nor qualifies
+    a link into one's path (the withheld fixes are counted in ``degraded`` too)."""
     hidden_pages = await _hidden_pages(provider, gate)
+    report = await provider.lint(
+        fix=fix, inspect=gate.inspect if fix else None, hidden=hidden_pages.paths
+    )
 
     def shown(found: Iterable[Any]) -> list[Any]:
         return [f for f in found if not hidden_pages.finding(f.path, f.target, f.message)]
