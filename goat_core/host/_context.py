@@ -237,6 +237,16 @@ class MemoryContext:
         kept = {p.id for p in self._host.registry.filter_browse(self.scope, listed)}
         return [p for p in listed if p.id not in kept]
 
+    async def _hidden_now(self) -> list[PageSummary]:
+        """The pages the browse policy hides now; none without a plugin filtering browsing,
+        or for a provider that lists no pages (no lookup is made then)."""
+        provider = self._provider
+        if provider is None or self.spec is None or not self.spec.supports(Capability.PAGES):
+            return []
+        if not self._host.registry.filters_browse():
+            return []
+        return await self._hidden_pages(provider)
+
     async def _onto_hidden(self, provider: Provider, write: MemoryWrite) -> Receipt | None:
         """Keep a write off a page the browse policy hides (docs/design.md, Policy path):
         such a page looks absent to this reader and is not written through.

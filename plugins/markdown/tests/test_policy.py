@@ -114,3 +114,33 @@ def test_a_near_twin_title_does_not_name_the_hidden_note(tmp_path: Path) -> None
         "'Secret Plans?' clashes with a page hidden by policy; nothing was written"
     )
     assert _files(root) == before
+
+
+def test_an_import_does_not_name_or_confirm_a_hidden_note(tmp_path: Path) -> None:
+    """Importing a bundle holding ``Secret Plans.md`` over the hidden note: other content is
+    a ``conflict`` without the note's path (and the batch's other page says "a page hidden
+    by policy", not its name); a byte-identical copy is ``rejected``, never ``duplicate``
+    of it. Nothing is written."""
+    home, root, registry = _hidden_store(tmp_path)
+    hidden = (root / "Secret Plans.md").read_bytes()
+    before = _files(root)
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "Secret Plans.md").write_text("other plans\n", "utf-8")
+    (other / "Garden.md").write_text("tomatoes\n", "utf-8")
+    same = tmp_path / "same"
+    same.mkdir()
+    (same / "Secret Plans.md").write_bytes(hidden)
+    with SyncMemoryHost(home=home, registry=registry) as host:
+        report = host.import_bundle(other, Scope.global_())
+        assert [(i.source, i.target, i.outcome.value, i.reason) for i in report.items] == [
+            ("Garden.md", "Garden.md", "planned",
+             "not written: the batch has conflicts (a page hidden by policy)"),
+            ("Secret Plans.md", None, "conflict",
+             "a page hidden by policy holds this path; nothing was written"),
+        ]  # fmt: skip
+        report = host.import_bundle(same, Scope.global_())
+        assert [(i.target, i.outcome.value, i.reason) for i in report.items] == [
+            (None, "rejected", "a page hidden by policy is in the way; nothing was written")
+        ]
+    assert _files(root) == before
