@@ -174,3 +174,46 @@ async def test_the_model_tools_and_remember_do_not_name_a_hidden_page(
     finally:
         await host.aclose()
     assert _files(root) == before
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_a_hidden_source_is_not_named(tmp_path: Path, policies: list[object]) -> None:
+    """With the raw source ``src1/codes.txt`` hidden (browsed as ``raw/src1/codes.txt``):
+    ingesting it again does not say it is present (``degraded`` counts it), the log loses
+    entries naming it, and lint loses the finding whose message names it."""
+    from goat_core.host import Chat, GoatHome, MemoryHost
+
+    _wiki(tmp_path)
+    src = tmp_path / "src1"
+    src.mkdir()
+    (src / "codes.txt").write_text("launch code swordfish\n", "utf-8")
+    assert goat("wiki", "ingest", str(src), "--pen", "wk").exit_code == 0
+    written = goat(
+        "wiki", "write", "Garden", "--file", "-", "--source", "src1/codes.txt", "--pen", "wk",
+        stdin="Tomatoes.\n",
+    )  # fmt: skip
+    assert written.exit_code == 0, written.output
+    policies.append(HideByName("src1/codes.txt"))
+
+    again = goat("wiki", "ingest", str(src), "--pen", "wk")
+    assert again.exit_code == 0, again.output
+    assert again.stdout == "0 source(s) added, 0 already present, 0 skipped; 1 in the wiki\n"
+    assert again.stderr == "goat: warning: 1 source hidden by policy\n"
+
+    (src / "codes.txt").write_text("changed\n", "utf-8")  # Garden is now stale
+    lint = goat("wiki", "lint", "--pen", "wk", "--json")
+    report = json.loads(lint.stdout)
+    assert [f["code"] for f in report["findings"]] == ["orphan-page"]
+    assert report["degraded"] == ["1 finding hidden by policy"]
+    assert "codes" not in lint.stdout
+
+    registry = Registry.load(PluginSettings(strict=True))
+    host = MemoryHost(home=GoatHome.at(tmp_path / "home"), registry=registry)
+    try:
+        log = await host.context_for(Chat("wk")).tools().call("wiki_read_page", {"page": "log"})
+    finally:
+        await host.aclose()
+    # the ingest entry and Garden's write entry (its "- sources:" line) go whole
+    assert log["text"] == "---\ngoat-wiki: log\n---\n# Log\n\n"
+    assert log["degraded"] == ["8 lines hidden by policy"]
