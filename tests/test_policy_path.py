@@ -351,13 +351,17 @@ async def test_a_write_onto_a_hidden_page_needs_no_lookup_without_a_browse_polic
     tmp_path: Path,
 ) -> None:
     """Without a ``goat_filter_browse`` plugin, a titled remember does not look the title
-    up first (a remote store pays no extra request)."""
+    up first, nor list the pages (a remote store pays no extra request)."""
     calls: list[str] = []
 
     class Counting(ref.ReferenceProvider):
         async def get_page(self, ref_: str) -> Any:
             calls.append(ref_)
             return await super().get_page(ref_)
+
+        async def list_pages(self, *, limit: int = 50, cursor: str | None = None) -> Any:
+            calls.append("list_pages")
+            return await super().list_pages(limit=limit, cursor=cursor)
 
     plugin = ref._make("markdown", Counting)[1]
     host = await _host(tmp_path, plugin, Shout())  # a policy plugin that filters no browsing
