@@ -632,10 +632,9 @@ def _hidden_keys(pages: Iterable[PageSummary]) -> set[str]:
 
 
 def _names_page(message: str, page: PageSummary) -> bool:
-    """Whether ``message`` names ``page``: its path, or its title or id as quoted."""
-    if page.path and page.path in message:
-        return True
-    return any(f"{name!r}" in message for name in (page.title, page.id) if name)
+    """Whether ``message`` names ``page``: its path, title or id as quoted (``{name!r}``,
+    how errors quote names; ``'Old Plans.md'`` does not name ``Plans.md``)."""
+    return any(f"{name!r}" in message for name in (page.path, page.title, page.id) if name)
 
 
 def memory_tools(context: MemoryContext) -> ToolSet:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from goat_core import hookimpl
 from goat_core.contract import PageSummary, Scope
-from goat_core.errors import NotFound
+from goat_core.errors import Conflict, NotFound
 from goat_core.host import Chat, GoatHome, SyncMemoryHost
 from goat_core.plugins import PluginSettings, Registry, register_plugin
 from goat_core.testing import HidePages
@@ -144,3 +144,18 @@ def test_an_import_does_not_name_or_confirm_a_hidden_note(tmp_path: Path) -> Non
             (None, "rejected", "a page hidden by policy is in the way; nothing was written")
         ]
     assert _files(root) == before
+
+
+def test_a_conflict_over_a_visible_note_keeps_its_message(tmp_path: Path) -> None:
+    """A conflict that names only visible notes goes on as it is, even when a hidden
+    note's file name is the tail of the visible one's (``Old Secret Plans.md``)."""
+    home, _root, registry = _hidden_store(tmp_path)
+    with SyncMemoryHost(home=home, registry=registry) as host:
+        ctx = host.context_for(Chat())
+        assert ctx.remember("old", title="Old Secret Plans").status.value == "stored"
+        with pytest.raises(Conflict) as taken:
+            ctx.remember("x", title="Old Secret Plans?")
+    assert str(taken.value) == (
+        "file name 'Old Secret Plans.md' for title 'Old Secret Plans?' is taken by note "
+        "'Old Secret Plans.md' (title 'Old Secret Plans'); choose another title"
+    )
