@@ -351,13 +351,17 @@ async def test_a_write_onto_a_hidden_page_needs_no_lookup_without_a_browse_polic
     tmp_path: Path,
 ) -> None:
     """Without a ``goat_filter_browse`` plugin, a titled remember does not look the title
-    up first (a remote store pays no extra request)."""
+    up first, nor list the pages (a remote store pays no extra request)."""
     calls: list[str] = []
 
     class Counting(ref.ReferenceProvider):
         async def get_page(self, ref_: str) -> Any:
             calls.append(ref_)
             return await super().get_page(ref_)
+
+        async def list_pages(self, *, limit: int = 50, cursor: str | None = None) -> Any:
+            calls.append("list_pages")
+            return await super().list_pages(limit=limit, cursor=cursor)
 
     plugin = ref._make("markdown", Counting)[1]
     host = await _host(tmp_path, plugin, Shout())  # a policy plugin that filters no browsing
@@ -407,3 +411,51 @@ def test_the_cli_keeps_writes_off_a_hidden_page(
     assert goat("show", "Secret plan", "--json").stdout == shown.stdout
     pages = json.loads(goat("pages", "--json").stdout)
     assert [p["title"] for p in pages["items"]] == ["Secret plan"]
+
+
+class HideByName:
+    """Hides the pages whose title or file name is ``name`` (not by id): a policy that
+    knows pages by what readers see of them."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name.casefold()
+
+    def hides(self, page: PageSummary) -> bool:
+        stem = (page.path or "").rsplit("/", 1)[-1].removesuffix(".md")
+        return self.name in {page.title.casefold(), stem.casefold()}
+
+    @hookimpl
+    def goat_filter_browse(
+        self, scope: Scope, items: Sequence[PageSummary]
+    ) -> Sequence[PageSummary] | None:
+        return [p for p in items if not self.hides(p)]
+
+
+async def test_a_decoy_id_is_no_way_onto_a_hidden_page(tmp_path: Path) -> None:
+    """A visible note whose ``id`` is the hidden page's title (the provider opens ids before
+    titles) does not let ``remember`` titled as the hidden page through: ``rejected``, and
+    no second page of that title appears; ``feedback`` on that name is ``NotFound``."""
+    from goat_core.errors import NotFound
+
+    plugin, _ = await _seeded_secret(tmp_path)
+    store = tmp_path / "data" / "stores" / "global" / "notes.json"
+    notes = json.loads(store.read_text("utf-8"))
+    notes["notes"].append(
+        {"id": "Secret plan", "title": "Decoy", "text": "d", "kind": "remember", "on": None,
+         "source": "api", "tags": []}
+    )  # fmt: skip
+    store.write_text(json.dumps(notes), "utf-8")
+    before = store.read_bytes()
+    host = await _host(tmp_path, plugin, HideByName("Secret plan"))
+    ctx = host.context_for(Chat())
+    assert [p.title for p in (await ctx.list_pages()).items] == ["Decoy", "Visible"]
+    receipt = await ctx.remember("INJECTED", title="Secret plan")
+    assert receipt.status.value == "rejected", receipt
+    assert receipt.reason == (
+        "a page titled 'Secret plan' is hidden by policy and cannot be written through; "
+        "nothing was written"
+    )
+    with pytest.raises(NotFound, match=r"^no page 'Secret plan' in Global memory$"):
+        await ctx.feedback("INJECTED", on="Secret plan")
+    await host.aclose()
+    assert store.read_bytes() == before

@@ -4,6 +4,7 @@ scope's policy hooks, and its model-facing tools (:func:`memory_tools`)."""
 from __future__ import annotations
 
 import posixpath
+import unicodedata
 from collections.abc import Callable, Iterable
 from typing import Any, Literal, Protocol
 
@@ -29,6 +30,7 @@ from goat_core.contract import (
 from goat_core.errors import (
     Ambiguous,
     BadInput,
+    Conflict,
     GoatError,
     NotFound,
     NotSupported,
@@ -215,25 +217,63 @@ class MemoryContext:
             return await provider.remember(write)
         except Rejected as exc:
             return Receipt(status=ReceiptStatus.REJECTED, reason=exc.reason, scope=self.scope.key)
+        except Conflict as exc:
+            unnamed = await self._unnamed_conflict(provider, write, exc)
+            if unnamed is None:
+                raise
+            return unnamed
+
+    async def _hidden_pages(self, provider: Provider) -> list[PageSummary]:
+        """The pages the browse policy hides: every page listed, run through
+        ``goat_filter_browse`` in one call; hidden = listed minus shown."""
+        listed: list[PageSummary] = []
+        cursor: str | None = None
+        while True:
+            listing = await provider.list_pages(limit=1000, cursor=cursor)
+            listed.extend(listing.items)
+            cursor = listing.next_cursor
+            if cursor is None or not listing.items:
+                break
+        kept = {p.id for p in self._host.registry.filter_browse(self.scope, listed)}
+        return [p for p in listed if p.id not in kept]
+
+    async def _hidden_now(self) -> list[PageSummary]:
+        """The pages the browse policy hides now; none without a plugin filtering browsing,
+        or for a provider that lists no pages (no lookup is made then)."""
+        provider = self._provider
+        if provider is None or self.spec is None or not self.spec.supports(Capability.PAGES):
+            return []
+        if not self._host.registry.filters_browse():
+            return []
+        return await self._hidden_pages(provider)
 
     async def _onto_hidden(self, provider: Provider, write: MemoryWrite) -> Receipt | None:
         """Keep a write off a page the browse policy hides (docs/design.md, Policy path):
         such a page looks absent to this reader and is not written through.
 
-        - a write titled as a hidden page (a provider appends to the page of that title, or
-          would make a second page of one title): a ``rejected`` receipt.
-        - ``feedback`` ``on`` a hidden page: :class:`NotFound`, as ``show`` and ``forget``
-          answer for it; among several matches, :class:`Ambiguous` names only the visible.
+        - a write titled as a hidden page, by its title, file name, path or id (NFC,
+          case-folded; however the provider resolves titles, so a visible page whose ``id``
+          is the hidden page's title is no way in), or titled as a page the provider opens
+          by that title and the policy hides: a ``rejected`` receipt.
+        - ``feedback`` ``on`` a hidden page, or on a name a hidden page has: :class:`NotFound`,
+          as ``show`` and ``forget`` answer for it; among several matches,
+          :class:`Ambiguous` names only the visible.
 
-        Checked only when a plugin filters browsing and the provider opens pages by the
-        reference (``pages``; for titles also ``title_lookup``).
+        Checked only when a plugin filters browsing and the provider lists pages
+        (``pages``); without a browse filter no page is looked up.
         """
         assert self.spec is not None
         if not self._host.registry.filters_browse() or not self.spec.supports(Capability.PAGES):
             return None
         on = write.on if write.kind == "feedback" and write.on else None
-        ref = on or (write.title if self.spec.title_lookup else None)
+        ref = on or write.title
         if ref is None or not ref.strip():
+            return None
+        if _page_key(ref) in _hidden_keys(await self._hidden_pages(provider)):
+            if on is None:
+                return self._hidden_title(ref)
+            raise NotFound(f"no page {ref!r} in {self.label}")
+        if on is None and not self.spec.title_lookup:
             return None
         try:
             candidates = [(await provider.get_page(ref)).summary()]
@@ -250,14 +290,7 @@ class MemoryContext:
         if not hidden_count(candidates, kept):
             return None
         if on is None:
-            return Receipt(
-                status=ReceiptStatus.REJECTED,
-                reason=(
-                    f"a page titled {ref!r} is hidden by policy and cannot be written through; "
-                    "nothing was written"
-                ),
-                scope=self.scope.key,
-            )
+            return self._hidden_title(ref)
         if kept:
             raise Ambiguous(
                 f"{ref!r} names no single page in {self.label}; name one of "
@@ -265,6 +298,39 @@ class MemoryContext:
                 candidates=[p.id for p in kept],
             )
         raise NotFound(f"no page {ref!r} in {self.label}")
+
+    def _hidden_title(self, title: str) -> Receipt:
+        return Receipt(
+            status=ReceiptStatus.REJECTED,
+            reason=(
+                f"a page titled {title!r} is hidden by policy and cannot be written through; "
+                "nothing was written"
+            ),
+            scope=self.scope.key,
+        )
+
+    async def _unnamed_conflict(
+        self, provider: Provider, write: MemoryWrite, exc: Conflict
+    ) -> Receipt | None:
+        """A ``rejected`` receipt for a provider's conflict that names a page the browse
+        policy hides (a case or punctuation twin of the title, a taken file name), told
+        without naming it; ``None`` for any other conflict (it goes on as it is)."""
+        assert self.spec is not None
+        if not self._host.registry.filters_browse() or not self.spec.supports(Capability.PAGES):
+            return None
+        message = str(exc)
+        if not any(_names_page(message, p) for p in await self._hidden_pages(provider)):
+            return None
+        name = write.title or write.on or ""
+        return Receipt(
+            status=ReceiptStatus.REJECTED,
+            reason=(
+                f"{name!r} clashes with a page hidden by policy; nothing was written"
+                if name
+                else "the write clashes with a page hidden by policy; nothing was written"
+            ),
+            scope=self.scope.key,
+        )
 
     async def remember(
         self,
@@ -546,6 +612,29 @@ class MemoryContext:
         return TurnMemory(
             block=block, items=quoted, outcome="ok", reason=cut, degraded=degraded, **meta
         )
+
+
+def _page_key(name: str) -> str:
+    """How a page name compares with a hidden page's: NFC, case-folded, without ``.md``."""
+    folded = unicodedata.normalize("NFC", name.strip()).casefold()
+    return folded.removesuffix(".md")
+
+
+def _hidden_keys(pages: Iterable[PageSummary]) -> set[str]:
+    """Every name a write could reach ``pages`` by: title, id, path and file name."""
+    keys: set[str] = set()
+    for page in pages:
+        names = [page.title, page.id]
+        if page.path:
+            names += [page.path, posixpath.basename(page.path)]
+        keys.update(_page_key(n) for n in names if n)
+    return keys
+
+
+def _names_page(message: str, page: PageSummary) -> bool:
+    """Whether ``message`` names ``page``: its path, title or id as quoted (``{name!r}``,
+    how errors quote names; ``'Old Plans.md'`` does not name ``Plans.md``)."""
+    return any(f"{name!r}" in message for name in (page.path, page.title, page.id) if name)
 
 
 def memory_tools(context: MemoryContext) -> ToolSet:

@@ -15,6 +15,7 @@ side and nothing else:
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -72,6 +73,36 @@ def _same_store(a: MemoryContext, b: MemoryContext) -> bool:
     return bool(settings_a) and settings_a == settings_b
 
 
+def _fold(name: str) -> str:
+    return unicodedata.normalize("NFC", name).casefold()
+
+
+def _unnamed(item: TransferItem, hidden: Sequence[PageSummary]) -> TransferItem:
+    """``item`` without naming a page the browse policy hides (docs/design.md, Policy
+    path): a ``duplicate`` of one would confirm its content and becomes ``rejected``, a
+    ``conflict`` with one loses its target; a reason quoting one's path or id says "a page
+    hidden by policy" instead."""
+    names = {n for p in hidden for n in (p.path, p.id) if n}
+    update: dict[str, Any] = {}
+    if item.target is not None and _fold(item.target) in {_fold(n) for n in names}:
+        if item.outcome is TransferOutcome.DUPLICATE:
+            update = {
+                "outcome": TransferOutcome.REJECTED,
+                "reason": "a page hidden by policy is in the way; nothing was written",
+            }
+        elif item.outcome is TransferOutcome.CONFLICT:
+            update = {"reason": "a page hidden by policy holds this path; nothing was written"}
+        if update:
+            update["target"] = None
+    reason = update.get("reason", item.reason)
+    if reason is not None and "reason" not in update:
+        for name in sorted(names):
+            reason = reason.replace(repr(name), "a page hidden by policy")
+        if reason != item.reason:
+            update["reason"] = reason
+    return item.model_copy(update=update) if update else item
+
+
 class HostTransfer(HostBase):
     """Copy, export and import (mixed into :class:`~goat_core.host.MemoryHost`)."""
 
@@ -122,7 +153,8 @@ class HostTransfer(HostBase):
                 f"provider {destination.spec.name if destination.spec else '?'!r} answered "
                 f"{IMPORT_OPERATION} with {len(items)} receipts for {len(pages)} pages"
             )
-        return items
+        hidden = await destination._hidden_now()
+        return [_unnamed(item, hidden) for item in items] if hidden else items
 
     # -- copy -------------------------------------------------------------------------------
     async def copy_pages(

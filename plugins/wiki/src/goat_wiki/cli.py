@@ -107,6 +107,8 @@ def ingest_cmd(path: Path, pen: str | None, home: Path | None, as_json: bool) ->
         click.echo(f"added   id {source_id}")
     for source_id in result["present"]:
         click.echo(f"present id {source_id}")
+    for reason in result.get("degraded", ()):
+        click.echo(f"goat: warning: {reason}", err=True)
     for item in result["skipped"]:
         click.echo(f"skipped {item['path']}: {item['reason']}", err=True)
     _exit_if_refused(result)
@@ -146,6 +148,8 @@ def lint_cmd(fix: bool, pen: str | None, home: Path | None, as_json: bool) -> No
             or "no findings"
         )
         click.echo(f"{summary}; {len(report.fixed)} fixed", err=True)
+        for reason in report.degraded:
+            click.echo(f"goat: warning: {reason}", err=True)
     if any(f.severity in {"error", "warning"} for f in report.findings):
         raise click.exceptions.Exit(1)
 

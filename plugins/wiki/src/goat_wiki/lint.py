@@ -7,7 +7,7 @@ tables).
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -88,7 +88,10 @@ class WikiLint(WikiSources):
     without reading every page (:meth:`_page_findings`)."""
 
     def _lint(
-        self, fix: bool, inspect: Callable[[MemoryWrite], MemoryWrite] | None = None
+        self,
+        fix: bool,
+        inspect: Callable[[MemoryWrite], MemoryWrite] | None = None,
+        hidden: Collection[str] = (),
     ) -> LintReport:
         self._recover()
         findings = self._findings()
@@ -97,7 +100,10 @@ class WikiLint(WikiSources):
         fixed: list[Finding] = []
         with self._lock:
             self._sync()
-            fixed += self._fix_links([f for f in findings if f.fixable], inspect)
+            done, withheld = self._fix_links(
+                [f for f in findings if f.fixable], inspect, frozenset(hidden)
+            )
+            fixed += done
             drift = [f for f in self._findings() if f.code == "index-drift"]
             if drift:
                 layout = self._ensure_files()  # may create the index: still logged below
@@ -110,15 +116,25 @@ class WikiLint(WikiSources):
                     "lint", "rebuild index", [], ["- fix: index rebuilt"], change, layout=layout
                 )
                 fixed += drift
-        return LintReport(tuple(self._findings()), tuple(fixed))
+        degraded: tuple[str, ...] = ()
+        if withheld:
+            degraded = (
+                f"{withheld} fix{'' if withheld == 1 else 'es'} withheld: "
+                f"{'it touches' if withheld == 1 else 'they touch'} pages hidden by policy",
+            )
+        return LintReport(tuple(self._findings()), tuple(fixed), degraded)
 
     def _fix_links(
         self,
         fixable: list[Finding],
         inspect: Callable[[MemoryWrite], MemoryWrite] | None = None,
-    ) -> list[Finding]:
+        hidden: frozenset[str] = frozenset(),
+    ) -> tuple[list[Finding], int]:
         """Rewrite bare links to their unique folder-qualified target and unescape alias pipes
-        outside tables; one atomic, etag-checked write and one log entry per page."""
+        outside tables; one atomic, etag-checked write and one log entry per page. Returns
+        the findings fixed and how many fixes were withheld for pages a browse policy hides
+        (``hidden``, their paths): such a page is never rewritten, and no link is qualified
+        into one's path."""
         from goat_core.filestore import parse_links
 
         by_page: dict[str, list[Finding]] = {}
@@ -128,7 +144,11 @@ class WikiLint(WikiSources):
         done: list[Finding] = []
         scan = self._scan()
         resolver = self._link_index(scan).resolver
+        withheld = 0
         for rel, items in sorted(by_page.items()):
+            if rel in hidden:
+                withheld += len(items)
+                continue
             note = self._must_load(rel)
             if note.error:
                 continue  # unparsable or not UTF-8: never rewritten (reported, not fixed)
@@ -149,7 +169,9 @@ class WikiLint(WikiSources):
                         new_raw = new_raw.replace("\\|", "|", 1)
                 if (link.line, "bare-link") in wanted and "/" not in link.target_text:
                     target, res = resolver.resolve_target(link.target_text, rel)
-                    if res is LinkResolution.NAME and target is not None and "/" in target:
+                    if target is not None and target in hidden:
+                        withheld += 1  # the qualified link would name the hidden page's path
+                    elif res is LinkResolution.NAME and target is not None and "/" in target:
                         qualified = target[:-3] if target.lower().endswith(".md") else target
                         pipe = "\\|" if link.line in tables else "|"
                         sub = ""
@@ -186,7 +208,7 @@ class WikiLint(WikiSources):
             self._commit("fix", note.title, [rel], [f"- page: {rel}", "- fix: links"], change)
             self._index_note(rel)
             done += [f for f in items if (f.line, f.code) in applied]
-        return done
+        return done, withheld
 
     def _page_findings(self, rel: str) -> list[Finding]:
         """Findings about one page just written, without reading every page: its links are

@@ -53,6 +53,15 @@ _fold = filestore.fold
 _nfc = filestore.nfc
 
 
+def _clashes_with_hidden(title: str) -> Rejected:
+    """The refusal of a page write whose title or file name is a hidden page's: it names
+    neither that page's path nor its etag."""
+    return Rejected(
+        f"a page titled {title!r} cannot be written here: it clashes with a page hidden by "
+        "policy; nothing was written"
+    )
+
+
 @dataclass(frozen=True)
 class PageWrite:
     """A page write (``goat wiki write``, the ``wiki_write_page`` tool).
@@ -104,8 +113,16 @@ class WikiPages(WikiLint):
             )
         return cited
 
-    def _find_titled(self, name: str, folder: str | None) -> str | None:
-        """The page a write of ``name`` (in ``folder``) updates, or ``None``."""
+    def _find_titled(
+        self,
+        name: str,
+        folder: str | None,
+        visible: Callable[[PageSummary], bool] | None = None,
+    ) -> str | None:
+        """The page a write of ``name`` (in ``folder``) updates, or ``None``.
+
+        :param visible: whether the caller may see a page: a case twin it may not see is
+            :class:`Rejected` without naming it (the twin's path would tell of it)."""
         docs = self._index_open().documents()
         if folder is not None:
             want = _fold(f"{folder}/{safe_title_filename(name)}.md")
@@ -123,6 +140,9 @@ class WikiPages(WikiLint):
             return exact[0]
         key = _fold(name)
         twins = [d for d in docs if _fold(d.title) == key or _fold(_stem(d.path)) == key]
+        if twins and visible is not None:
+            if not all(visible(PageSummary(id=d.path, title=d.title, path=d.path)) for d in twins):
+                raise _clashes_with_hidden(name)
         if twins:
             names = ", ".join(f"{d.path!r} (title {d.title!r})" for d in twins)
             raise Conflict(
@@ -169,7 +189,7 @@ class WikiPages(WikiLint):
             if folder_req is not None and folder_req.strip("/"):
                 contain(self.root, folder_req.strip("/"))
                 folder = self._schema_folder(folder_req, schema)
-            existing = self._find_titled(title, folder)
+            existing = self._find_titled(title, folder, visible)
             now = _now()
             if existing is not None:
                 note = self._must_load(existing)
@@ -209,6 +229,12 @@ class WikiPages(WikiLint):
                 stem = safe_title_filename(title)
                 rel = f"{folder}/{stem}.md"
                 contain(self.root, rel)
+                if visible is not None:  # the file name is taken by a page the caller cannot see
+                    for doc in self._index_open().documents():
+                        if _fold(doc.path) == _fold(rel) and not visible(
+                            PageSummary(id=doc.path, title=doc.title, path=doc.path)
+                        ):
+                            raise _clashes_with_hidden(title)
                 page_folder = folder
                 note = None
             kept: dict[str, Any] = note.data if note is not None else {}

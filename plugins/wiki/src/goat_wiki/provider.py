@@ -18,7 +18,7 @@ folder store skeleton of :class:`~goat_core.filestore.FolderStoreProvider`:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -99,7 +99,11 @@ class WikiProvider(WikiPages):
         return await self._worker.run(self._read_any, ref)
 
     async def lint(
-        self, *, fix: bool = False, inspect: Callable[[MemoryWrite], MemoryWrite] | None = None
+        self,
+        *,
+        fix: bool = False,
+        inspect: Callable[[MemoryWrite], MemoryWrite] | None = None,
+        hidden: Collection[str] = (),
     ) -> LintReport:
         """Check the wiki; with ``fix`` apply the deterministic fixes (rebuild the index,
         qualify bare links, unescape alias pipes outside tables) and report the rest.
@@ -108,11 +112,14 @@ class WikiProvider(WikiPages):
             ``goat_inspect_remember`` with its new text first (refused: left unfixed and
             reported). The index and log are the provider's record of pages already stored
             and are kept true without it.
+        :param hidden: paths of pages a browse policy hides: a fix never rewrites one, nor
+            qualifies a link into one's path; the report's ``degraded`` counts the fixes
+            withheld.
         :raises StoreUnwritable: with ``fix``, the GOAT home's index cannot be written (checked
             before any page changes)."""
         if fix:
-            return await self._worker.run(self._strictly, self._lint, fix, inspect)
-        return await self._worker.run(self._lint, fix, inspect)
+            return await self._worker.run(self._strictly, self._lint, fix, inspect, hidden)
+        return await self._worker.run(self._lint, fix, inspect, hidden)
 
     def operations(self) -> Sequence[ProviderOperation]:
         """``ingest``, ``lint``, ``lint_fix``, ``write_page`` for ``goat wiki ...`` (see

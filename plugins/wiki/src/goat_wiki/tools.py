@@ -107,7 +107,7 @@ class _Hidden:
     marks: tuple[str, ...] = ()
 
     def __bool__(self) -> bool:
-        return bool(self.paths)
+        return bool(self.paths or self.marks)
 
     def names(self, text: str) -> bool:
         """Whether ``text`` (a line, a message) names a hidden page."""
@@ -124,16 +124,28 @@ class _Hidden:
         return self.names(message)
 
 
+async def _hidden_sources(provider: WikiProvider, gate: PolicyGate) -> tuple[str, list[str]]:
+    """The raw folder and the ids of the ingested sources ``goat_filter_browse`` hides (as
+    the pages ``raw/<source id>``; one browse call for all)."""
+    status = await provider.sources()
+    raw = status.get("raw_folder") or "raw"
+    ids = [i["id"] for i in status["sources"]]
+    kept = {s.id for s in gate.browse([_source_summary(raw, i) for i in ids])}
+    return raw, [i for i in ids if f"{raw}/{i}" not in kept]
+
+
 async def _hidden_pages(provider: WikiProvider, gate: PolicyGate) -> _Hidden:
-    """What ``goat_filter_browse`` hides of the wiki's pages (one browse call for all)."""
+    """What ``goat_filter_browse`` hides of the wiki's pages and raw sources (a line or a
+    finding naming a hidden source's id names it)."""
     pages = await _all_pages(provider)
     kept = {s.path or s.id for s in gate.browse(list(pages.values()))}
     hidden = [summary for path, summary in pages.items() if path not in kept]
-    if not hidden:
+    raw, sources = await _hidden_sources(provider, gate)
+    if not hidden and not sources:
         return _Hidden()
     paths: set[str] = set()
     keys: set[str] = set()
-    marks: set[str] = set()
+    marks: set[str] = {mark for i in sources for mark in (i, f"{raw}/{i}")}
     for summary in hidden:
         path = summary.path or summary.id
         stem = path[:-3] if path.endswith(".md") else path
@@ -219,9 +231,12 @@ async def _gated_write_page(
 
 async def _gated_lint(provider: WikiProvider, gate: PolicyGate, fix: bool) -> LintReport:
     """Lint, showing only findings about pages the browse policy keeps; the rest are
-    counted in the report's ``degraded``."""
-    report = await provider.lint(fix=fix, inspect=gate.inspect if fix else None)
+    counted in the report's ``degraded``. A fix never rewrites a hidden page nor qualifies
+    a link into one's path (the withheld fixes are counted in ``degraded`` too)."""
     hidden_pages = await _hidden_pages(provider, gate)
+    report = await provider.lint(
+        fix=fix, inspect=gate.inspect if fix else None, hidden=hidden_pages.paths
+    )
 
     def shown(found: Iterable[Any]) -> list[Any]:
         return [f for f in found if not hidden_pages.finding(f.path, f.target, f.message)]
@@ -483,7 +498,16 @@ def wiki_operations(provider: WikiProvider) -> list[ProviderOperation]:
     async def ingest(
         gate: PolicyGate, path: Path, progress: Callable[[int, int], None] | None = None
     ) -> dict[str, Any]:
-        return await provider.ingest(path, progress, inspect=gate.inspect)
+        result = await provider.ingest(path, progress, inspect=gate.inspect)
+        if not result["present"]:
+            return result
+        _raw, hidden = await _hidden_sources(provider, gate)
+        present = [i for i in result["present"] if i not in hidden]
+        left_out = len(result["present"]) - len(present)
+        if not left_out:
+            return result
+        # "already present" would confirm a hidden source's content and tell its id
+        return {**result, "present": present, "degraded": [_hidden_note(left_out, "source")]}
 
     async def lint(gate: PolicyGate) -> LintReport:
         return await _gated_lint(provider, gate, fix=False)
