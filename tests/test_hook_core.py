@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from goat_core.contract import Scope
+from goat_core.errors import ScopeError
 from goat_core.serve import clear_hook_state, parse_pin
 
 
@@ -61,7 +62,69 @@ def test_pins() -> None:
     assert parse_pin(None) is None and parse_pin("") is None
     assert parse_pin("${user_config.scope_pin}") is None
     assert parse_pin("global") == Scope.global_()
-    assert parse_pin("pen:Docs") == Scope.pen("docs") == parse_pin("docs")
+    assert parse_pin("pen:Docs") == Scope.pen("docs")
+
+
+@pytest.mark.parametrize("pin", ["globl", "docs", "pen:", "pen:a b"])
+def test_a_pin_is_global_or_pen_id(pin: str) -> None:
+    with pytest.raises(ScopeError, match=r"pin|Pen id"):
+        parse_pin(pin)
+
+
+def _one_empty_object(proc: subprocess.CompletedProcess[str]) -> None:
+    assert proc.returncode == 0, proc.stderr
+    (line,) = proc.stdout.splitlines()
+    assert json.loads(line) == {
+        "hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": ""}
+    }
+
+
+PROMPT = json.dumps({"prompt": "where is the deploy key?", "cwd": "/"})
+
+
+@pytest.mark.parametrize(
+    ("args", "reason"),
+    [
+        (("--bogus",), "No such option '--bogus'"),
+        (("--pin",), "Option '--pin' requires an argument"),
+        (("--pin", "globl"), "pin 'globl' is neither 'global' nor 'pen:ID'"),
+        (("--pin", "global", "--deadline", "nan"), "--deadline 'nan' is not finite"),
+        (("--pin", "global", "--deadline", "inf"), "--deadline 'inf' is not finite"),
+        (("--pin", "global", "--deadline", "1e300"), "--deadline '1e300' is over 3600 s"),
+        (("--pin", "global", "--budget", "2.5"), "--budget '2.5' is not a whole number"),
+    ],
+)
+def test_the_hook_fails_open_on_its_arguments(
+    tmp_path: Path, args: tuple[str, ...], reason: str
+) -> None:
+    """Claude Code takes exit 2 of a UserPromptSubmit hook as blocking the prompt."""
+    proc = _hook(tmp_path, PROMPT, *args)
+    _one_empty_object(proc)
+    assert reason in proc.stderr
+    assert "Fatal Python error" not in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_a_large_budget_is_a_number(tmp_path: Path) -> None:
+    proc = _hook(tmp_path, PROMPT, "--pin", "global", "--budget", "1e9")
+    _one_empty_object(proc)
+    assert "not a number" not in proc.stderr
+
+
+def test_a_prompt_over_the_input_limit_is_said_so(tmp_path: Path) -> None:
+    payload = json.dumps({"prompt": "x" * 1_000_001, "cwd": "/"})
+    proc = _hook(tmp_path, payload, "--pin", "global")
+    _one_empty_object(proc)
+    assert "over the 1000000-byte input limit" in proc.stderr
+    assert "Unterminated" not in proc.stderr
+
+
+def test_the_hook_creates_no_home(tmp_path: Path) -> None:
+    missing = tmp_path / "nonexistent" / "zz"
+    proc = _hook(tmp_path, PROMPT, "--pin", "global", "--home", str(missing))
+    _one_empty_object(proc)
+    assert f"no GOAT home at {missing}" in proc.stderr
+    assert not (tmp_path / "nonexistent").exists()
+    assert not (tmp_path / "home").exists()
 
 
 def test_check_state_is_cleared(tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ mcp and always exits 0 with exactly one JSON object on stdout.
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import sys
@@ -168,21 +169,54 @@ def hook_group() -> None:
     """Agent hooks (exit 0 always; reasons on stderr)."""
 
 
+#: The longest ``--deadline`` the hook keeps (a larger one is cut to this, with a note).
+_MAX_DEADLINE = 3600.0
+
+
 def _number(value: str | None, default: float, name: str, *, integer: bool) -> float:
+    """A finite, non-negative ``--budget`` / ``--deadline``; anything else is reported on
+    stderr and the default used (the hook never fails on its arguments)."""
     if value is None:
         return default
     try:
-        number = int(value) if integer else float(value)
+        number = float(value)
     except ValueError:
-        click.echo(f"goat hook: {name} {value!r} is not a number; using {default}", err=True)
+        click.echo(f"goat hook: {name} {value!r} is not a number; using {default:g}", err=True)
+        return default
+    if not math.isfinite(number):
+        click.echo(f"goat hook: {name} {value!r} is not finite; using {default:g}", err=True)
         return default
     if number < 0:
-        click.echo(f"goat hook: {name} must not be negative; using {default}", err=True)
+        click.echo(f"goat hook: {name} must not be negative; using {default:g}", err=True)
         return default
-    return number
+    if integer and not number.is_integer():
+        click.echo(
+            f"goat hook: {name} {value!r} is not a whole number; using {default:g}", err=True
+        )
+        return default
+    if not integer and number > _MAX_DEADLINE:
+        click.echo(f"goat hook: {name} {value!r} is over {_MAX_DEADLINE:g} s; using that", err=True)
+        return _MAX_DEADLINE
+    return int(number) if integer else number
 
 
-@hook_group.command("claude-code")
+class _FailOpenCommand(click.Command):
+    """A command whose own arguments never fail it: a usage error (an unknown option, an
+    option without its value) is kept in ``ctx.meta`` for the callback, which answers it
+    like any other failure (Claude Code reads exit 2 of a UserPromptSubmit hook as
+    "block this prompt")."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        try:
+            return super().parse_args(ctx, args)
+        except click.UsageError as exc:
+            ctx.meta["goat_hook_usage_error"] = exc.format_message()
+            ctx.params = {p.name: None for p in self.params if p.name is not None}
+            ctx.args = []
+            return []
+
+
+@hook_group.command("claude-code", cls=_FailOpenCommand)
 @click.option(
     "--budget",
     "budget",
@@ -218,15 +252,27 @@ def hook_claude_code(
 
     gc.disable()  # one short turn, then os._exit: the cyclic collector would only cost time
     fd = divert_stdout()
+    usage = click.get_current_context().meta.get("goat_hook_usage_error")
     chars = int(_number(budget, 4000, "--budget", integer=True))
     seconds = _number(deadline, 3.0, "--deadline", integer=False)
     box: list[HookResult] = []
+    if usage is not None:
+        box.append(HookResult(reason=f"unusable arguments: {usage}"))
 
     def work() -> None:
         try:
             from goat_core.serve._hook import run_hook
 
-            text = sys.stdin.buffer.read(MAX_INPUT_BYTES).decode("utf-8", "replace")
+            data = sys.stdin.buffer.read(MAX_INPUT_BYTES + 1)
+            if len(data) > MAX_INPUT_BYTES:
+                box.append(
+                    HookResult(
+                        reason=f"hook input is over the {MAX_INPUT_BYTES}-byte input limit: "
+                        "no recall"
+                    )
+                )
+                return
+            text = data.decode("utf-8", "replace")
             goat_home = _home(home) if home is not None else None
             box.append(
                 run_hook(
@@ -243,9 +289,10 @@ def hook_claude_code(
         except BaseException as exc:  # fail open, whatever happened
             box.append(HookResult(reason=f"internal error ({type(exc).__name__})"))
 
-    worker = threading.Thread(target=work, name="goat-hook", daemon=True)
-    worker.start()
-    worker.join(seconds)
+    if not box:
+        worker = threading.Thread(target=work, name="goat-hook", daemon=True)
+        worker.start()
+        worker.join(seconds)
     result = box[0] if box else HookResult(reason=f"deadline of {seconds:g} s passed: no context")
     os.write(fd, (json.dumps(result.to_json(), ensure_ascii=False) + "\n").encode("utf-8"))
     where = result.scope or "no scope"

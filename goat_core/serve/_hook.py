@@ -48,7 +48,7 @@ HOOK_EVENT = "UserPromptSubmit"
 #: Backoff after a failed remote read: doubles from this many seconds up to the cap.
 BACKOFF_FIRST_SECONDS = 5.0
 BACKOFF_MAX_SECONDS = 300.0
-#: Largest hook input read from stdin (a very long prompt is cut for recall, never stored).
+#: Largest hook input read from stdin; a larger one gets no recall (said on stderr).
 MAX_INPUT_BYTES = 1_000_000
 
 
@@ -156,7 +156,8 @@ def run_hook(
     try:
         # a pin alone decides the scope (docs/design.md, Hosts and tools: "a pin comes from
         # the one setting both read"), so an input without cwd still has one
-        if not directory and parse_pin(pin) is None:
+        pinned = parse_pin(pin)  # a pin that is not one fails before anything is opened
+        if not directory and pinned is None:
             return HookResult(
                 reason="no project directory: neither $CLAUDE_PROJECT_DIR nor cwd, and no pin"
             )
@@ -183,6 +184,9 @@ def _recall(
     from goat_core.serve._scope import ServeScope, parse_pin, pinned_scope, resolve_serve_scope
 
     home = home if home is not None else GoatHome.from_env()
+    if not home.config_dir.is_dir() and not home.data_dir.is_dir():
+        # the hook creates no GOAT home (a mistyped --home must not grow a tree there)
+        return HookResult(reason=f"no GOAT home at {home.config_dir}: nothing to recall")
     # a pinned scope is known without any plugin: a running server may answer before the
     # plugins are loaded at all; otherwise the scope plugins decide, as for the server
     registry: Registry | None = None

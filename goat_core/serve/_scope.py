@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from goat_core.contract import Derivation, Scope, ScopeRequest
-from goat_core.errors import BadInput
+from goat_core.errors import BadInput, ScopeError
 
 if TYPE_CHECKING:
     from goat_core.plugins import Registry
@@ -56,12 +56,13 @@ class ServeScope:
 
 
 def parse_pin(value: str | None) -> Scope | None:
-    """A pin setting to a scope: ``""``/``None`` (no pin), ``global``, ``pen:ID`` or ``ID``.
+    """A pin setting to a scope: ``""``/``None`` (no pin), ``global`` or ``pen:ID``.
 
     A value that is still an unexpanded ``${...}`` placeholder (a host that did not
-    substitute an unset option) counts as no pin.
+    substitute an unset option) counts as no pin. A bare word is refused, so a typo
+    (``globl``) never becomes a Pen of its own.
 
-    :raises ScopeError: an invalid Pen id.
+    :raises ScopeError: anything else, or an invalid Pen id after ``pen:``.
     """
     if value is None:
         return None
@@ -71,8 +72,8 @@ def parse_pin(value: str | None) -> Scope | None:
     if text.lower() == "global":
         return Scope.global_()
     if text.lower().startswith("pen:"):
-        text = text[4:]
-    return Scope.pen(text)
+        return Scope.pen(text[4:])
+    raise ScopeError(f"pin {value!r} is neither 'global' nor 'pen:ID' (e.g. pen:{text.lower()})")
 
 
 def resolve_serve_scope(

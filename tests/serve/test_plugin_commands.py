@@ -173,6 +173,24 @@ def test_a_pin_alone_decides_the_hooks_scope(home: Path, how: str) -> None:
     assert "goat hook: global " in err
 
 
+@pytest.mark.parametrize("pin", ["globl", "docs"])
+def test_serve_refuses_a_pin_that_is_not_one(home: Path, tmp_path: Path, pin: str) -> None:
+    """The exact input ``goat serve --from-dir DIR --pin globl``: a bare word is not a Pen
+    (the help says ``global|pen:ID``), so the server refuses to start (exit 2)."""
+    proc = goat(
+        home,
+        "serve",
+        "--from-dir",
+        str(tmp_path),
+        "--pin",
+        pin,
+        check=False,
+        stdin=subprocess.DEVNULL,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert f"pin {pin!r} is neither 'global' nor 'pen:ID'" in proc.stderr
+
+
 def test_no_cwd_and_no_pin_gives_no_context(home: Path) -> None:
     out, err, code = run_hook(home, {"prompt": "where does the osprey nest?"})
     assert code == 0
