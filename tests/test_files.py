@@ -36,14 +36,6 @@ BAD_REFS = [
     ("a/..", "parent-traversal"),
     ("..", "parent-traversal"),
     ("/etc/passwd", "absolute-path"),
-    ("C:notes.md", "absolute-path"),
-    ("%2e%2e/secret.md", "percent-encoded"),
-    ("%2E%2E%2Fsecret.md", "percent-encoded"),
-    ("notes%2fsecret.md", "percent-encoded"),
-    ("notes%5Csecret.md", "percent-encoded"),
-    ("a%00.md", "percent-encoded"),
-    ("..\\secret.md", "backslash"),
-    ("notes\\a.md", "backslash"),
     ("a\x00.md", "nul-byte"),
     ("CON", "reserved-name"),
     ("con.md", "reserved-name"),
@@ -77,6 +69,16 @@ def test_contain_refuses_with_rule(tmp_path: Path, ref: str, rule: str) -> None:
         "console.md",
         "100%.md",
         "%41.md",
+        # POSIX file names: ':' '\\' and '%' are characters, never a drive, a separator or
+        # an encoding (each stays a file inside the root)
+        "x:y.md",
+        "C:notes.md",
+        "50%2e.md",
+        "%2e%2e/secret.md",
+        "notes%2fsecret.md",
+        "a%00.md",
+        "a\\b.md",
+        "..\\secret.md",
     ],
 )
 def test_contain_accepts_plain_paths(tmp_path: Path, ref: str) -> None:

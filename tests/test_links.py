@@ -447,7 +447,6 @@ def test_resolve_copies_fields() -> None:
         ("", "empty"),
         ("/etc/passwd.md", "absolute-path"),
         ("C:/x.md", "absolute-path"),
-        ("a\\b.md", "separator"),
         ("a\x00.md", "separator"),
         ("../x.md", "parent-traversal"),
         ("a/./b.md", "parent-traversal"),
@@ -458,6 +457,13 @@ def test_bad_store_paths_are_rejected(path: str, rule: str) -> None:
     with pytest.raises(PathError) as info:
         LinkResolver(["ok.md", path])
     assert info.value.rule == rule
+
+
+def test_posix_file_names_are_store_paths() -> None:
+    """``x:y.md``, ``a\\b.md`` and ``50%2e.md`` are ordinary POSIX file names."""
+    resolver = LinkResolver(["x:y.md", "a\\b.md", "50%2e.md"])
+    assert resolver.resolve_target("x:y", "a\\b.md") == ("x:y.md", LinkResolution.NAME)
+    assert resolver.resolve_target("50%2e", "x:y.md") == ("50%2e.md", LinkResolution.NAME)
 
 
 # -- map and connections -----------------------------------------------------------------------

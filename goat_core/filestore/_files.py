@@ -7,7 +7,7 @@ Five rules, each enforced here once (see ``docs/design.md``):
 - **Containment**: :func:`contain` turns a user reference (``"Folder/Note.md"``) into a path
   inside the store after resolving symlinks, or raises :class:`~goat_core.errors.PathError`
   whose ``rule`` names what was broken (``parent-traversal``, ``absolute-path``,
-  ``percent-encoded``, ``backslash``, ``nul-byte``, ``reserved-name``, ``empty-segment``,
+  ``backslash`` (Windows), ``nul-byte``, ``reserved-name``, ``empty-segment``,
   ``dot-segment``, ``empty-path``, ``symlink-escape``).
 - **Walking**: :func:`walk_notes` lists notes and attachments, skipping dot-folders
   (``.obsidian``, ``.git``, ``.trash``) and dot-files as Obsidian does, following symlinks only
@@ -56,7 +56,10 @@ RESERVED_NAMES = frozenset(
 #: The etag of a file that does not exist; pass it as ``expected_etag`` to create only.
 MISSING_ETAG = "missing"
 
-_PERCENT_ENCODED = re.compile(r"%(2e|2f|5c|00)", re.IGNORECASE)
+#: On POSIX a name may hold ``:``, ``\\`` and ``%`` (``x:y.md``, ``a\\b.md``, ``50%2e.md``
+#: are ordinary files, never a drive, a separator or an encoding); on Windows the first two
+#: are not names.
+_WINDOWS = os.name == "nt"
 _DRIVE = re.compile(r"^[A-Za-z]:")
 #: Characters forbidden in file names on common filesystems (Windows, exFAT, SMB shares).
 _FORBIDDEN = re.compile(r'[:*?"<>|\x00-\x1f\x7f]')
@@ -130,9 +133,9 @@ def contain(root: Path, ref: str) -> Path:
     """Resolve a store-relative reference to a path inside ``root``, or refuse it.
 
     Checks, in order, each raising :class:`PathError` with ``rule`` set:
-    ``empty-path`` (``""``), ``nul-byte`` (``"a\\x00b"``), ``backslash`` (``"a\\\\b"``),
-    ``percent-encoded`` (``%2e``, ``%2f``, ``%5c``, ``%00`` in any case), ``absolute-path``
-    (``/etc/passwd``, ``C:x``), ``empty-segment`` (``a//b``, a trailing ``/``),
+    ``empty-path`` (``""``), ``nul-byte`` (``"a\\x00b"``), ``backslash`` (``"a\\\\b"``, on
+    Windows only), ``absolute-path`` (``/etc/passwd``; ``C:x`` on Windows only: elsewhere
+    ``x:y.md`` is a file name), ``empty-segment`` (``a//b``, a trailing ``/``),
     ``dot-segment`` (``./a``), ``parent-traversal`` (``..`` segments), ``reserved-name``
     (``CON``, ``nul.md``, ``LPT1.txt``: Windows device names with any extension). Then the
     path is resolved with every symlink followed and must stay inside the real root
@@ -146,15 +149,11 @@ def contain(root: Path, ref: str) -> Path:
         raise PathError("empty path", rule="empty-path")
     if "\x00" in ref:
         raise PathError(f"path {ref!r} contains a NUL byte", rule="nul-byte")
-    if "\\" in ref:
+    if _WINDOWS and "\\" in ref:
         raise PathError(
             f"path {ref!r} contains a backslash; use '/' between folders", rule="backslash"
         )
-    if _PERCENT_ENCODED.search(ref):
-        raise PathError(
-            f"path {ref!r} contains a percent-encoded dot, slash or NUL", rule="percent-encoded"
-        )
-    if ref.startswith("/") or _DRIVE.match(ref):
+    if ref.startswith("/") or (_WINDOWS and _DRIVE.match(ref)):
         raise PathError(
             f"path {ref!r} is absolute; paths are relative to the store", rule="absolute-path"
         )

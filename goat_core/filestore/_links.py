@@ -554,9 +554,9 @@ def _check_path(path: str) -> str:
             f"store path {path!r} is absolute; paths are relative to the store root",
             rule="absolute-path",
         )
-    if "\\" in path or "\x00" in path:
+    if "\x00" in path or (os.name == "nt" and "\\" in path):
         raise PathError(
-            f"store path {path!r} contains a backslash or NUL; use '/' separators",
+            f"store path {path!r} contains a NUL or (on Windows) a backslash; use '/' separators",
             rule="separator",
         )
     parts = path.split("/")
@@ -573,7 +573,7 @@ class LinkResolver:
 
     :param paths: store-relative POSIX paths of all files of the store, notes (``.md``) and
         attachments alike (``"Folder/Note.md"``, ``"Attachments/img.png"``).
-    :raises PathError: a path that is empty, absolute, uses ``\\``, or has ``.``/``..``/empty
+    :raises PathError: a path that is empty, absolute, holds a NUL, or has ``.``/``..``/empty
         segments (rule ``empty``, ``absolute-path``, ``separator``, ``parent-traversal``).
 
     Rules (``Internal links.md``; tie-break below):

@@ -27,7 +27,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from goat_core.contract import PROVENANCE_KEYS, Page, PageSummary
-from goat_core.errors import BadInput, NotFound, PathError
+from goat_core.errors import BadInput, NotFound, PathError, StoreUnwritable
 
 #: The manifest's file name at the bundle root.
 MANIFEST_NAME = "goat-export.json"
@@ -135,20 +135,61 @@ def check_target(directory: Path, force: bool) -> None:
 def write_bundle(
     directory: Path, files: Sequence[tuple[str, str]], manifest: Mapping[str, Any]
 ) -> None:
-    """Write ``files`` (``(bundle path, text)``) and the manifest into ``directory``
-    (created if absent), each atomically and never outside it.
+    """Write ``files`` (``(bundle path, text)``) and the manifest into ``directory``, never
+    outside it and never as a partial bundle.
+
+    Every path is checked first (nothing is written while one is refused). The bundle is
+    then written whole into a hidden staging folder next to ``directory`` (in its parent)
+    and put in place by renaming: the staging folder itself when ``directory`` is absent or
+    empty, else (``--force``) file by file with the manifest last. A fault while staging
+    removes the staging folder and leaves ``directory`` as it was.
 
     :raises PathError: a path that would leave the folder.
+    :raises StoreUnwritable: the disk is full or the folder read-only (naming the path).
     """
+    import secrets
+    import shutil
+
     from goat_core.filestore import atomic_write, contain
 
-    directory.mkdir(parents=True, exist_ok=True)
-    for rel, text in files:
-        target = contain(directory, rel)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(target, text.encode("utf-8"))
+    for rel, _text in files:  # a refused path refuses the export before any write
+        contain(directory, rel)
     data = json.dumps(manifest, indent=2, ensure_ascii=False, sort_keys=False) + "\n"
-    atomic_write(directory / MANIFEST_NAME, data.encode("utf-8"))
+    parent = directory.parent
+    staging: Path | None = None
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+        staging = parent / f".{directory.name}.{secrets.token_hex(6)}.goat-export"
+        staging.mkdir()  # the mode a new folder gets (0777 less the umask)
+        for rel, text in files:
+            target = contain(staging, rel)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write(target, text.encode("utf-8"))
+        atomic_write(staging / MANIFEST_NAME, data.encode("utf-8"))
+        if not directory.exists() or (directory.is_dir() and not any(directory.iterdir())):
+            os.replace(staging, directory)  # an empty folder is replaced in one step
+            staging = None
+            return
+        for rel, _text in files:  # --force into a folder that holds files
+            target = contain(directory, rel)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(contain(staging, rel), target)
+        os.replace(staging / MANIFEST_NAME, directory / MANIFEST_NAME)
+    except OSError as exc:
+        where = getattr(exc, "filename", None) or directory
+        if StoreUnwritable.from_os_error(exc, where) is None:
+            raise
+        full = exc.errno in StoreUnwritable.FULL_ERRNOS
+        raise StoreUnwritable(
+            f"cannot write the export at {where}: "
+            f"{'the disk is full' if full else 'it is read-only'} "
+            f"({exc.strerror or type(exc).__name__}); {directory} was left as it was",
+            path=str(where),
+            reason="full" if full else "read-only",
+        ) from None
+    finally:
+        if staging is not None:
+            shutil.rmtree(staging, ignore_errors=True)
 
 
 def manifest_for(
@@ -222,7 +263,7 @@ def _refuse(directory: Path, problems: list[str]) -> BadInput:
 
 def _safe_rel(directory: Path, rel: str) -> str | None:
     """Why ``rel`` cannot be a page path under ``directory`` (the containment rules of
-    :func:`goat_core.filestore.contain`: traversal, absolute, backslash, reserved names,
+    :func:`goat_core.filestore.contain`: traversal, absolute, NUL, reserved names,
     symlink escape), or ``None``."""
     from goat_core.filestore import contain
 

@@ -328,3 +328,104 @@ def test_a_copy_never_duplicates_an_id_in_the_destination(
     assert [i.outcome for i in report.items] == [TransferOutcome.STORED]
     assert "id" not in team.get_page("elsewhere.md").frontmatter
     assert team.get_page("deploy-42").body == "The team's own page.\n"
+
+
+POSIX_NAMES = ["x:y.md", "50%2e.md", "a\\b.md"]
+
+
+def test_posix_file_names_export_import_copy_show_and_forget(
+    tmp_path: Path, host: SyncMemoryHost
+) -> None:
+    """The exact input: ``SRC/x:y.md``, ``SRC/50%2e.md`` and ``SRC/a\\b.md`` beside plain
+    notes. Colons, percent signs and backslashes are legal POSIX file names: export writes
+    them all with the manifest, import, copy, show and forget take them by path."""
+    home, src = tmp_path / "home", tmp_path / "SRC"
+    src.mkdir()
+    for n in "abcd":
+        (src / f"{n}.md").write_text(f"note {n}\n", encoding="utf-8")
+    for name in POSIX_NAMES:
+        (src / name).write_text(f"legal {name}\n", encoding="utf-8")
+    host.bind(Scope.pen("s"), "markdown", {"root": str(src)})
+    host.bind(Scope.pen("t"), "markdown", {})
+    host.bind(Scope.pen("u"), "markdown", {})
+
+    code, out = _goat(home, "export", str(tmp_path / "e"), "--pen", "s")
+    assert code == 0, out
+    manifest = json.loads((tmp_path / "e" / "goat-export.json").read_text())
+    assert sorted(p["path"] for p in manifest["pages"]) == sorted(
+        [*POSIX_NAMES, "a.md", "b.md", "c.md", "d.md"]
+    )
+    code, out = _goat(home, "import", str(tmp_path / "e"), "--pen", "t", "--json")
+    assert code == 0 and json.loads(out)["summary"]["copied"] == 7, out
+    for name in POSIX_NAMES:
+        code, out = _goat(home, "show", name, "--pen", "t")
+        assert code == 0 and f"legal {name}" in out, out
+        code, out = _goat(home, "copy", name, "--to-pen", "u", "--pen", "s")
+        assert code == 0, out
+        code, out = _goat(home, "forget", name, "--pen", "s")
+        assert code == 0, out
+        assert not (src / name).exists()
+    assert sorted(p.name for p in (home / "data" / "stores" / "pens" / "u").iterdir()) == sorted(
+        POSIX_NAMES
+    )
+
+
+def _listing(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir())
+
+
+def test_an_export_with_a_refused_path_writes_nothing(tmp_path: Path, host: SyncMemoryHost) -> None:
+    """A store holding ``CON.md`` (a reserved device name a bundle cannot carry): every
+    path is checked before the first write, so the export is refused (exit 2) and neither
+    DIR nor a staging folder exists afterwards."""
+    home, src = tmp_path / "home", tmp_path / "SRC"
+    src.mkdir()
+    for n in "abcd":
+        (src / f"{n}.md").write_text(f"note {n}\n", encoding="utf-8")
+    (src / "CON.md").write_text("device\n", encoding="utf-8")
+    host.bind(Scope.pen("s"), "markdown", {"root": str(src)})
+    (tmp_path / "out").mkdir()
+    code, out = _goat(home, "export", str(tmp_path / "out" / "e"), "--pen", "s")
+    assert code == 2 and "reserved device name" in out, out
+    assert _listing(tmp_path / "out") == []
+
+
+@pytest.mark.parametrize("force", [False, True])
+def test_an_export_failing_midway_leaves_no_partial_bundle(
+    tmp_path: Path, host: SyncMemoryHost, monkeypatch: pytest.MonkeyPatch, force: bool
+) -> None:
+    """The third file write of an export fails with ENOSPC: exit 6 naming the path, and DIR
+    is as it was (absent; or, with ``--force``, its one old file and nothing else), with no
+    staging folder left beside it."""
+    import errno
+
+    import goat_core.filestore as filestore
+
+    home, src = tmp_path / "home", tmp_path / "SRC"
+    src.mkdir()
+    for n in "abcde":
+        (src / f"{n}.md").write_text(f"note {n}\n", encoding="utf-8")
+    host.bind(Scope.pen("s"), "markdown", {"root": str(src)})
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    target = out_dir / "e"
+    if force:
+        target.mkdir()
+        (target / "old.md").write_text("kept\n", encoding="utf-8")
+    real = filestore.atomic_write
+    calls: list[Path] = []
+
+    def failing(path: Path, data: bytes, **kw: object) -> str:
+        calls.append(path)
+        if len(calls) == 3:
+            raise OSError(errno.ENOSPC, "No space left on device", str(path))
+        return real(path, data, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(filestore, "atomic_write", failing)
+    args = ["export", str(target), "--pen", "s", *(["--force"] if force else [])]
+    code, out = _goat(home, *args)
+    assert code == 6, out
+    assert "cannot write the export at" in out and "the disk is full" in out, out
+    assert _listing(out_dir) == (["e"] if force else [])
+    if force:
+        assert _listing(target) == ["old.md"]
