@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from goat_core.contract import Binding, Scope
-from goat_core.errors import ConfigError, Conflict, NotFound
+from goat_core.errors import ConfigError, Conflict, NotFound, StoreUnwritable
 from goat_core.host import GoatHome
 from goat_core.host import _config as config_mod
 from goat_core.host._config import (
@@ -167,7 +167,9 @@ def test_atomic_save_leaves_nothing_on_failure(
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(config_mod.os, "replace", fail)
-    with pytest.raises(ConfigError, match=r"cannot write .*memory\.json: No space left"):
+    with pytest.raises(
+        StoreUnwritable, match=r"configuration at .*memory\.json: the disk is full \(No space left"
+    ):
         save_config(home, original.with_binding(PEN_A, _md("pen-alpha")))
     assert home.config_path.read_bytes() == before
     assert sorted(p.name for p in home.config_dir.iterdir()) == ["memory.json"]

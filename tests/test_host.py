@@ -32,6 +32,7 @@ from goat_core.errors import (
     ProviderUnavailable,
     Rejected,
     ScopeError,
+    StoreUnwritable,
     TooLarge,
 )
 from goat_core.host import (
@@ -535,7 +536,7 @@ async def test_failed_save_leaves_no_api_key_behind(
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr("goat_core.host._config.write_owner_only", full_disk)
-    with pytest.raises(ConfigError, match="No space left on device"):
+    with pytest.raises(StoreUnwritable, match="No space left on device"):
         await host.bind(Scope.pen("team"), "reference_bank", BANK, api_key="sk-orphan-1")
     assert CredentialStore(home).get("pen-team", "api_key") is None
     assert not home.config_path.exists()

@@ -50,7 +50,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from goat_core.contract import Binding, ProviderSpec, Scope
-from goat_core.errors import ConfigError, Conflict, NotFound, ScopeError
+from goat_core.errors import ConfigError, Conflict, GoatError, NotFound, ScopeError, StoreUnwritable
 from goat_core.filestore import atomic_write
 from goat_core.host._home import GoatHome
 
@@ -548,6 +548,7 @@ def save_config(home: GoatHome, config: Config) -> Path:
 
     :raises ConfigError: a setting looks like a secret (secrets belong in the credential
         store), or the file could not be written (nothing changed).
+    :raises StoreUnwritable: the home is full or read-only (exit 6; nothing changed).
     """
     problems = [p for b in config.bindings.values() for p in _secret_problems(b)]
     if problems:
@@ -559,5 +560,22 @@ def save_config(home: GoatHome, config: Config) -> Path:
     try:
         write_owner_only(path, _render(config))
     except OSError as exc:
-        raise ConfigError(f"cannot write {path}: {exc.strerror or exc}") from exc
+        raise config_unwritable(exc, path) from None
     return path
+
+
+def config_unwritable(exc: OSError, path: Path) -> GoatError:
+    """The typed error of a failed write of the GOAT home's configuration (``memory.json``
+    or its lock): :class:`StoreUnwritable` (exit 6) naming ``path`` when the home is full
+    or read-only, else :class:`ConfigError`. Nothing of the change landed either way."""
+    where = getattr(exc, "filename", None) or path
+    if StoreUnwritable.from_os_error(exc, where) is None:
+        return ConfigError(f"cannot write {where}: {exc.strerror or exc}; nothing was changed")
+    full = exc.errno in StoreUnwritable.FULL_ERRNOS
+    return StoreUnwritable(
+        f"cannot write the GOAT home's configuration at {where}: "
+        f"{'the disk is full' if full else 'it is read-only'} "
+        f"({exc.strerror or type(exc).__name__}); memory.json was not changed",
+        path=str(where),
+        reason="full" if full else "read-only",
+    )

@@ -23,7 +23,13 @@ from goat_core.contract import (
 )
 from goat_core.errors import ConfigError, GoatError, NotFound, ProviderUnavailable, ScopeError
 from goat_core.filestore import StoreLock
-from goat_core.host._config import Config, legacy_decoders, load_config, save_config
+from goat_core.host._config import (
+    Config,
+    config_unwritable,
+    legacy_decoders,
+    load_config,
+    save_config,
+)
 from goat_core.host._connect import GuardedConnect
 from goat_core.host._context import MemoryContext
 from goat_core.host._credentials import CredentialStore
@@ -42,6 +48,17 @@ def _validation_message(exc: ValidationError) -> str:
         loc = ".".join(str(p) for p in err.get("loc", ())) or "settings"
         parts.append(f"{loc}: {err.get('msg')}")
     return "; ".join(parts)
+
+
+class _ConfigLock(StoreLock):
+    """The ``memory.json`` lock, whose file a read-only or full home cannot hold: that is
+    the typed :class:`StoreUnwritable` (exit 6), never a raw ``OSError``."""
+
+    def acquire(self) -> None:
+        try:
+            super().acquire()
+        except OSError as exc:
+            raise config_unwritable(exc, self.lock_path) from None
 
 
 @dataclass
@@ -97,8 +114,10 @@ class HostBase(ABC):
     def _config_lock(self) -> Any:
         """The cross-process lock around a read-modify-write of ``memory.json`` (a lock file
         under the GOAT home), so two processes binding at once never lose a binding; the
-        config is re-read inside it. :raises Conflict: not obtained within 10 s."""
-        return StoreLock(self.home.lock_dir / "memory-json.lock")
+        config is re-read inside it. :raises Conflict: not obtained within 10 s.
+        :raises StoreUnwritable: the GOAT home is read-only or full (the lock file cannot
+            be made or opened), naming the path; ``memory.json`` is untouched."""
+        return _ConfigLock(self.home.lock_dir / "memory-json.lock")
 
     def _save(self, config: Config) -> Path:
         path = save_config(self.home, config)

@@ -298,3 +298,59 @@ def test_check_warns_of_a_vault_on_a_full_or_read_only_tmpfs(
             f" folder {vault} is {fault} (reads work, writes fail)\n"
         )
         assert goat("show", "Note").stdout == "a note\n"
+
+
+@pytest.mark.parametrize(
+    ("fault", "said"), [("read-only", "it is read-only"), ("full", "the disk is full")]
+)
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("bind", "--pen", "v4", "markdown", "--no-connect"),
+        ("unbind", "--pen", "v3"),
+        ("disable", "--pen", "v3"),
+    ],
+)
+def test_config_writes_on_an_unwritable_home_exit_6(
+    goat_home: Path, tmp_path: Path, fault: str, said: str, args: tuple[str, ...]
+) -> None:
+    """The exact input: ``goat bind`` / ``unbind`` / ``disable`` with the GOAT home
+    read-only or full (was exit 1 "unexpected OSError ... memory-json.lock", and exit 2
+    "cannot write memory.json" when full): ``StoreUnwritable`` exit 6 naming the path, and
+    memory.json byte for byte as it was."""
+    from goat_core.testing.conformance.faults import Fault, filesystem_fault
+
+    vault = _vault(tmp_path)
+    assert goat("bind", "--pen", "v3", "markdown", "--set", f"root={vault}").exit_code == 0
+    config = goat_home / "memory.json"
+    before = config.read_bytes()
+    kind = Fault.READ_ONLY if fault == "read-only" else Fault.DISK_FULL
+    with filesystem_fault(goat_home, kind):
+        result = CliRunner().invoke(cli, list(args))
+    assert result.exit_code == 6, result.output
+    assert said in result.output and str(goat_home) in result.output, result.output
+    assert "unexpected" not in result.output
+    assert config.read_bytes() == before
+
+
+def test_a_full_config_folder_fails_the_save_with_exit_6(tmp_path: Path) -> None:
+    """The lock (under the data folder) is taken, then ``memory.json`` cannot be written
+    because its folder is full: ``StoreUnwritable`` naming memory.json's folder, nothing
+    changed."""
+    from goat_core.contract import Scope
+    from goat_core.errors import StoreUnwritable
+    from goat_core.host import SyncMemoryHost
+    from goat_core.testing.conformance.faults import Fault, filesystem_fault
+
+    home = GoatHome(config_dir=tmp_path / "config", data_dir=tmp_path / "data")
+    vault = _vault(tmp_path)
+    with SyncMemoryHost(home=home) as host:
+        host.bind(Scope.pen("v3"), "markdown", {"root": str(vault)})
+        before = home.config_path.read_bytes()
+        with (
+            filesystem_fault(home.config_dir, Fault.DISK_FULL),
+            pytest.raises(StoreUnwritable, match="the disk is full") as info,
+        ):
+            host.bind(Scope.pen("v4"), "markdown", {})
+    assert info.value.exit_code == 6 and str(home.config_dir) in info.value.path
+    assert home.config_path.read_bytes() == before
