@@ -40,7 +40,13 @@ from goat_core.contract import (
     ReceiptStatus,
     normalize_pen_id,
 )
-from goat_core.errors import NotFound, PathError, ScopeError, StoreUnwritable
+from goat_core.errors import (
+    NotFound,
+    PathError,
+    ProviderUnavailable,
+    ScopeError,
+    StoreUnwritable,
+)
 from goat_core.filestore._files import (
     StoreLock,
     WalkResult,
@@ -242,10 +248,20 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
         return note
 
     def _index_open(self) -> SearchIndex:
+        """The store's search index; on a GOAT home that cannot hold one yet (full or
+        read-only before the file was made), one in memory that reads sync from the notes
+        and say so, and that refuses writes (:class:`~goat_core.filestore.search.MemoryIndex`)."""
         if self._index is None:
             from goat_core.filestore._pages import open_search_index
+            from goat_core.filestore.search import MemoryIndex
 
-            self._index = open_search_index(self._index_path)
+            try:
+                self._index = open_search_index(self._index_path)
+            except (OSError, ProviderUnavailable) as exc:
+                fault = MemoryIndex.fault_of(exc, self._index_path)
+                if fault is None:
+                    raise
+                self._index = MemoryIndex(self._index_path, fault)
         return self._index
 
     def _whole_read(self, read: Callable[[], T]) -> T:
@@ -576,6 +592,8 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
         ``check``: first commit a write to the index, so a write fails before it changes a
         note (a note written while the index then fails stays written; the index catches up
         at a later sync and reads say ``degraded`` until then)."""
+        if getattr(self._index, "in_memory", False):  # the disk may have room now: try again
+            self._close()
         index = self._index_open()
         if check:
             index.check_writable()

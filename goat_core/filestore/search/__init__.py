@@ -78,6 +78,7 @@ from goat_core.filestore.search._index import (
     SCHEMA_VERSION,
     SearchIndex,
 )
+from goat_core.filestore.search._memory import MemoryIndex
 from goat_core.filestore.search._query import (
     ENGLISH_STOP_WORDS,
     MAX_QUERY_TERMS,
@@ -126,6 +127,7 @@ __all__ = [
     "Fusion",
     "IndexStats",
     "IndexedDoc",
+    "MemoryIndex",
     "SearchHit",
     "SearchIndex",
     "SearchResults",

@@ -127,6 +127,11 @@ def behind_reason(index: Any) -> str:
     if fault is None:
         return ""
     what = "is full" if fault.reason == "full" else "is read-only"
+    if getattr(index, "in_memory", False):
+        return (
+            f"the search index {index.db_path} could not be created (its disk {what}); "
+            "answered from a scan of the notes, indexed in memory for this read"
+        )
     return (
         f"the search index {index.db_path} could not take the notes' latest changes (its disk"
         f" {what}); answered from what it held before, which may miss or misrank changed notes"

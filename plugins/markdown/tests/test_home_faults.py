@@ -354,3 +354,85 @@ def test_a_full_config_folder_fails_the_save_with_exit_6(tmp_path: Path) -> None
             host.bind(Scope.pen("v4"), "markdown", {})
     assert info.value.exit_code == 6 and str(home.config_dir) in info.value.path
     assert home.config_path.read_bytes() == before
+
+
+@pytest.mark.parametrize("fault", ["full", "read-only"])
+def test_reads_work_on_a_full_or_read_only_home_that_has_no_index_yet(
+    tmp_path: Path, fault: str
+) -> None:
+    """The exact input: ``goat bind --pen v3 markdown --set root=VAULT --no-connect`` with
+    the GOAT home on a 2 MiB tmpfs, then the tmpfs filled (or remounted read-only) before
+    any index was made; ``goat show Home --pen v3`` exited 6 "nothing was stored". Now
+    show, pages and recall answer from a scan of the notes (recall and pages say so in
+    ``degraded``), and only a write exits 6."""
+    vault = _vault(tmp_path)
+    (vault / "Home.md").write_text("Welcome home: the storm log is kept here.\n", encoding="utf-8")
+    with _tmpfs(tmp_path / "home", "2m") as home:
+        env = {**os.environ, "GOAT_HOME": str(home), "GOAT_LOAD_PLUGINS": "markdown"}
+
+        def run(*args: str) -> subprocess.CompletedProcess[str]:
+            return subprocess.run(
+                [sys.executable, "-m", "goat_core.cli", *args, "--pen", "v3"],
+                capture_output=True,
+                text=True,
+                env=env,
+                timeout=120,
+            )
+
+        bound = run("bind", "markdown", "--set", f"root={vault}", "--no-connect")
+        assert bound.returncode == 0, bound.stderr
+        db = GoatHome.at(home).index_path(vault)
+        assert not db.exists()
+        if fault == "full":
+            _fill(home)
+        else:
+            subprocess.run(["mount", "-o", "remount,ro", str(home)], check=True)
+        what = "is full" if fault == "full" else "is read-only"
+        reason = (
+            f"the search index {db} could not be created (its disk {what}); answered from a "
+            "scan of the notes, indexed in memory for this read"
+        )
+        shown = run("show", "Home")
+        assert shown.returncode == 0, shown.stderr
+        assert shown.stdout == "Welcome home: the storm log is kept here.\n"
+        pages = run("pages", "--json")
+        assert pages.returncode == 0, pages.stderr
+        listed = json.loads(pages.stdout)
+        assert [p["id"] for p in listed["items"]] == ["Harbour.md", "Home.md", "Lighthouse.md"]
+        assert listed["degraded"] == [reason]  # the listing itself is whole: a walk
+        recall = run("recall", "storm", "--json")
+        assert recall.returncode == 0, recall.stderr
+        found = json.loads(recall.stdout)
+        assert {i["id"] for i in found["items"]} == {"Home.md", "Lighthouse.md"}
+        assert found["complete"] is False and found["degraded"] == [reason]
+        assert "nothing was stored" not in shown.stderr + pages.stderr + recall.stderr
+        remembered = run("remember", "a new note", "--title", "New")
+        assert remembered.returncode == 6, remembered.stderr
+        assert f"cannot write the search index {db}: " in remembered.stderr
+        assert not (vault / "New.md").exists()
+
+
+@pytest.mark.parametrize("fault", ["full", "read-only"])
+def test_reads_work_when_the_index_folder_cannot_even_be_made(
+    goat_home: Path, tmp_path: Path, fault: str
+) -> None:
+    """Injected (no mount needed): a new binding's GOAT home turns full or read-only before
+    ``data/index`` exists. ``show``, ``pages`` and ``recall`` exit 0 (degraded, naming the
+    index), ``remember`` exits 6 and writes no note."""
+    from goat_core.testing.conformance.faults import Fault, filesystem_fault
+
+    vault = _vault(tmp_path)
+    assert goat("bind", "--pen", "v3", "markdown", "--set", f"root={vault}").exit_code == 0
+    assert not (goat_home / "data" / "index").exists()
+    kind = Fault.READ_ONLY if fault == "read-only" else Fault.DISK_FULL
+    with filesystem_fault(goat_home, kind):
+        shown = CliRunner().invoke(cli, ["show", "Lighthouse keeper", "--pen", "v3"])
+        listed = CliRunner().invoke(cli, ["pages", "--pen", "v3", "--json"])
+        found = CliRunner().invoke(cli, ["recall", "storm", "--pen", "v3", "--json"])
+        wrote = CliRunner().invoke(cli, ["remember", "x", "--title", "Y", "--pen", "v3"])
+    assert shown.exit_code == 0 and "The keeper logs every storm." in shown.output
+    assert listed.exit_code == 0 and "could not be created" in listed.output, listed.output
+    assert found.exit_code == 0, found.output
+    data = json.loads(found.stdout)
+    assert [i["id"] for i in data["items"]] == ["Lighthouse.md"] and data["complete"] is False
+    assert wrote.exit_code == 6 and not (vault / "Y.md").exists(), wrote.output
