@@ -72,6 +72,26 @@ def content_hashes(notes: Iterable[Any]) -> dict[str, str]:
     return {hashlib.sha256(n.text.encode("utf-8")).hexdigest(): n.path for n in notes}
 
 
+#: The keys an export adds to a page's frontmatter where missing (docs/design.md, Bundles).
+OKF_KEYS = frozenset({"type", "title", "timestamp"})
+
+
+def is_export_of(page: TransferPage, note: Any) -> bool:
+    """Whether ``page`` (a bundle file whose manifest names ``note``'s hash as its
+    ``source_sha256``) really is ``note`` as an export writes it: the body byte for byte,
+    and the frontmatter the note's plus only OKF's ``type``, ``title`` and ``timestamp``
+    where the note had none. A manifest is only a claim: a new page claiming an existing
+    page's hash is not that page's duplicate."""
+    from goat_core.filestore._frontmatter import parse_note
+
+    parsed = parse_note(page.text)
+    if parsed.error is not None or parsed.body != note.body:
+        return False
+    added = {k: v for k, v in parsed.data.items() if k not in note.data}
+    kept = {k: v for k, v in parsed.data.items() if k in note.data}
+    return set(added) <= OKF_KEYS and kept == note.data
+
+
 def note_text(page: TransferPage, text: str | None = None) -> str:
     """The note written for ``page``: its transferred text (frontmatter and body, every byte
     kept) with the provenance key set (a text without frontmatter gets a block in front), or
@@ -139,6 +159,7 @@ def import_into_folder(
     # the pages the store holds byte for byte: an export of this very store imported back
     # (the manifest's source_sha256) finds its pages unchanged, not taken by "other content"
     held = content_hashes(notes)
+    by_path = {n.path: n for n in notes}
     ids = {n.fm_id for n in notes if n.fm_id is not None}
     used = {_fold(p) for p in taken}
     plans: list[ImportPlan] = []
@@ -149,12 +170,14 @@ def import_into_folder(
                 for where, h in (
                     (hashes, page.sha256),
                     (held, page.sha256),
-                    (held, page.origin_sha256),
                 )
                 if h is not None and h in where
             ),
             None,
         )
+        origin = held.get(page.origin_sha256) if page.origin_sha256 is not None else None
+        if known is None and origin is not None and is_export_of(page, by_path[origin]):
+            known = origin
         if known is not None:
             plans.append(ImportPlan(page, known, _O.DUPLICATE))
             continue

@@ -429,3 +429,49 @@ def test_an_export_failing_midway_leaves_no_partial_bundle(
     assert _listing(out_dir) == (["e"] if force else [])
     if force:
         assert _listing(target) == ["old.md"]
+
+
+@pytest.mark.parametrize(
+    "claim",
+    [
+        "---\ntitle: New\n---\nnew content nobody has\n",  # a new page
+        "---\ntitle: Typed values\n---\nTyped body, changed\n",  # Typed.md's title, new body
+    ],
+)
+def test_a_manifest_cannot_hide_a_new_page_as_a_duplicate(
+    tmp_path: Path, host: SyncMemoryHost, claim: str
+) -> None:
+    """The exact input: a bundle exported from a Pen, then ``New.md`` added to it with
+    new content and a manifest entry whose ``source_sha256`` is ``Typed.md``'s. The
+    manifest is a claim: the page is not ``Typed.md`` as an export writes it, so it is
+    imported (copied 1), never reported a duplicate of ``Typed.md``."""
+    home, bundle, vault = tmp_path / "home", tmp_path / "bundle", tmp_path / "vault"
+    vault.mkdir()
+    (vault / "Typed.md").write_text(TYPED, encoding="utf-8")
+    host.bind(Scope.pen("docs"), "markdown", {"root": str(vault)})
+    code, out = _goat(home, "export", str(bundle), "--pen", "docs")
+    assert code == 0, out
+    manifest = json.loads((bundle / "goat-export.json").read_text())
+    (typed,) = manifest["pages"]
+    (bundle / "New.md").write_text(claim, encoding="utf-8")
+    manifest["pages"].append(
+        {
+            "path": "New.md",
+            "id": "New.md",
+            "sha256": hashlib.sha256(claim.encode()).hexdigest(),
+            "source_sha256": typed["source_sha256"],
+        }
+    )
+    manifest["counts"]["pages"] = 2
+    (bundle / "goat-export.json").write_text(json.dumps(manifest), encoding="utf-8")
+
+    code, out = _goat(home, "import", str(bundle), "--pen", "docs", "--json")
+    assert code == 0, out
+    report = json.loads(out)
+    outcomes = {i["source"]: (i["outcome"], i["target"]) for i in report["items"]}
+    assert outcomes["New.md"] == ("stored", "New.md"), outcomes
+    assert outcomes["Typed.md"][0] == "duplicate"
+    assert (
+        parse_note((vault / "New.md").read_text(encoding="utf-8")).body
+        == claim.split("---\n", 2)[2]
+    )
