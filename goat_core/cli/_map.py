@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from goat_core.cli._options import _scope, memory_options, open_memory
-from goat_core.cli._output import _err, _one_line, _table, emit_json
+from goat_core.cli._output import _err, _one_line, _shown, _table, emit_json
 from goat_core.errors import BadInput
 
 if TYPE_CHECKING:
@@ -101,7 +101,7 @@ def map_cmd(html: Path | None, pen: str | None, as_json: bool, home: Path | None
     elif html is not None:
         click.echo(f"wrote {html} ({len(link_map.nodes)} pages, {len(link_map.edges)} links)")
     else:
-        click.echo(_map_outline(link_map) or "no pages")
+        click.echo(_shown(_map_outline(link_map)) or "no pages")
     for reason in link_map.degraded:
         _err(f"goat: warning: {_one_line(reason)}")
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from goat_core.cli._options import _scope, memory_options, open_memory
-from goat_core.cli._output import _err, _one_line, _table, _to_json, emit_json
+from goat_core.cli._output import _err, _one_line, _shown, _table, _to_json, emit_json
 
 if TYPE_CHECKING:
     from goat_core.contract import RecallItem, Receipt
@@ -153,7 +153,7 @@ def forget_cmd(page: str, pen: str | None, as_json: bool, home: Path | None) -> 
 def _snippet_shown(item: RecallItem, styled: bool) -> str:
     """A recall row's snippet: its matched words bold when ``styled`` (a terminal without
     ``NO_COLOR``), else the plain text as the provider gave it, no markup."""
-    text = item.snippet
+    text = _shown(item.snippet)
     if not styled or not item.snippet_spans:
         return text
     out: list[str] = []
@@ -198,7 +198,11 @@ def recall_cmd(query: str, limit: int, pen: str | None, as_json: bool, home: Pat
         click.echo(f"no matches in {result.scope}")
     styled = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
     rows = [
-        [f"{item.score:.2f}", item.path or item.id, _one_line(_snippet_shown(item, styled))]
+        [
+            f"{item.score:.2f}",
+            _shown(item.path or item.id),
+            _one_line(_snippet_shown(item, styled)),
+        ]
         for item in result.items
     ]
     if rows:
@@ -217,12 +221,12 @@ def reflect_cmd(query: str, pen: str | None, as_json: bool, home: Path | None) -
     if as_json:
         emit_json(_to_json(reflection))
         return
-    click.echo(reflection.text)
+    click.echo(_shown(reflection.text))
     if reflection.based_on:
         click.echo("")
         click.echo("based on:")
         for item in reflection.based_on:
-            click.echo(f"  {item.path or item.id}  {item.title}")
+            click.echo(_shown(f"  {item.path or item.id}  {item.title}"))
     _print_degraded(True, reflection.degraded)
 
 
@@ -239,7 +243,7 @@ def pages_cmd(
     if as_json:
         emit_json(listing.to_json())
         return
-    rows = [[item.path or item.id, item.title] for item in listing.items]
+    rows = [[_shown(item.path or item.id), _shown(item.title)] for item in listing.items]
     if rows:
         click.echo(_table(rows, ["PAGE", "TITLE"]))
     else:
@@ -261,7 +265,7 @@ def show_cmd(page: str, pen: str | None, as_json: bool, home: Path | None) -> No
     if as_json:
         emit_json(found.to_json())
         return
-    body = found.body
+    body = _shown(found.body.replace("\r\n", "\n"))  # a terminal gets no control codes
     click.echo(body if body.endswith("\n") else body + "\n", nl=False)
 
 

@@ -1,0 +1,65 @@
+"""Note content never reaches a terminal as control codes (``goat recall``, ``pages``,
+``show``, ``map``): an escape sequence in a note could clear the screen or set the window
+title. Text output shows each control character (but tab and newline) as one visible
+character; ``--json`` keeps the text exact (JSON escapes it)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from goat_core.cli import cli
+
+EVIL = "evil \x1b]0;pwned\x07 \x1b[2J storm here\x9b\x7f\r\nline two\tend\n"
+CONTROLS = [chr(c) for c in range(0x20) if chr(c) not in "\t\n"] + ["\x7f"]
+CONTROLS += [chr(c) for c in range(0x80, 0xA0)]
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    vault = tmp_path / "v"
+    vault.mkdir()
+    (vault / "Evil.md").write_text(EVIL, encoding="utf-8", newline="")
+    (vault / "Titled.md").write_text(
+        '---\ntitle: "t\\e[31mred\\e]0;x\\a"\n---\nstorm [[Evil]]\n', encoding="utf-8"
+    )
+    home = tmp_path / "home"
+    bound = CliRunner().invoke(
+        cli, ["bind", "--pen", "e", "markdown", "--set", f"root={vault}", "--home", str(home)]
+    )
+    assert bound.exit_code == 0, bound.output
+    return home
+
+
+def _goat(home: Path, *args: str) -> str:
+    result = CliRunner().invoke(cli, [*args, "--pen", "e", "--home", str(home)])
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def _no_controls(text: str) -> None:
+    assert not [c for c in text if c in CONTROLS], repr(text)
+
+
+def test_recall_pages_show_and_map_show_control_characters(home: Path) -> None:
+    """The exact input ``printf 'evil \\033]0;pwned\\007 \\033[2J …'`` in a note's body, and
+    ESC/BEL in a title."""
+    recalled = _goat(home, "recall", "storm")
+    _no_controls(recalled)
+    assert "evil \u241b]0;pwned\u2407 \u241b[2J storm here" in recalled
+    pages = _goat(home, "pages")
+    _no_controls(pages)
+    assert "t\u241b[31mred\u241b]0;x\u2407" in pages
+    shown = _goat(home, "show", "Evil")
+    _no_controls(shown)
+    assert shown == "evil \u241b]0;pwned\u2407 \u241b[2J storm here\ufffd\u2421\nline two\tend\n"
+    _no_controls(_goat(home, "map"))
+
+
+def test_json_keeps_the_text_exact(home: Path) -> None:
+    page = json.loads(_goat(home, "show", "Evil", "--json"))
+    assert page["body"] == EVIL
+    listing = json.loads(_goat(home, "pages", "--json"))
+    assert "t\x1b[31mred\x1b]0;x\x07" in [i["title"] for i in listing["items"]]
