@@ -160,6 +160,9 @@ def test_bad_bundle_is_refused_whole(
         read_bundle(root)
     assert message in str(info.value)
     assert info.value.exit_code == 2
+    # each problem names its own rule once: never "(rule bundle-hash) (rule bundle)"
+    assert str(info.value).count("(rule ") == str(info.value).count("; ") + 1
+    assert not str(info.value).endswith(") (rule bundle)")
 
 
 def test_missing_bundle_is_not_found(tmp_path: Path) -> None:

@@ -70,7 +70,7 @@ def _map_outline(link_map: LinkMap) -> str:
     # the same counts as the HTML map's header: distinct missing targets, as Obsidian's graph
     # draws one unresolved node per name, plus how many links point at them
     lines.append(
-        f"{len(link_map.nodes)} pages, {len(link_map.edges)} links: "
+        f"{_count(len(link_map.nodes), 'page')}, {_count(len(link_map.edges), 'link')}: "
         f"{missing['note']} to {_count(len(targets['note']), 'missing note')}, "
         f"{missing['attachment']} to {_count(len(targets['attachment']), 'missing attachment')}"
     )
@@ -99,7 +99,8 @@ def map_cmd(html: Path | None, pen: str | None, as_json: bool, home: Path | None
     if as_json:
         emit_json(link_map.to_json())
     elif html is not None:
-        click.echo(f"wrote {html} ({len(link_map.nodes)} pages, {len(link_map.edges)} links)")
+        nodes, edges = _count(len(link_map.nodes), "page"), _count(len(link_map.edges), "link")
+        click.echo(f"wrote {html} ({nodes}, {edges})")
     else:
         click.echo(_shown(_map_outline(link_map)) or "no pages")
     for reason in link_map.degraded:

@@ -69,8 +69,9 @@ def _table(rows: Sequence[Sequence[str]], headers: Sequence[str] | None = None) 
 def _fail(exc: GoatError) -> NoReturn:
     """Report a deliberate error as one line (plus candidates) and exit with its code."""
     _err(f"goat: error: {_one_line(exc.message if hasattr(exc, 'message') else str(exc))}")
-    if isinstance(exc, Ambiguous):
-        for candidate in exc.candidates:
+    message = str(exc)
+    if isinstance(exc, Ambiguous) and not all(c in message for c in exc.candidates):
+        for candidate in exc.candidates:  # one a line, unless the message named them all
             _err(f"  {candidate}")
     raise click.exceptions.Exit(exc.exit_code)
 

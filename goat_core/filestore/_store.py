@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Generic, TypeVar
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 
 from goat_core.contract import (
     Connections,
@@ -82,6 +82,11 @@ def absolute_store_root(value: Path | None) -> Path | None:
 StoreRoot = Annotated[Path | None, AfterValidator(absolute_store_root)]
 
 
+def _blank_is_none(value: Any) -> Any:
+    """``embedder=`` (empty, as a user clears it) means no embedder."""
+    return None if isinstance(value, str) and not value.strip() else value
+
+
 class FolderStoreSettings(BaseModel):
     """Settings of a folder store: frozen, unknown keys refused, and ``root``. A subclass
     re-declares ``root`` (``root: StoreRoot = Field(default=None, description=...)``) only
@@ -96,12 +101,13 @@ class FolderStoreSettings(BaseModel):
             "the scope's store under the GOAT home data folder, created on first use."
         ),
     )
-    embedder: str | None = Field(
+    embedder: Annotated[str | None, BeforeValidator(_blank_is_none)] = Field(
         default=None,
         pattern=r"^[a-z0-9][a-z0-9._-]{0,63}$",
         description=(
             "Embedder for semantic recall (`goat embedders` lists the installed ones): recall "
-            "fuses keyword and vector rankings. Default: keyword recall only."
+            "fuses keyword and vector rankings. Default (or empty, `embedder=`): keyword "
+            "recall only."
         ),
     )
 

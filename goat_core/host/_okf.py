@@ -256,9 +256,8 @@ def _refuse(directory: Path, problems: list[str]) -> BadInput:
     shown = "; ".join(problems[:_SHOWN_PROBLEMS])
     more = len(problems) - _SHOWN_PROBLEMS
     tail = f"; and {more} more" if more > 0 else ""
-    return BadInput(
-        f"bundle {directory} refused, nothing was imported: {shown}{tail} (rule bundle)"
-    )
+    # each problem names its own rule (``bundle-hash``, ``bundle-file``...)
+    return BadInput(f"bundle {directory} refused, nothing was imported: {shown}{tail}")
 
 
 def _safe_rel(directory: Path, rel: str) -> str | None:

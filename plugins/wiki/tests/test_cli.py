@@ -44,7 +44,7 @@ def test_wiki_commands_on_a_bound_vault(goat_home: Path, tmp_path: Path) -> None
     again = goat("wiki", "ingest", str(docs / "a"), "--pen", "w")
     assert again.exit_code == 0
     assert "0 source(s) added, 1 already present" in again.stdout
-    assert "present id docs/a/readme.md" in again.stdout  # ids, as `write --source` takes
+    assert "present docs/a/readme.md\n" in again.stdout  # ids, as `write --source` takes
 
     page = tmp_path / "page.md"
     page.write_text("Joins [[Projects/Plan]] with the alpha source. Quokka.\n")
@@ -132,7 +132,7 @@ def test_ingest_progress_goes_to_stderr(goat_home: Path, tmp_path: Path) -> None
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == "5 source(s) added, 0 already present, 0 skipped; 5 in the wiki\n" + (
-        "".join(f"added   id docs/n{i}.md\n" for i in range(5))
+        "".join(f"added   docs/n{i}.md\n" for i in range(5))
     )
     assert "ingesting" in proc.stderr
 

@@ -104,9 +104,9 @@ def ingest_cmd(path: Path, pen: str | None, home: Path | None, as_json: bool) ->
     )
     # each line names the source's id (what `goat wiki write --source ID` takes), not a path
     for source_id in result["added"]:
-        click.echo(f"added   id {source_id}")
+        click.echo(f"added   {source_id}")
     for source_id in result["present"]:
-        click.echo(f"present id {source_id}")
+        click.echo(f"present {source_id}")
     for reason in result.get("degraded", ()):
         click.echo(f"goat: warning: {reason}", err=True)
     for item in result["skipped"]:
