@@ -1,0 +1,239 @@
+"""The wiki's journal under faults (docs/design.md, Writes and outcomes: a write that did not
+land is never recorded; An unwritable store): a failed write leaves no log entry, a read-only
+wiki folder is ``StoreUnwritable`` (exit 6) naming the path with nothing written, a journal
+that cannot be applied never makes a read fail, and a killed import is recovered to what
+landed (log, index and source manifest) and finished by the next import. Read-only folders
+are made with the suite's fault injector (``goat_core.testing.conformance.faults``) and, as
+root, with a real read-only bind mount."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+from goat_core.cli import cli
+from goat_core.contract import MemoryWrite
+from goat_core.errors import StoreUnwritable
+from goat_core.testing.conformance.faults import Fault, filesystem_fault
+from wiki_helpers import MakeWiki, write_tree
+
+from goat_wiki.provider import PageWrite, WikiProvider
+
+
+@pytest.fixture
+def goat_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    path = tmp_path / "goat-home"
+    monkeypatch.setenv("GOAT_HOME", str(path))
+    monkeypatch.delenv("GOAT_LOAD_PLUGINS", raising=False)
+    monkeypatch.delenv("GOAT_DISABLE_PLUGINS", raising=False)
+    return path
+
+
+def goat(*args: str, input: str | None = None) -> Result:
+    return CliRunner().invoke(cli, list(args), input=input, catch_exceptions=False)
+
+
+def log_headings(root: Path) -> list[str]:
+    text = (root / "log.md").read_text("utf-8")
+    return [ln.split("] ", 1)[1] for ln in text.splitlines() if ln.startswith("## [")]
+
+
+def files(root: Path) -> dict[str, bytes]:
+    return {
+        p.relative_to(root).as_posix(): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
+
+
+# -- the log records only writes that landed ---------------------------------------------
+def test_a_title_mapping_to_an_existing_file_name_is_a_conflict_and_never_logged(
+    goat_home: Path,
+) -> None:
+    """``Alpha?`` maps to ``Alpha.md`` (``?`` cannot stand in a file name), page ``Alpha``'s
+    file: exit 5 saying so, and neither that call nor the next read logs a write."""
+    assert goat("bind", "--pen", "w2", "wiki").exit_code == 0
+    assert goat("wiki", "write", "Alpha", "--file", "-", "--pen", "w2", input="a\n").exit_code == 0
+    clash = goat("wiki", "write", "Alpha?", "--file", "-", "--pen", "w2", input="b\n")
+    assert clash.exit_code == 5
+    assert (
+        "title 'Alpha?' maps to the file name 'syntheses/Alpha.md', which is the existing page "
+        "'syntheses/Alpha.md' (title 'Alpha')" in clash.stderr
+    )
+    assert "created since it was read" not in clash.stderr
+    assert goat("pages", "--pen", "w2").exit_code == 0
+    root = goat_home / "data" / "stores" / "pens" / "w2"
+    assert log_headings(root) == ["write | Alpha"]
+    assert (root / "syntheses" / "Alpha.md").read_text("utf-8").endswith("\na\n")
+    remembered = goat("remember", "b", "--title", "Alpha?", "--pen", "w2")
+    assert remembered.exit_code == 5
+    assert "title 'Alpha?' maps to the file name 'syntheses/Alpha.md'" in remembered.stderr
+    assert log_headings(root) == ["write | Alpha"]
+
+
+def test_a_journal_left_with_nothing_landed_logs_nothing(wiki: MakeWiki) -> None:
+    """A journal as a failed page write left it (``expect`` empty, the page never written):
+    the next read completes it without a log entry and removes it."""
+    w = wiki()
+    w.write_page(PageWrite("Seed", "seed page", folder="concepts"))
+    root = w.root
+    journal = w.wiki._journal_path
+    w.close()
+    journal.write_text(
+        json.dumps(
+            {
+                "op": "write",
+                "title": "Alpha?",
+                "pages": ["concepts/Alpha-.md"],
+                "details": ["- page: concepts/Alpha-.md"],
+                "date": "2026-01-01",
+                "log_before": __import__("goat_core.filestore").filestore.current_etag(
+                    root / "log.md"
+                ),
+                "expect": {},
+            }
+        ),
+        "utf-8",
+    )
+    fresh = wiki(root=root)
+    assert [p.id for p in fresh.list_pages().items] == ["concepts/Seed.md"]
+    assert log_headings(root) == ["write | Seed"]
+    assert not journal.exists()
+
+
+def test_a_page_write_whose_file_fails_is_not_logged(wiki: MakeWiki) -> None:
+    """The page's own write fails (the wiki folder turned read-only after the schema, index
+    and log exist): ``StoreUnwritable`` naming the path, no page, no log entry, no journal
+    left, and the next read logs nothing either."""
+    w = wiki()
+    w.write_page(PageWrite("Seed", "seed page", folder="concepts"))
+    root = w.root
+    before = files(root)
+    for attempt in (
+        lambda: w.write_page(PageWrite("Beta", "beta page", folder="concepts")),
+        lambda: w.remember(MemoryWrite(text="hello", source="cli")),
+        lambda: w.remember(MemoryWrite(text="more", title="Seed", source="cli")),
+        lambda: w.forget("Seed"),
+    ):
+        with filesystem_fault(root, Fault.READ_ONLY), pytest.raises(StoreUnwritable) as raised:
+            attempt()
+        assert f"cannot write the store at {root}/" in str(raised.value)
+        assert "it is read-only" in str(raised.value)
+        assert not w.wiki._journal_path.exists()
+    assert [p.id for p in w.list_pages().items] == ["concepts/Seed.md"]
+    assert files(root) == before
+    assert log_headings(root) == ["write | Seed"]
+
+
+# -- a read-only wiki folder -------------------------------------------------------------
+def test_wiki_write_ingest_and_lint_fix_on_a_read_only_folder_exit_6_writing_nothing(
+    goat_home: Path, tmp_path: Path
+) -> None:
+    vault = write_tree(
+        tmp_path / "vault",
+        {"Notes/Plan.md": "The plan.\n", "Notes/Goal.md": "The goal.\n"},
+    )
+    docs = write_tree(tmp_path / "docs", {"a.md": "a source\n"})
+    assert goat("bind", "--pen", "ro", "wiki", "--set", f"root={vault}").exit_code == 0
+    assert goat("remember", "seed", "--title", "Seed", "--pen", "ro").exit_code == 0
+    write_tree(vault, {"Notes/By hand.md": "Added by hand.\n"})  # index drift: --fix rebuilds
+    before = files(vault)
+    with filesystem_fault(vault, Fault.READ_ONLY):
+        for args in (
+            ("wiki", "write", "Beta", "--file", "-", "--pen", "ro"),
+            ("wiki", "ingest", str(docs), "--pen", "ro"),
+            ("wiki", "lint", "--fix", "--pen", "ro"),
+            ("remember", "hello", "--pen", "ro"),
+            ("import", str(docs), "--pen", "ro"),
+        ):
+            result = goat(*args, input="beta\n")
+            assert result.exit_code == 6, (args, result.output)
+            assert f"cannot write the store at {vault}" in result.stderr, args
+            assert "it is read-only" in result.stderr, args
+            assert "unexpected" not in result.stderr
+            listed = goat("pages", "--pen", "ro", "--json")
+            assert listed.exit_code == 0, (args, listed.output)
+            assert json.loads(listed.stdout)["degraded"] == []
+            assert goat("recall", "plan", "--pen", "ro").exit_code == 0
+    assert files(vault) == before
+    assert log_headings(vault) == ["remember | Seed"]
+    goat("wiki", "lint", "--fix", "--pen", "ro")  # writable again: the fix runs
+    assert "[[Notes/By hand|By hand]]" in (vault / "index.md").read_text("utf-8")
+    assert log_headings(vault) == ["remember | Seed", "lint | rebuild index"]
+
+
+def test_a_journal_that_cannot_be_applied_never_fails_a_read(
+    wiki: MakeWiki, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A crash after the page landed left the journal; then the wiki folder turned
+    read-only: pages and recall answer, degraded with the reason; a write is
+    ``StoreUnwritable``; once writable, the next write applies the journal first."""
+    w = wiki()
+    w.write_page(PageWrite("Seed", "seed page", folder="concepts"))
+    root = w.root
+
+    def crash(self: WikiProvider, *args: object) -> None:
+        raise OSError("power cut")
+
+    monkeypatch.setattr(WikiProvider, "_update_index", crash)
+    with pytest.raises(OSError, match="power cut"):
+        w.write_page(PageWrite("Landed", "the page landed", folder="concepts"))
+    monkeypatch.undo()
+    w.close()
+    journal = w.wiki._journal_path
+    assert journal.exists() and (root / "concepts/Landed.md").exists()
+
+    fresh = wiki(root=root)
+    with filesystem_fault(root, Fault.READ_ONLY):
+        listing = fresh.list_pages()
+        assert [p.id for p in listing.items] == ["concepts/Landed.md", "concepts/Seed.md"]
+        (reason,) = listing.degraded
+        assert reason.startswith(f"an interrupted write's journal ({journal}) could not be applied")
+        assert "may be behind until a write can apply it" in reason
+        recalled = fresh.recall("landed")
+        assert [i.id for i in recalled.items] == ["concepts/Landed.md"]
+        assert reason in recalled.degraded
+        assert fresh.get_page("Landed").body.strip() == "the page landed"
+        with pytest.raises(StoreUnwritable, match="it is read-only"):
+            fresh.remember(MemoryWrite(text="x", title="Other", source="cli"))
+        assert journal.exists()
+    assert log_headings(root) == ["write | Seed"]
+    fresh.remember(MemoryWrite(text="now writable", title="Other", source="cli"))
+    assert not journal.exists()
+    assert log_headings(root) == ["write | Seed", "write | Landed", "remember | Other"]
+    assert fresh.list_pages().degraded == ()
+
+
+def test_check_warns_on_a_read_only_wiki_folder_mounted_read_only(
+    goat_home: Path, tmp_path: Path
+) -> None:
+    """A real read-only bind mount of a populated wiki (root only, else skipped): ``goat
+    check`` is ``ok (warn)`` naming the folder, a write exits 6, reads answer."""
+    if os.geteuid() != 0:
+        pytest.skip("a read-only bind mount needs root")
+    vault = write_tree(tmp_path / "vault", {"Notes/Plan.md": "The plan.\n"})
+    assert goat("bind", "--pen", "rw", "wiki", "--set", f"root={vault}").exit_code == 0
+    assert goat("pages", "--pen", "rw").exit_code == 0
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    if subprocess.run(["mount", "--bind", str(vault), str(mnt)], check=False).returncode:
+        pytest.skip("mount --bind is not permitted here")
+    try:
+        ro = subprocess.run(["mount", "-o", "remount,ro,bind", str(mnt)], check=False)
+        if ro.returncode:
+            pytest.skip("remounting read-only is not permitted here")
+        assert goat("bind", "--pen", "ro", "wiki", "--set", f"root={mnt}").exit_code == 0
+        checked = goat("check", "--pen", "ro")
+        assert checked.exit_code == 0
+        assert "ok (warn)" in checked.stdout
+        assert f"wiki folder {mnt} is read-only" in checked.stdout
+        written = goat("wiki", "write", "Beta", "--file", "-", "--pen", "ro", input="b\n")
+        assert written.exit_code == 6
+        assert f"cannot write the store at {mnt}/" in written.stderr
+        assert goat("pages", "--pen", "ro").exit_code == 0
+    finally:
+        subprocess.run(["umount", str(mnt)], check=False)
