@@ -341,3 +341,41 @@ def test_a_killed_wiki_import_is_recovered_to_what_landed_and_finished_by_the_ne
     assert sorted(s.id for s in manifest.sources) == [f"imports/{p}.txt" for p in pages]
     lint = json.loads(goat("wiki", "lint", "--pen", "dst", "--json").stdout)["findings"]
     assert [f for f in lint if f["code"] in {"stale-page", "index-drift", "log-gap"}] == []
+
+
+# -- import --rename and the wiki's own files ------------------------------------------------
+def test_import_rename_gives_a_page_named_like_the_wikis_own_files_the_next_free_name(
+    goat_home: Path, tmp_path: Path
+) -> None:
+    """A bundle holding ``schema.md`` and ``wiki-log.md`` (the wiki's schema and its log's
+    fallback name; a bundle's own ``index.md`` and ``log.md`` are its catalog, never pages):
+    without ``--rename`` both are conflicts (exit 5, nothing written); with it they land as
+    ``schema-2.md`` and ``wiki-log-2.md``, while ``raw/x.md`` stays a conflict (the raw
+    folder holds only sources)."""
+    bundle = write_tree(
+        tmp_path / "bundle",
+        {"schema.md": "my own schema\n", "wiki-log.md": "my own log\n", "notes/a.md": "a\n"},
+    )
+    assert goat("bind", "--pen", "w", "wiki").exit_code == 0
+    assert goat("remember", "seed", "--title", "Seed", "--pen", "w").exit_code == 0
+    root = goat_home / "data" / "stores" / "pens" / "w"
+    refused = goat("import", str(bundle), "--pen", "w", "--json")
+    assert refused.exit_code == 5
+    outcomes = {i["source"]: i["outcome"] for i in json.loads(refused.stdout)["items"]}
+    assert outcomes["schema.md"] == outcomes["wiki-log.md"] == "conflict"
+    assert not (root / "notes").exists()
+    renamed = goat("import", str(bundle), "--pen", "w", "--rename", "--json")
+    assert renamed.exit_code == 0, renamed.output
+    targets = {i["source"]: i["target"] for i in json.loads(renamed.stdout)["items"]}
+    assert targets == {
+        "notes/a.md": "notes/a.md",
+        "schema.md": "schema-2.md",
+        "wiki-log.md": "wiki-log-2.md",
+    }
+    assert "my own schema" in (root / "schema-2.md").read_text("utf-8")
+    assert (root / "schema.md").read_text("utf-8").startswith("---\ngoat-wiki: schema\n")
+    raw = write_tree(tmp_path / "raw-bundle", {"raw/x.md": "x\n"})
+    still = goat("import", str(raw), "--pen", "w", "--rename", "--json")
+    assert still.exit_code == 5
+    (item,) = json.loads(still.stdout)["items"]
+    assert (item["outcome"], item["target"]) == ("conflict", "raw/x.md")
