@@ -379,3 +379,30 @@ def test_import_rename_gives_a_page_named_like_the_wikis_own_files_the_next_free
     assert still.exit_code == 5
     (item,) = json.loads(still.stdout)["items"]
     assert (item["outcome"], item["target"]) == ("conflict", "raw/x.md")
+
+
+# -- pages on a full GOAT home ---------------------------------------------------------------
+def test_pages_on_a_full_home_is_not_complete_while_the_index_is_behind(
+    wiki: MakeWiki, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A page added by hand while the GOAT home's disk is full: the listing names it, says
+    the index is behind in ``degraded`` and is ``complete=False``, as markdown's is."""
+    import sqlite3
+
+    from goat_core.filestore.search import SearchIndex
+
+    w = wiki()
+    w.write_page(PageWrite("Seed", "seed page", folder="concepts"))
+    root = w.root
+    w.close()
+    assert wiki(root=root).list_pages().complete is True
+
+    def full(self: SearchIndex) -> None:
+        raise sqlite3.OperationalError("database or disk is full")
+
+    monkeypatch.setattr(SearchIndex, "_open_writable", full)
+    write_tree(root, {"concepts/By hand.md": "Added by hand.\n"})
+    listing = wiki(root=root).list_pages()
+    assert [p.id for p in listing.items] == ["concepts/By hand.md", "concepts/Seed.md"]
+    assert listing.degraded and "disk is full" in listing.degraded[0]
+    assert listing.complete is False
