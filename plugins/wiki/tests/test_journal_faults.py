@@ -160,6 +160,7 @@ def test_wiki_write_ingest_and_lint_fix_on_a_read_only_folder_exit_6_writing_not
             assert f"cannot write the store at {vault}" in result.stderr, args
             assert "it is read-only" in result.stderr, args
             assert "unexpected" not in result.stderr
+            assert ".goat-tmp" not in result.stderr or args[0] in {"remember", "import"}
             listed = goat("pages", "--pen", "ro", "--json")
             assert listed.exit_code == 0, (args, listed.output)
             assert json.loads(listed.stdout)["degraded"] == []
@@ -238,7 +239,7 @@ def test_check_warns_on_a_read_only_wiki_folder_mounted_read_only(
         assert f"wiki folder {mnt} is read-only" in checked.stdout
         written = goat("wiki", "write", "Beta", "--file", "-", "--pen", "ro", input="b\n")
         assert written.exit_code == 6
-        assert f"cannot write the store at {mnt}/" in written.stderr
+        assert f"cannot write the store at {mnt}" in written.stderr
         assert goat("pages", "--pen", "ro").exit_code == 0
     finally:
         subprocess.run(["umount", str(mnt)], check=False)

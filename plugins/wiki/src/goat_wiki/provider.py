@@ -18,6 +18,7 @@ folder store skeleton of :class:`~goat_core.filestore.FolderStoreProvider`:
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -101,7 +102,10 @@ class WikiProvider(WikiPages):
         try:
             return await self._worker.run(self._strictly, fn, *args)
         except OSError as exc:
-            typed = StoreUnwritable.from_os_error(exc, getattr(exc, "filename", None) or self.root)
+            where = Path(os.fsdecode(exc.filename)) if exc.filename else self.root
+            if where.name.endswith(".goat-tmp"):  # a write's temp file: name its folder
+                where = where.parent
+            typed = StoreUnwritable.from_os_error(exc, where)
             if typed is None:
                 raise
             raise typed from exc
