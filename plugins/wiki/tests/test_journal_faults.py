@@ -407,3 +407,28 @@ def test_pages_on_a_full_home_is_not_complete_while_the_index_is_behind(
     assert [p.id for p in listing.items] == ["concepts/By hand.md", "concepts/Seed.md"]
     assert listing.degraded and "disk is full" in listing.degraded[0]
     assert listing.complete is False
+
+
+def test_a_forget_whose_page_vanished_meanwhile_is_not_logged(
+    wiki: MakeWiki, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another process removes ``concepts/Gone.md`` between the forget's lookup and its
+    unlink: ``NotFound``, and the log records no forget (this write removed nothing)."""
+    from goat_core.errors import NotFound
+
+    w = wiki()
+    w.write_page(PageWrite("Gone", "to be removed", folder="concepts"))
+    root = w.root
+    real_unlink = os.unlink
+
+    def raced(path: object, *args: object, **kwargs: object) -> None:
+        if str(path).endswith("Gone.md"):
+            real_unlink(path)  # the other process
+        real_unlink(path)
+
+    monkeypatch.setattr(os, "unlink", raced)
+    with pytest.raises(NotFound, match="vanished meanwhile"):
+        w.forget("Gone")
+    monkeypatch.undo()
+    assert w.list_pages().items == ()
+    assert log_headings(root) == ["write | Gone"]

@@ -219,7 +219,9 @@ class WikiJournal(WikiStore):
 
         :param planned: ``{path: etag after}`` the change will write, known before it runs:
             after a crash the log then records what landed. Without it, a change that did
-            not return (failed, or killed) is logged as nothing landed.
+            not return (failed, or killed) is logged as nothing landed. A change that finds
+            its effect was another writer's (a page removed meanwhile) clears it before
+            raising, so nothing is logged.
         :param extra: more of the journal (``parts``, ``title_of``, ``sources``: see
             :meth:`_apply_journal`).
 
@@ -237,7 +239,7 @@ class WikiJournal(WikiStore):
             "details": list(details),
             "date": date,
             "log_before": current_etag(self.root / layout.log),
-            "planned": dict(planned or {}),
+            "planned": planned if planned is not None else {},
             "expect": {},
             **(extra or {}),
         }

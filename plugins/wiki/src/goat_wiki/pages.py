@@ -400,15 +400,17 @@ class WikiPages(WikiLint):
             title = self._must_load(rel).title
             path = self.root / rel
 
+            planned = {rel: MISSING_ETAG}
+
             def change() -> dict[str, str]:
                 try:
                     os.unlink(path)
                 except FileNotFoundError as exc:
+                    planned.clear()  # removed by someone else: not this write's to log
                     raise NotFound(f"page {rel!r} vanished meanwhile") from exc
                 fsync_dir(path.parent)
                 return {rel: MISSING_ETAG}
 
-            planned = {rel: MISSING_ETAG}
             self._commit("forget", title, [rel], [f"- page: {rel}"], change, planned=planned)
             self._cache.pop(rel, None)
             self._index_open().remove(rel)
