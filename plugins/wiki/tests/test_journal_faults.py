@@ -22,6 +22,7 @@ from click.testing import CliRunner, Result
 from goat_core.cli import cli
 from goat_core.contract import MemoryWrite
 from goat_core.errors import StoreUnwritable
+from goat_core.filestore import current_etag
 from goat_core.testing.conformance.faults import Fault, filesystem_fault
 from wiki_helpers import MakeWiki, write_tree
 
@@ -96,9 +97,7 @@ def test_a_journal_left_with_nothing_landed_logs_nothing(wiki: MakeWiki) -> None
                 "pages": ["concepts/Alpha-.md"],
                 "details": ["- page: concepts/Alpha-.md"],
                 "date": "2026-01-01",
-                "log_before": __import__("goat_core.filestore").filestore.current_etag(
-                    root / "log.md"
-                ),
+                "log_before": current_etag(root / "log.md"),
                 "expect": {},
             }
         ),
