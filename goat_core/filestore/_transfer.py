@@ -150,7 +150,8 @@ def import_into_folder(
         store that keeps a catalog or log per operation) and returns their receipts in
         order; it reports its own progress.
     :param reserved: why a path cannot hold a page in this store (the provider's own
-        files), or ``None``.
+        files), or ``None``; with ``rename`` such a path takes the next free name unless
+        that is reserved too (a wiki's raw folder).
     :param max_chars: the provider's ``max_input_chars``: a longer body is ``rejected``.
     :returns: one item per page, in order.
     """
@@ -188,6 +189,10 @@ def import_into_folder(
             continue
         target = page.path
         why = reserved(target)
+        if why is not None and rename:  # a store's own file name: the next free name
+            renamed = _renamed(target, used | {_fold(target)})
+            if reserved(renamed) is None:
+                target, why = renamed, None
         if why is not None:
             plans.append(ImportPlan(page, target, _O.CONFLICT, why))
             continue

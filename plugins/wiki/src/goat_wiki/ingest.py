@@ -127,14 +127,16 @@ class WikiSources(WikiJournal):
             if added:
                 name = origin.name
 
+                manifest_rel = f"{layout.raw}/{MANIFEST_NAME}"
+                planned = {manifest_rel: etag(manifest.encoded())}
+
                 def change() -> dict[str, str]:
-                    manifest.save(manifest_path)
-                    return {}
+                    return {manifest_rel: manifest.save(manifest_path)}
 
                 details = [f"- source: {i}" for i in added]
                 if present:
                     details.append(f"- already present: {len(present)}")
-                self._commit("ingest", name, [], details, change, layout=layout)
+                self._commit("ingest", name, [], details, change, layout=layout, planned=planned)
         return {
             "added": added,
             "present": present,

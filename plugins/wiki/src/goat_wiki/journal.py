@@ -3,18 +3,21 @@
 Every write (page write, remember, feedback, forget, ingest, lint fixes) runs under the store's
 cross-process :class:`~goat_core.filestore.StoreLock` and follows an intent journal kept under the
 GOAT home: journal, page file, ``index.md`` line, ``log.md`` entry, journal removed. A journal
-left by a crash is completed on the next call (:meth:`WikiJournal._recover`, which every read's
-index sync runs first), so the index and log never drift from what was written.
+left by a crash or a failed write is completed on the next call (:meth:`WikiJournal._recover`,
+which every read's index sync runs first), so the index and log never drift from what was
+written: the log records only writes whose files hold the bytes planned for them.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 from goat_core import filestore
-from goat_core.errors import Conflict
+from goat_core.errors import Conflict, GoatError
 from goat_core.filestore import (
     MISSING_ETAG,
     WalkResult,
@@ -33,6 +36,14 @@ __all__ = ["WikiJournal"]
 
 log = get_logger("goat_wiki")
 _now = filestore.now_utc
+
+
+def _why(exc: BaseException) -> str:
+    """``exc`` in a few words that stay the same while the fault lasts: an OS error names
+    the folder it could not write in (not the temp file, whose name changes each time)."""
+    if isinstance(exc, OSError) and exc.filename:
+        return f"{exc.strerror or type(exc).__name__}: {Path(os.fsdecode(exc.filename)).parent}"
+    return str(exc)
 
 
 class WikiJournal(WikiStore):
@@ -87,36 +98,108 @@ class WikiJournal(WikiStore):
         return layout
 
     def _recover(self) -> None:
-        """Complete a write a crash interrupted (once per process, and before each write)."""
+        """Complete a write a crash or a failure interrupted (once per process, and before
+        each write): the index lines of its pages follow the files, the log records only
+        what landed, and the sources an import stored are entered in the manifest.
+
+        A read (the search index not syncing strictly) never fails because the journal
+        cannot be applied now (a read-only or full wiki folder): it answers, and
+        :meth:`_pending_journal` says why in its ``degraded``; the next write that can
+        applies it. A write raises the error (``StoreUnwritable`` at the provider's edge).
+        """
         if self._recovered and not self._journal_path.exists():
             return
         self._recovered = True
         try:
             raw = self._journal_path.read_text("utf-8")
         except FileNotFoundError:
+            self._journal_error = None
             return
-        with self._lock:
-            try:
-                journal = json.loads(raw)
-            except ValueError:
-                log.warning("wiki.journal_unreadable", path=str(self._journal_path))
-                self._journal_path.unlink(missing_ok=True)
-                return
-            layout = self._layout()
-            landed = all(
-                current_etag(self.root / path) == after
-                for path, after in journal.get("expect", {}).items()
-            )
-            if layout.index in layout.own:
-                self._update_index(layout, journal.get("pages", []))
-            if landed and layout.log is not None:
-                log_path = self.root / layout.log
-                if current_etag(log_path) == journal.get("log_before"):
-                    self._append_log(
-                        layout, journal["op"], journal["title"], journal["details"], journal["date"]
-                    )
-            log.info("wiki.journal_completed", op=journal.get("op"), landed=landed)
+        try:
+            journal = json.loads(raw)
+        except ValueError:
+            log.warning("wiki.journal_unreadable", path=str(self._journal_path))
             self._journal_path.unlink(missing_ok=True)
+            return
+        try:
+            with self._lock:
+                self._apply_journal(journal)
+                self._journal_path.unlink(missing_ok=True)
+        except (OSError, GoatError) as exc:
+            self._journal_error = _why(exc)
+            if self._index_open().strict:
+                raise
+            log.warning("wiki.journal_pending", path=str(self._journal_path), error=str(exc))
+            return
+        self._journal_error = None
+
+    def _pending_journal(self) -> list[str]:
+        """The ``degraded`` line of a read while an interrupted write's journal could not be
+        applied (else none)."""
+        if self._journal_error is None or not self._journal_path.exists():
+            return []
+        return [
+            f"an interrupted write's journal ({self._journal_path}) could not be applied "
+            f"({self._journal_error}); index.md, log.md and the source manifest may be "
+            "behind until a write can apply it"
+        ]
+
+    def _apply_journal(self, journal: dict[str, Any]) -> None:
+        """Bring index, log and manifest in line with what of ``journal`` landed: a file
+        landed when it holds exactly the bytes planned for it (an empty plan: nothing
+        landed). With ``parts`` (an import), the log entry lists only the parts whose page
+        landed, titled by ``title_of``, and only their ``sources`` enter the manifest."""
+        expect: dict[str, str] = journal.get("expect") or journal.get("planned") or {}
+        there = {p for p, after in expect.items() if current_etag(self.root / p) == after}
+        parts = journal.get("parts")
+        title, details = journal["title"], journal["details"]
+        if parts is None:
+            landed = bool(expect) and len(there) == len(expect)
+        else:
+            got = [part for part in parts if part["page"] in there]
+            landed = bool(got)
+            details = [line for part in got for line in part["details"]]
+            title = journal["title_of"].format(n=len(got), s="" if len(got) == 1 else "s")
+        self._enter_sources(journal.get("sources"), there)
+        layout = self._layout()
+        if layout.index in layout.own:
+            self._update_index(layout, journal.get("pages", []))
+        if landed and layout.log is not None:
+            log_path = self.root / layout.log
+            if current_etag(log_path) == journal.get("log_before"):
+                self._append_log(layout, journal["op"], title, details, journal["date"])
+        log.info("wiki.journal_completed", op=journal.get("op"), landed=landed)
+
+    def _enter_sources(self, sources: dict[str, Any] | None, there: set[str]) -> None:
+        """Settle the sources an interrupted import stored: ``sources["entries"]`` holds
+        ``{"page", "source"}`` (a page and the manifest entry of the new source it cites).
+        A source whose page landed (``there``) enters the manifest; one whose page did not
+        is removed (its raw file alone, never listed or cited), so importing again stores
+        it under its own id."""
+        if not sources:
+            return
+        from goat_wiki.sources import Manifest, Source
+
+        manifest_path = self.root / sources["manifest"]
+        raw_dir = manifest_path.parent
+        manifest = Manifest.load(manifest_path)
+        known = {s.id for s in manifest.sources}
+        added = False
+        for item in sources["entries"]:
+            entry = item["source"]
+            raw = raw_dir / entry["id"]
+            if entry["id"] in known or current_etag(raw) != entry["hash"]:
+                continue
+            if item["page"] not in there:
+                raw.unlink()
+                continue
+            source = Source(**entry)
+            manifest.sources.append(source)
+            manifest.supersede(source.origin, source)
+            known.add(source.id)
+            added = True
+        if added:
+            manifest.save(manifest_path)
 
     def _commit(
         self,
@@ -127,10 +210,25 @@ class WikiJournal(WikiStore):
         change: Callable[[], dict[str, str]],
         *,
         layout: Layout | None = None,
+        planned: dict[str, str] | None = None,
+        extra: dict[str, Any] | None = None,
     ) -> None:
         """Run ``change`` (returns ``{path: etag after}`` of what it wrote) and keep the
         index lines of ``pages`` and a log entry true, through the intent journal. Call
-        under the lock."""
+        under the lock.
+
+        :param planned: ``{path: etag after}`` the change will write, known before it runs:
+            after a crash the log then records what landed. Without it, a change that did
+            not return (failed, or killed) is logged as nothing landed. A change that finds
+            its effect was another writer's (a page removed meanwhile) clears it before
+            raising, so nothing is logged.
+        :param extra: more of the journal (``parts``, ``title_of``, ``sources``: see
+            :meth:`_apply_journal`).
+
+        A change that raises is rolled forward at once (:meth:`_apply_journal`: the log
+        records only what landed) before the error goes on; when even that cannot be
+        written, the journal stays for the next call.
+        """
         layout = layout or self._ensure_files()
         assert layout.log is not None
         date = _now().strftime("%Y-%m-%d")
@@ -141,11 +239,23 @@ class WikiJournal(WikiStore):
             "details": list(details),
             "date": date,
             "log_before": current_etag(self.root / layout.log),
+            "planned": planned if planned is not None else {},
             "expect": {},
+            **(extra or {}),
         }
         self._journal_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         atomic_write(self._journal_path, json.dumps(journal).encode("utf-8"))
-        expect = change()
+        try:
+            expect = change()
+        except BaseException:
+            try:
+                self._apply_journal(journal)
+            except (OSError, GoatError) as exc:
+                self._journal_error = _why(exc)
+                log.warning("wiki.journal_pending", path=str(self._journal_path), error=str(exc))
+            else:
+                self._journal_path.unlink(missing_ok=True)
+            raise
         journal["expect"] = expect
         atomic_write(self._journal_path, json.dumps(journal).encode("utf-8"))
         self._update_index(layout, pages)

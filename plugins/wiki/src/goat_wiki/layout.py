@@ -149,6 +149,7 @@ class WikiStore(FolderStoreProvider[WikiNote]):
         self._journal_path = home.index_dir / f"{home.store_key(self.root)}-wiki-journal.json"
         self._anchor_cache: dict[tuple[str, str], tuple[set[str], set[str]]] = {}
         self._recovered = False
+        self._journal_error: str | None = None  # why a journal could not be applied
 
     def _store_settings(self, context: ProviderContext) -> WikiSettings:
         settings = context.settings

@@ -14,7 +14,7 @@ from typing import Any
 from goat_core import filestore
 from goat_core.contract import LinkResolution, MemoryWrite
 from goat_core.errors import Rejected
-from goat_core.filestore import MISSING_ETAG, atomic_write, current_etag, walk_notes
+from goat_core.filestore import MISSING_ETAG, atomic_write, current_etag, etag, walk_notes
 
 from goat_wiki import text as wt
 from goat_wiki.ingest import WikiSources, origin_changed
@@ -110,7 +110,8 @@ class WikiLint(WikiSources):
 
                 def change() -> dict[str, str]:
                     self._rebuild_index(layout)
-                    return {}
+                    assert layout.index is not None
+                    return {layout.index: current_etag(self.root / layout.index)}
 
                 self._commit(
                     "lint", "rebuild index", [], ["- fix: index rebuilt"], change, layout=layout
@@ -205,7 +206,14 @@ class WikiLint(WikiSources):
             def change(rel: str = rel, new: bytes = new, old: str = note.etag) -> dict[str, str]:
                 return {rel: atomic_write(self.root / rel, new, expected_etag=old)}
 
-            self._commit("fix", note.title, [rel], [f"- page: {rel}", "- fix: links"], change)
+            self._commit(
+                "fix",
+                note.title,
+                [rel],
+                [f"- page: {rel}", "- fix: links"],
+                change,
+                planned={rel: etag(new)},
+            )
             self._index_note(rel)
             done += [f for f in items if (f.line, f.code) in applied]
         return done, withheld

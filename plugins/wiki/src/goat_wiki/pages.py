@@ -151,6 +151,28 @@ class WikiPages(WikiLint):
             )
         return None
 
+    def _name_free(self, title: str, rel: str) -> None:
+        """A new page titled ``title`` goes to ``rel``: :class:`Conflict` naming the file and
+        the page that holds it when that file name is taken (ignoring case), e.g. ``Alpha?``
+        maps to ``Alpha.md`` (``?`` cannot stand in a file name) where page ``Alpha`` is."""
+        want = _fold(rel)
+        if (self.root / rel).exists():
+            held: str | None = rel
+        else:
+            docs = self._index_open().documents()
+            held = next((d.path for d in docs if _fold(d.path) == want), None)
+        if held is None:
+            return
+        note = self._load(held)
+        what = f"the existing page {held!r}" + (
+            f" (title {note.title!r})" if note is not None else ""
+        )
+        raise Conflict(
+            f"title {title!r} maps to the file name {rel!r}, which is {what}; choose a title "
+            "that differs in more than the characters a file name cannot hold, or update that "
+            "page by its own title; nothing was written"
+        )
+
     def _write_page(
         self, req: PageWrite, visible: Callable[[PageSummary], bool] | None = None
     ) -> dict[str, Any]:
@@ -235,6 +257,7 @@ class WikiPages(WikiLint):
                             PageSummary(id=doc.path, title=doc.title, path=doc.path)
                         ):
                             raise _clashes_with_hidden(title)
+                self._name_free(title, rel)
                 page_folder = folder
                 note = None
             kept: dict[str, Any] = note.data if note is not None else {}
@@ -292,7 +315,8 @@ class WikiPages(WikiLint):
                     "- sources: "
                     + ", ".join(str(s["id"] if isinstance(s, dict) else s) for s in sources)
                 )
-            self._commit(op, title, [rel], details, change, layout=layout)
+            planned = {rel: etag(data_bytes)}
+            self._commit(op, title, [rel], details, change, layout=layout, planned=planned)
             self._index_note(rel)
             findings = self._page_findings(rel)
         return {
@@ -315,7 +339,8 @@ class WikiPages(WikiLint):
         def change() -> dict[str, str]:
             return {rel: atomic_write(self.root / rel, new, expected_etag=note.etag)}
 
-        self._commit(op, title, [rel], [f"- page: {rel}", f"- by: {source}"], change)
+        details = [f"- page: {rel}", f"- by: {source}"]
+        self._commit(op, title, [rel], details, change, planned={rel: etag(new)})
         self._index_note(rel)
 
     def _create(self, title: str, text: str, kind: str, source: str, unique: bool) -> str:
@@ -335,6 +360,7 @@ class WikiPages(WikiLint):
             if _fold(rel) not in existing:
                 break
             if not unique:
+                self._name_free(title, rel)
                 raise Conflict(f"a page named {rel!r} already exists")
             n += 1
         contain(self.root, rel)
@@ -362,6 +388,7 @@ class WikiPages(WikiLint):
             [f"- page: {rel}", f"- by: {source}"],
             change,
             layout=layout,
+            planned={rel: etag(content)},
         )
         self._index_note(rel)
         return rel
@@ -399,15 +426,18 @@ class WikiPages(WikiLint):
             title = self._must_load(rel).title
             path = self.root / rel
 
+            planned = {rel: MISSING_ETAG}
+
             def change() -> dict[str, str]:
                 try:
                     os.unlink(path)
                 except FileNotFoundError as exc:
+                    planned.clear()  # removed by someone else: not this write's to log
                     raise NotFound(f"page {rel!r} vanished meanwhile") from exc
                 fsync_dir(path.parent)
                 return {rel: MISSING_ETAG}
 
-            self._commit("forget", title, [rel], [f"- page: {rel}"], change)
+            self._commit("forget", title, [rel], [f"- page: {rel}"], change, planned=planned)
             self._cache.pop(rel, None)
             self._index_open().remove(rel)
         return self._receipt(rel, removed=(rel,))
@@ -427,6 +457,7 @@ class WikiPages(WikiLint):
             )
         degraded = filestore.degraded_reasons(index.problems(), walk.skipped)
         degraded += [d for d in results.degraded if d not in degraded]
+        degraded += self._pending_journal()
         # A ranked top-``limit`` is not degraded: ``complete=False`` says more matched.
         return RecallResult(
             scope=self.scope.key,
@@ -440,13 +471,17 @@ class WikiPages(WikiLint):
         ordered = [f.path for f in self._page_files(walk, layout)]
         chunk, more, next_cursor = filestore.page_window(ordered, limit, cursor, issuer="wiki")
         degraded = filestore.degraded_reasons(self._index_open().problems(), walk.skipped)
-        degraded += self._behind()
+        behind = self._behind()  # the index missed changes: the listing may be behind
+        degraded += behind + self._pending_journal()
         items, unread = filestore.page_summaries(chunk, self._load)
         degraded += unread
         return PageList(
             items=tuple(items),
             next_cursor=next_cursor,
-            complete=not more and len(items) == len(chunk) and not filestore.withheld(walk.skipped),
+            complete=not more
+            and len(items) == len(chunk)
+            and not filestore.withheld(walk.skipped)
+            and not behind,
             degraded=tuple(degraded),
         )
 

@@ -18,17 +18,21 @@ folder store skeleton of :class:`~goat_core.filestore.FolderStoreProvider`:
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from goat_core.contract import MemoryWrite, ModelTool, PageSummary, ProviderOperation
+from goat_core.errors import StoreUnwritable
 
 from goat_wiki.layout import MARKER_KEY
 from goat_wiki.lint import Finding, LintReport
 from goat_wiki.pages import PageWrite, WikiPages
 
 __all__ = ["MARKER_KEY", "Finding", "LintReport", "PageWrite", "WikiProvider"]
+
+T = TypeVar("T")
 
 
 class WikiProvider(WikiPages):
@@ -67,9 +71,10 @@ class WikiProvider(WikiPages):
         :raises Rejected: ``visible`` (a browse-policy check) hides the existing page of
             that title: nothing is written and nothing of that page is told.
         :raises StoreUnwritable: the GOAT home's search index is on a full or read-only disk
-            (checked before any page changes; ``ingest`` too).
+            (checked before any page changes; ``ingest`` too), or the wiki folder is (the
+            path named, nothing written; ``ingest`` and ``lint --fix`` too).
         """
-        return await self._worker.run(self._strictly, self._write_page, write, visible)
+        return await self._typed(self._write_page, write, visible)
 
     async def ingest(
         self,
@@ -88,7 +93,22 @@ class WikiProvider(WikiPages):
             "sources": total}``. :raises NotFound: no such path. :raises BadInput: a path
             inside (or containing) the wiki.
         """
-        return await self._worker.run(self._strictly, self._ingest, source, progress, inspect)
+        return await self._typed(self._ingest, source, progress, inspect)
+
+    async def _typed(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run a wiki write on the worker, strictly: a full or read-only disk (the wiki
+        folder, or the GOAT home) is :class:`~goat_core.errors.StoreUnwritable` naming the
+        path, as for remember (docs/design.md, Writes and outcomes)."""
+        try:
+            return await self._worker.run(self._strictly, fn, *args)
+        except OSError as exc:
+            where = Path(os.fsdecode(exc.filename)) if exc.filename else self.root
+            if where.name.endswith(".goat-tmp"):  # a write's temp file: name its folder
+                where = where.parent
+            typed = StoreUnwritable.from_os_error(exc, where)
+            if typed is None:
+                raise
+            raise typed from exc
 
     async def sources(self) -> dict[str, Any]:
         """The manifest with the pages citing each source, and the uncited ones."""
@@ -118,7 +138,7 @@ class WikiProvider(WikiPages):
         :raises StoreUnwritable: with ``fix``, the GOAT home's index cannot be written (checked
             before any page changes)."""
         if fix:
-            return await self._worker.run(self._strictly, self._lint, fix, inspect, hidden)
+            return await self._typed(self._lint, fix, inspect, hidden)
         return await self._worker.run(self._lint, fix, inspect, hidden)
 
     def operations(self) -> Sequence[ProviderOperation]:

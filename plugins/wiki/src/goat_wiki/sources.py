@@ -78,11 +78,15 @@ class Manifest:
             ) from exc
         return cls(sources=sources)
 
-    def save(self, path: Path) -> None:
-        """Write the manifest atomically (sorted keys, one source per list item)."""
+    def encoded(self) -> bytes:
+        """The manifest file's bytes (sorted keys, one source per list item)."""
         data: dict[str, Any] = {"version": _VERSION, "sources": [asdict(s) for s in self.sources]}
         text = json.dumps(data, ensure_ascii=False, indent=1, sort_keys=True) + "\n"
-        atomic_write(path, text.encode("utf-8"))
+        return text.encode("utf-8")
+
+    def save(self, path: Path) -> str:
+        """Write the manifest atomically; returns the etag of what was written."""
+        return atomic_write(path, self.encoded())
 
     def by_id(self) -> dict[str, Source]:
         return {s.id: s for s in self.sources}

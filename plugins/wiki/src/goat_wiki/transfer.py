@@ -12,12 +12,16 @@ written, pages keep their paths (lint reports folders outside the schema).
 
 Planning and writing hold the wiki's lock for the whole batch; a page whose content hash a
 page's provenance already carries is a duplicate, a taken path (or one of the wiki's own
-files or its raw folder) a conflict.
+files or its raw folder) a conflict. A batch cut short (a kill, a full or read-only disk) is
+recovered to what landed (:meth:`goat_wiki.journal.WikiJournal._apply_journal`): the log lists
+the pages written, the manifest enters their sources (a source stored for a page that did not
+land is removed), and importing again writes the rest.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from goat_core import filestore
@@ -119,6 +123,11 @@ def _import(
             taken = {s.id.casefold() for s in manifest.sources}
             writes: list[tuple[str, bytes, str, bytes | None]] = []
             details: list[str] = []
+            # what a crash's recovery needs: each page's and new source's bytes (by etag),
+            # the log lines of each page, and the manifest entries of the new sources
+            planned: dict[str, str] = {}
+            parts: list[dict[str, Any]] = []
+            entries: list[dict[str, Any]] = []
             for plan in plans:
                 assert plan.target is not None and plan.text is not None
                 page = plan.page
@@ -145,11 +154,16 @@ def _import(
                     manifest.supersede(origin, source)
                     taken.add(ident.casefold())
                     raw_data = data
+                    planned[f"{ready.raw}/{ident}"] = digest
+                    entries.append({"page": plan.target, "source": asdict(source)})
                 cite = {"id": source.id, "hash": source.hash}
                 text = set_keys(plan.text, {"sources": [cite]}).encode("utf-8")
                 contain(provider.root, plan.target)
                 writes.append((plan.target, text, source.id, raw_data))
-                details += [f"- page: {plan.target}", f"- source: {source.id}"]
+                lines = [f"- page: {plan.target}", f"- source: {source.id}"]
+                details += lines
+                planned[plan.target] = etag(text)
+                parts.append({"page": plan.target, "details": lines})
 
             def change() -> dict[str, str]:
                 done: dict[str, str] = {}
@@ -172,9 +186,14 @@ def _import(
             first = plans[0].page
             kind = "copy" if first.provenance_key == "copied_from" else "import"
             where = str(first.provenance.get("scope"))
-            title = f"{len(plans)} page{'' if len(plans) == 1 else 's'} from {where}"
+            title_of = "{n} page{s} from " + where.replace("{", "{{").replace("}", "}}")
+            title = title_of.format(n=len(plans), s="" if len(plans) == 1 else "s")
             rels = [w[0] for w in writes]
-            provider._commit(kind, title, rels, details, change, layout=ready)
+            sources = {"manifest": f"{ready.raw}/{MANIFEST_NAME}", "entries": entries}
+            extra = {"parts": parts, "title_of": title_of, "sources": sources}
+            provider._commit(
+                kind, title, rels, details, change, layout=ready, planned=planned, extra=extra
+            )
             for rel in rels:
                 provider._index_note(rel)
             return [provider._receipt(rel) for rel in rels]
