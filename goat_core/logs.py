@@ -40,6 +40,7 @@ __all__ = [
     "redact",
     "register_secret",
     "secret_forms",
+    "visible_controls",
 ]
 
 #: What a redacted value is replaced with.
@@ -190,6 +191,28 @@ class RedactSecrets:
 #: The process-wide redactor used by :func:`configure`; :func:`register_secret` feeds it.
 _REDACTOR = RedactSecrets()
 
+#: C0 controls (but tab and newline), DEL and C1 controls, each to one visible character:
+#: its Unicode control picture (ESC shows as U+241B), U+2421 for DEL, U+FFFD for C1.
+_CONTROLS = {
+    **{c: 0x2400 + c for c in range(0x20) if chr(c) not in "\t\n"},
+    0x7F: 0x2421,
+    **{c: 0xFFFD for c in range(0x80, 0xA0)},
+}
+
+
+def visible_controls(text: str) -> str:
+    """``text`` made safe for a terminal: every control character but tab and newline (an
+    escape sequence from a note's name or text could clear the screen or set the window
+    title) becomes one visible character, so offsets into the text stay valid. JSON needs
+    none of this: it escapes them."""
+    return str(text).translate(_CONTROLS)
+
+
+def _visible_values(logger: Any, method_name: str, event_dict: dict[str, Any]) -> dict[str, Any]:
+    """Console lines only: string values (a path from a vault, an error quoting one) with
+    :func:`visible_controls` applied."""
+    return {k: visible_controls(v) if isinstance(v, str) else v for k, v in event_dict.items()}
+
 
 def register_secret(value: str) -> None:
     """Redact ``value`` from every log line rendered from now on (process-wide).
@@ -283,7 +306,12 @@ class _LibraryLogger:
 def _renderer(json: bool) -> Any:
     if json:
         return structlog.processors.JSONRenderer(sort_keys=True)
-    return structlog.dev.ConsoleRenderer(colors=False)
+    console = structlog.dev.ConsoleRenderer(colors=False)
+
+    def render(logger: Any, method_name: str, event_dict: dict[str, Any]) -> Any:
+        return console(logger, method_name, _visible_values(logger, method_name, event_dict))
+
+    return render
 
 
 class _GoatHandler(logging.StreamHandler):  # type: ignore[type-arg]

@@ -133,3 +133,32 @@ def test_check_state_is_cleared(tmp_path: Path) -> None:
     (state / "hook-abc.json").write_text("{}")
     clear_hook_state(tmp_path, None)
     assert not list(state.iterdir())
+
+
+def test_an_empty_home_makes_no_home_of_the_current_folder(tmp_path: Path) -> None:
+    """``--home ''`` once named the current folder, and the hook and ``remember`` wrote a
+    GOAT home (``data/stores/global``) into it; an empty value names no folder."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GOAT_", "CLAUDE_"))}
+    env["GOAT_HOME"] = str(tmp_path / "home")
+    work = tmp_path / "work"
+    work.mkdir()
+    code = "import sys; from goat_core.cli import main; main(sys.argv[1:])"
+
+    def goat(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-c", code, *args],
+            input=stdin,
+            env=env,
+            cwd=work,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+
+    hook = goat("hook", "claude-code", "--pin", "global", "--home", "", stdin=PROMPT)
+    _one_empty_object(hook)
+    assert "an empty value names no folder" in hook.stderr
+    remembered = goat("remember", "hello", "--home", "")
+    assert remembered.returncode == 2 and remembered.stdout == ""
+    assert "an empty value names no folder" in remembered.stderr
+    assert list(work.iterdir()) == [] and not (tmp_path / "home").exists()

@@ -338,3 +338,20 @@ def test_redact_covers_every_form_a_server_may_echo() -> None:
     assert out.count("[REDACTED]") == 3
     assert redact("a bearer token is required") == "a bearer token is required"
     assert redact("Bearer other-token-123") == "Bearer [REDACTED]"
+
+
+def test_console_lines_show_control_characters_from_values(restore_logging: None) -> None:
+    """A vault path holding an OSC "set window title" sequence is logged visibly on the
+    console, never sent to the terminal; JSON lines keep the exact value (JSON escapes it)."""
+    name = "unp\x1b]0;T\x1b\\.md"
+    out = io.StringIO()
+    configure(level="info", stream=out)
+    get_logger("x").warning("markdown.note_unparsable", path=name)
+    logging.getLogger("httpx2").warning("stdlib %s", name)
+    text = out.getvalue()
+    assert "\x1b" not in text
+    assert text.count("unp\u241b]0;T\u241b\\.md") == 2
+    out = io.StringIO()
+    configure(json=True, level="info", stream=out)
+    get_logger("x").warning("markdown.note_unparsable", path=name)
+    assert json.loads(out.getvalue())["path"] == name

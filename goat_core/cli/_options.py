@@ -19,12 +19,23 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 # -- shared options ------------------------------------------------------------------------
+class _HomePath(click.Path):
+    """A folder path that is never empty: ``--home ''`` would otherwise name the current
+    directory and make it a GOAT home (``GOAT_HOME=''`` means "not set" instead)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str) and not value.strip():
+            self.fail("an empty value names no folder: give a folder or leave --home out")
+        return super().convert(value, param, ctx)
+
+
 def home_option(f: F) -> F:
-    """``--home DIR`` (parameter ``home: Path | None``): the GOAT home to use."""
+    """``--home DIR`` (parameter ``home: Path | None``): the GOAT home to use; an empty
+    value is a usage error (exit 2)."""
     return click.option(
         "--home",
         "home",
-        type=click.Path(file_okay=False, path_type=Path),
+        type=_HomePath(file_okay=False, path_type=Path),
         default=None,
         help="GOAT home directory (default: $GOAT_HOME, else the platform directories).",
     )(f)

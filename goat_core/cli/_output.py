@@ -10,7 +10,7 @@ from typing import Any, NoReturn
 import click
 
 from goat_core.errors import Ambiguous, GoatError
-from goat_core.logs import redact
+from goat_core.logs import redact, visible_controls
 
 _BUILTIN_DEBUG_ENV = "GOAT_DEBUG"
 
@@ -20,21 +20,9 @@ def _debug() -> bool:
     return os.environ.get(_BUILTIN_DEBUG_ENV, "").strip().lower() in {"1", "true", "yes", "on"}
 
 
-#: C0 controls (but tab and newline), DEL and C1 controls, each to one visible character:
-#: its Unicode control picture (ESC shows as U+241B), U+2421 for DEL, U+FFFD for C1.
-_CONTROLS = {
-    **{c: 0x2400 + c for c in range(0x20) if chr(c) not in "\t\n"},
-    0x7F: 0x2421,
-    **{c: 0xFFFD for c in range(0x80, 0xA0)},
-}
-
-
 def _shown(text: str) -> str:
-    """``text`` from notes made safe for a terminal: every control character but tab and
-    newline (an escape sequence could clear the screen or set the window title) becomes
-    one visible character, so offsets into the text stay valid. JSON output needs none of
-    this: it escapes them."""
-    return str(text).translate(_CONTROLS)
+    """``text`` from notes made safe for a terminal (:func:`goat_core.logs.visible_controls`)."""
+    return visible_controls(text)
 
 
 def _err(message: str) -> None:

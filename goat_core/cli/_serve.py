@@ -95,6 +95,10 @@ def serve_cmd(
     memory (never Global's): the server stays up and every tool says how to bind it.
     With --http, each scope named at start has its own endpoint: /mcp/global, /mcp/pen/<id>.
     """
+    if pin and from_dir is None and (pens or global_):
+        # a pin only overrides what --from-dir derives: beside --pen/--global it would be
+        # silently ignored
+        raise BadInput("--pin goes with --from-dir; --pen and --global already name the scope")
     if http is None:
         import gc
 

@@ -191,6 +191,15 @@ def test_serve_refuses_a_pin_that_is_not_one(home: Path, tmp_path: Path, pin: st
     assert f"pin {pin!r} is neither 'global' nor 'pen:ID'" in proc.stderr
 
 
+@pytest.mark.parametrize("scope", [["--pen", "a"], ["--global"]])
+def test_serve_refuses_a_pin_beside_a_named_scope(home: Path, scope: list[str]) -> None:
+    """``goat serve --pen a --pin global`` started serving pen:a and ignored the pin; a pin
+    only overrides what ``--from-dir`` derives, so beside --pen/--global it is refused."""
+    proc = goat(home, "serve", *scope, "--pin", "global", check=False, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 2, proc.stderr
+    assert "--pin goes with --from-dir" in proc.stderr
+
+
 def test_no_cwd_and_no_pin_gives_no_context(home: Path) -> None:
     out, err, code = run_hook(home, {"prompt": "where does the osprey nest?"})
     assert code == 0

@@ -150,3 +150,14 @@ def test_lint_counts_read_as_english(goat_home: Path, tmp_path: Path) -> None:
     )
     assert counts.get("warnings", 0) >= 3, summary
     assert not re.search(r"\b([02-9]|\d\d+) (warning|error)\b", summary), summary
+
+
+def test_ingest_shows_control_characters_in_names(goat_home: Path, tmp_path: Path) -> None:
+    """A source named with an OSC "set window title" sequence is listed visibly: the
+    terminal never receives the escape (the id itself, in ``--json``, stays exact)."""
+    docs = write_tree(tmp_path / "docs", {"s\x1b]0;own\x1b\\x.txt": "a source\n"})
+    assert goat("bind", "--pen", "w", "wiki").exit_code == 0
+    ingested = goat("wiki", "ingest", str(docs), "--pen", "w")
+    assert ingested.exit_code == 0, ingested.output
+    assert "\x1b" not in ingested.output
+    assert "added   docs/s\u241b]0;own\u241b\\x.txt\n" in ingested.output

@@ -16,21 +16,23 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import click
+from goat_core.cli import home_option
+from goat_core.logs import visible_controls
 
 __all__ = ["wiki"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+def _echo(text: str, err: bool = False) -> None:
+    """A text line; control characters from names and notes shown, never sent to the
+    terminal (:func:`goat_core.logs.visible_controls`)."""
+    click.echo(visible_controls(text), err=err)
+
+
 def _options(f: F) -> F:
     f = click.option("--json", "as_json", is_flag=True, help="Print JSON on stdout.")(f)
-    f = click.option(
-        "--home",
-        "home",
-        type=click.Path(file_okay=False, path_type=Path),
-        default=None,
-        help="GOAT home directory (default: $GOAT_HOME, else the platform directories).",
-    )(f)
+    f = home_option(f)  # core's --home: an empty value is refused
     return click.option(
         "--pen", "pen", metavar="ID", default=None, help="Use this Pen's wiki (default: Global)."
     )(f)
@@ -98,19 +100,19 @@ def ingest_cmd(path: Path, pen: str | None, home: Path | None, as_json: bool) ->
         _emit(result)
         _exit_if_refused(result)
         return
-    click.echo(
+    _echo(
         f"{len(result['added'])} source(s) added, {len(result['present'])} already present, "
         f"{len(result['skipped'])} skipped; {result['sources']} in the wiki"
     )
     # each line names the source's id (what `goat wiki write --source ID` takes), not a path
     for source_id in result["added"]:
-        click.echo(f"added   {source_id}")
+        _echo(f"added   {source_id}")
     for source_id in result["present"]:
-        click.echo(f"present {source_id}")
+        _echo(f"present {source_id}")
     for reason in result.get("degraded", ()):
-        click.echo(f"goat: warning: {reason}", err=True)
+        _echo(f"goat: warning: {reason}", err=True)
     for item in result["skipped"]:
-        click.echo(f"skipped {item['path']}: {item['reason']}", err=True)
+        _echo(f"skipped {item['path']}: {item['reason']}", err=True)
     _exit_if_refused(result)
 
 
@@ -118,7 +120,7 @@ def _exit_if_refused(result: dict[str, Any]) -> None:
     """Exit 5 (rejected) when a policy hook refused any file: the ingest did not all land."""
     refused = [i for i in result["skipped"] if i["reason"].startswith("rejected by policy")]
     if refused:
-        click.echo(f"goat: error: rejected: {len(refused)} file(s) refused by policy", err=True)
+        _echo(f"goat: error: rejected: {len(refused)} file(s) refused by policy", err=True)
         raise click.exceptions.Exit(5)
 
 
@@ -133,10 +135,10 @@ def lint_cmd(fix: bool, pen: str | None, home: Path | None, as_json: bool) -> No
         _emit(report.to_json())
     else:
         for f in report.fixed:
-            click.echo(f"fixed  {f.code:<22} {f.path or '-'}  {f.message}")
+            _echo(f"fixed  {f.code:<22} {f.path or '-'}  {f.message}")
         for f in report.findings:
             where = f"{f.path}:{f.line}" if f.line else (f.path or "-")
-            click.echo(f"{f.severity:<7} {f.code:<22} {where}  {f.message}")
+            _echo(f"{f.severity:<7} {f.code:<22} {where}  {f.message}")
         counts: dict[str, int] = {}
         for f in report.findings:
             counts[f.severity] = counts.get(f.severity, 0) + 1
@@ -147,9 +149,9 @@ def lint_cmd(fix: bool, pen: str | None, home: Path | None, as_json: bool) -> No
             )
             or "no findings"
         )
-        click.echo(f"{summary}; {len(report.fixed)} fixed", err=True)
+        _echo(f"{summary}; {len(report.fixed)} fixed", err=True)
         for reason in report.degraded:
-            click.echo(f"goat: warning: {reason}", err=True)
+            _echo(f"goat: warning: {reason}", err=True)
     if any(f.severity in {"error", "warning"} for f in report.findings):
         raise click.exceptions.Exit(1)
 
@@ -200,10 +202,10 @@ def write_cmd(
         _emit(result)
     if result.get("status") == "rejected":  # a policy hook refused: nothing was written
         reason = " ".join(str(result.get("reason") or "no reason given").split())
-        click.echo(f"goat: error: rejected: {reason}", err=True)
+        _echo(f"goat: error: rejected: {reason}", err=True)
         raise click.exceptions.Exit(5)
     if as_json:
         return
-    click.echo(f"{result['op']} {result['page']} (etag {result['etag']})")
+    _echo(f"{result['op']} {result['page']} (etag {result['etag']})")
     for f in result["findings"]:
-        click.echo(f"{f['severity']}: {f['code']}: {f['message']}", err=True)
+        _echo(f"{f['severity']}: {f['code']}: {f['message']}", err=True)
