@@ -22,7 +22,7 @@ from goat_core.cli._options import (
     json_option,
     open_host,
 )
-from goat_core.cli._output import _debug, _err, _one_line, _table, _to_json, emit_json
+from goat_core.cli._output import _debug, _err, _one_line, _shown, _table, _to_json, emit_json
 from goat_core.cli._root import _configure_logging
 
 if TYPE_CHECKING:
@@ -334,7 +334,7 @@ def check_cmd(
     else:
         click.echo(f"{scope.key}: {'ok' if health.ok else 'not ok'} ({health.tone.value})")
         if health.reason and health.ok:
-            click.echo(f"  {health.reason}")
+            click.echo(_shown(f"  {health.reason}"))
     if not health.ok:
         what = "the draft settings" if draft is not None else scope.key
         cause = f" ({health.cause})" if health.cause else ""
@@ -469,7 +469,7 @@ def status_cmd(as_json: bool, watch: bool, interval: float, times: int, home: Pa
                 else:
                     if watch and rendered and sys.stdout.isatty():
                         click.clear()
-                    click.echo(_render_status(rows))
+                    click.echo(_shown(_render_status(rows)))
                 rendered += 1
                 if not watch or (times and rendered >= times):
                     return

@@ -63,3 +63,24 @@ def test_json_keeps_the_text_exact(home: Path) -> None:
     assert page["body"] == EVIL
     listing = json.loads(_goat(home, "pages", "--json"))
     assert "t\x1b[31mred\x1b]0;x\x07" in [i["title"] for i in listing["items"]]
+
+
+def test_status_and_check_show_control_characters_of_a_store_root(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A store root whose name holds an escape sequence is shown, never sent to the
+    terminal, by ``goat status`` and ``goat check``."""
+    from click.testing import CliRunner
+    from goat_core.cli import cli
+
+    monkeypatch.setenv("GOAT_HOME", str(tmp_path / "home"))
+    root = tmp_path / "v\x1b[31mred"
+    root.mkdir()
+    run = CliRunner()
+    assert (
+        run.invoke(cli, ["bind", "--pen", "e", "markdown", "--set", f"root={root}"]).exit_code == 0
+    )
+    for args in (["status"], ["check", "--pen", "e"]):
+        out = run.invoke(cli, args)
+        assert out.exit_code == 0, out.output
+        assert "\x1b" not in out.output and "v\u241b[31mred" in out.output, out.output
