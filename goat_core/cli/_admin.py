@@ -438,7 +438,9 @@ def _render_status(rows: list[dict[str, Any]]) -> str:
         styled.append(click.style(line, **_TONE_STYLE.get(str(r["tone"]), {})))
     for r in rows:
         if r.get("derivation"):
-            styled.append(f"{r['scope']}: derived ({r['derivation']}) from {r.get('identity')}")
+            styled.append(
+                _shown(f"{r['scope']}: derived ({r['derivation']}) from {r.get('identity')}")
+            )
     return "\n".join(styled)
 
 
@@ -469,7 +471,7 @@ def status_cmd(as_json: bool, watch: bool, interval: float, times: int, home: Pa
                 else:
                     if watch and rendered and sys.stdout.isatty():
                         click.clear()
-                    click.echo(_shown(_render_status(rows)))
+                    click.echo(_render_status(rows))
                 rendered += 1
                 if not watch or (times and rendered >= times):
                     return
