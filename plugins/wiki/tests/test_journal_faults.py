@@ -172,6 +172,36 @@ def test_a_page_write_whose_index_update_finds_the_disk_full_is_rolled_back(
     assert log_headings(root) == ["ingest | s1.txt", "write | Small"]
 
 
+def test_lint_fix_with_one_read_only_folder_says_which_fixes_landed(
+    goat_home: Path, tmp_path: Path
+) -> None:
+    """Bare-link fixes pending in ``notes/Plans.md`` and ``other/Vis2.md``, ``other/``
+    read-only: exit 6 naming the fix that landed (and was logged) and the one not written;
+    never "nothing was stored"."""
+    page = "---\nsources: []\n---\n"  # a wiki page (its frontmatter has sources)
+    vault = write_tree(
+        tmp_path / "vault",
+        {"notes/Plans.md": f"{page}See [[Vis2]].\n", "other/Vis2.md": f"{page}See [[Plans]].\n"},
+    )
+    assert goat("bind", "--pen", "lf", "wiki", "--set", f"root={vault}").exit_code == 0
+    assert goat("remember", "seed", "--title", "Seed", "--pen", "lf").exit_code == 0
+    with filesystem_fault(vault / "other", Fault.READ_ONLY):
+        result = goat("wiki", "lint", "--fix", "--pen", "lf")
+    assert result.exit_code == 6, result.output
+    assert result.stderr.startswith(f"goat: error: cannot write the store at {vault}/other: it is")
+    assert (
+        "fixed and logged: notes/Plans.md; not fixed (nothing written): other/Vis2.md"
+        in result.stderr
+    )
+    assert "nothing was stored" not in result.stderr
+    assert (vault / "notes/Plans.md").read_text("utf-8") == f"{page}See [[other/Vis2|Vis2]].\n"
+    assert (vault / "other/Vis2.md").read_text("utf-8") == f"{page}See [[Plans]].\n"
+    assert log_headings(vault) == ["remember | Seed", "fix | Plans"]
+    again = goat("wiki", "lint", "--fix", "--pen", "lf")
+    assert (vault / "other/Vis2.md").read_text("utf-8") == f"{page}See [[notes/Plans|Plans]].\n"
+    assert log_headings(vault)[:3] == ["remember | Seed", "fix | Plans", "fix | Vis2"], again
+
+
 # -- a read-only wiki folder -------------------------------------------------------------
 def test_wiki_write_ingest_and_lint_fix_on_a_read_only_folder_exit_6_writing_nothing(
     goat_home: Path, tmp_path: Path
