@@ -419,6 +419,26 @@ def test_a_killed_wiki_import_is_recovered_to_what_landed_and_finished_by_the_ne
     assert [f for f in lint if f["code"] in {"stale-page", "index-drift", "log-gap"}] == []
 
 
+def test_lint_on_a_read_only_wiki_with_a_pending_journal_reports_no_bookkeeping_findings(
+    killed_import: tuple[Path, Path, list[str]],
+) -> None:
+    """The killed import's journal cannot be applied (the wiki folder read-only): lint
+    reports none of the index, log and source findings the journal will repair, and says
+    in ``degraded`` that it is pending."""
+    root, _bundle, _pages = killed_import
+    with filesystem_fault(root, Fault.READ_ONLY):
+        result = goat("wiki", "lint", "--pen", "dst", "--json")
+        text = goat("wiki", "lint", "--pen", "dst")
+    report = json.loads(result.stdout)
+    codes = {f["code"] for f in report["findings"]}
+    assert codes & {"stale-page", "index-drift", "log-gap"} == set(), report["findings"]
+    (reason,) = report["degraded"]
+    assert reason.startswith("an interrupted write's journal (")
+    assert "could not be applied (Read-only file system: " in reason
+    assert f"goat: warning: {reason}" in text.stderr
+    assert (root / "log.md").read_text("utf-8").count("## [") == 0
+
+
 # -- import --rename and the wiki's own files ------------------------------------------------
 def test_import_rename_gives_a_page_named_like_the_wikis_own_files_the_next_free_name(
     goat_home: Path, tmp_path: Path

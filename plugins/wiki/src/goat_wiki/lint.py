@@ -6,6 +6,7 @@ tables).
 
 from __future__ import annotations
 
+import json
 import os
 import posixpath
 from collections.abc import Callable, Collection, Iterable
@@ -118,6 +119,9 @@ class WikiLint(WikiSources):
         hidden: Collection[str] = (),
     ) -> LintReport:
         self._recover()
+        pending = self._pending_journal()
+        if pending:  # what the journal will repair is not a finding (nor a fix to make)
+            return LintReport(tuple(self._unjournaled(self._findings())), degraded=pending)
         findings = self._findings()
         if not fix or not any(f.fixable for f in findings):
             return LintReport(tuple(findings))
@@ -148,6 +152,24 @@ class WikiLint(WikiSources):
                 f"{'it touches' if withheld == 1 else 'they touch'} pages hidden by policy",
             )
         return LintReport(tuple(self._findings()), tuple(fixed), degraded)
+
+    def _unjournaled(self, findings: list[Finding]) -> list[Finding]:
+        """``findings`` less the index, log and source bookkeeping of the pages a pending
+        journal names (``index-drift``, ``log-gap``, ``stale-page``): applying it repairs
+        those."""
+        try:
+            journal = json.loads(self._journal_path.read_text("utf-8"))
+            pages = set(journal.get("pages") or ())
+        except (OSError, ValueError, AttributeError):
+            return findings
+        return [
+            f
+            for f in findings
+            if not (
+                (f.code == "index-drift" and f.target in pages)
+                or (f.code in {"log-gap", "stale-page"} and f.path in pages)
+            )
+        ]
 
     def _fix_links(
         self,
