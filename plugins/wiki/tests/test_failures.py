@@ -3,6 +3,7 @@ its exact input: made impossible, or reported by lint."""
 
 from __future__ import annotations
 
+import errno
 import os
 from pathlib import Path
 from typing import Any
@@ -10,6 +11,7 @@ from typing import Any
 import pytest
 from goat_core.contract import MemoryWrite
 from goat_core.errors import BadInput, Conflict, PathError
+from goat_core.testing.conformance.faults import Fault, filesystem_fault
 from wiki_helpers import MakeWiki, write_tree
 
 from goat_wiki.provider import PageWrite, WikiProvider
@@ -67,23 +69,32 @@ def test_every_write_keeps_index_and_log_true(wiki: MakeWiki, sources: Path) -> 
     assert not codes(report, "index-drift") and not codes(report, "log-gap")
 
 
-def test_crash_between_page_and_index_is_completed_on_next_open(
+def test_a_page_that_cannot_be_rolled_back_stands_and_is_completed_on_next_open(
     wiki: MakeWiki, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The index write fails after the page landed, and the wiki folder turns read-only so
+    the page cannot be removed again: the write stands (``stored``), its journal pending;
+    the next open completes index and log."""
     first = wiki()
     first.write_page(PageWrite("Seed", "seed page", folder="concepts"))
     root = first.provider.root
     first.close()
+    read_only = filesystem_fault(root, Fault.READ_ONLY)
 
-    def crash(self: WikiProvider, *args: Any) -> None:
-        raise OSError("power cut")
+    def index_fails(self: WikiProvider, *args: Any) -> None:
+        read_only.__enter__()  # from here on nothing under the wiki folder can be written
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(root / "index.md"))
 
     crashing = wiki()
-    monkeypatch.setattr(WikiProvider, "_update_index", crash)
-    with pytest.raises(OSError, match="power cut"):
-        crashing.write_page(PageWrite("Landed", "the page landed", folder="concepts"))
+    monkeypatch.setattr(WikiProvider, "_update_index", index_fails)
+    try:
+        result = crashing.write_page(PageWrite("Landed", "the page landed", folder="concepts"))
+    finally:
+        read_only.__exit__(None, None, None)
     monkeypatch.undo()
+    assert (result["status"], result["page"]) == ("stored", "concepts/Landed.md")
     assert (root / "concepts/Landed.md").exists()
+    assert crashing.wiki._journal_path.exists()
     assert "concepts/Landed.md" not in index_paths(root)  # drifted until the next open
     crashing.close()
 

@@ -16,13 +16,14 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
 from goat_core.cli import cli
 from goat_core.contract import MemoryWrite
 from goat_core.errors import StoreUnwritable
-from goat_core.filestore import current_etag
+from goat_core.filestore import current_etag, etag
 from goat_core.testing.conformance.faults import Fault, filesystem_fault
 from wiki_helpers import MakeWiki, write_tree
 
@@ -133,6 +134,74 @@ def test_a_page_write_whose_file_fails_is_not_logged(wiki: MakeWiki) -> None:
     assert log_headings(root) == ["write | Seed"]
 
 
+def test_a_page_write_whose_index_update_finds_the_disk_full_is_rolled_back(
+    goat_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The page file lands, then the disk is full for the index line: exit 6 "nothing was
+    stored" is true (the page file is removed again, no log entry, no journal pending);
+    once there is room the same write stores the page and logs it once."""
+    assert goat("bind", "--pen", "f", "wiki").exit_code == 0
+    root = goat_home / "data" / "stores" / "pens" / "f"
+    (tmp_path / "s1.txt").write_text("source one\n", "utf-8")
+    assert goat("wiki", "ingest", str(tmp_path / "s1.txt"), "--pen", "f").exit_code == 0
+    small = tmp_path / "small.md"
+    small.write_text("x" * 2999 + "\n", "utf-8")
+    real = WikiProvider._update_index
+
+    def full_disk(self: WikiProvider, *args: Any) -> None:
+        with filesystem_fault(root, Fault.DISK_FULL):
+            real(self, *args)
+
+    args = ("wiki", "write", "Small", "--file", str(small), "--source", "s1.txt", "--pen", "f")
+    with monkeypatch.context() as patch:
+        patch.setattr(WikiProvider, "_update_index", full_disk)
+        failed = goat(*args)
+    assert failed.exit_code == 6, failed.output
+    assert f"cannot write the store at {root}: the disk is full" in failed.stderr
+    assert "nothing was stored" in failed.stderr
+    assert not (root / "syntheses" / "Small.md").exists()
+    pages = goat("pages", "--pen", "f", "--json")
+    assert pages.exit_code == 0, pages.output
+    listed = json.loads(pages.stdout)
+    assert "syntheses/Small.md" not in [i["id"] for i in listed["items"]]
+    assert listed["degraded"] == []
+    assert log_headings(root) == ["ingest | s1.txt"]
+    stored = goat(*args)
+    assert stored.exit_code == 0, stored.output
+    assert (root / "syntheses" / "Small.md").read_text("utf-8").endswith("x" * 2999 + "\n")
+    assert log_headings(root) == ["ingest | s1.txt", "write | Small"]
+
+
+def test_lint_fix_with_one_read_only_folder_says_which_fixes_landed(
+    goat_home: Path, tmp_path: Path
+) -> None:
+    """Bare-link fixes pending in ``notes/Plans.md`` and ``other/Vis2.md``, ``other/``
+    read-only: exit 6 naming the fix that landed (and was logged) and the one not written;
+    never "nothing was stored"."""
+    page = "---\nsources: []\n---\n"  # a wiki page (its frontmatter has sources)
+    vault = write_tree(
+        tmp_path / "vault",
+        {"notes/Plans.md": f"{page}See [[Vis2]].\n", "other/Vis2.md": f"{page}See [[Plans]].\n"},
+    )
+    assert goat("bind", "--pen", "lf", "wiki", "--set", f"root={vault}").exit_code == 0
+    assert goat("remember", "seed", "--title", "Seed", "--pen", "lf").exit_code == 0
+    with filesystem_fault(vault / "other", Fault.READ_ONLY):
+        result = goat("wiki", "lint", "--fix", "--pen", "lf")
+    assert result.exit_code == 6, result.output
+    assert result.stderr.startswith(f"goat: error: cannot write the store at {vault}/other: it is")
+    assert (
+        "fixed and logged: notes/Plans.md; not fixed (nothing written): other/Vis2.md"
+        in result.stderr
+    )
+    assert "nothing was stored" not in result.stderr
+    assert (vault / "notes/Plans.md").read_text("utf-8") == f"{page}See [[other/Vis2|Vis2]].\n"
+    assert (vault / "other/Vis2.md").read_text("utf-8") == f"{page}See [[Plans]].\n"
+    assert log_headings(vault) == ["remember | Seed", "fix | Plans"]
+    again = goat("wiki", "lint", "--fix", "--pen", "lf")
+    assert (vault / "other/Vis2.md").read_text("utf-8") == f"{page}See [[notes/Plans|Plans]].\n"
+    assert log_headings(vault)[:3] == ["remember | Seed", "fix | Plans", "fix | Vis2"], again
+
+
 # -- a read-only wiki folder -------------------------------------------------------------
 def test_wiki_write_ingest_and_lint_fix_on_a_read_only_folder_exit_6_writing_nothing(
     goat_home: Path, tmp_path: Path
@@ -171,26 +240,33 @@ def test_wiki_write_ingest_and_lint_fix_on_a_read_only_folder_exit_6_writing_not
     assert log_headings(vault) == ["remember | Seed", "lint | rebuild index"]
 
 
-def test_a_journal_that_cannot_be_applied_never_fails_a_read(
-    wiki: MakeWiki, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_journal_that_cannot_be_applied_never_fails_a_read(wiki: MakeWiki) -> None:
     """A crash after the page landed left the journal; then the wiki folder turned
     read-only: pages and recall answer, degraded with the reason; a write is
     ``StoreUnwritable``; once writable, the next write applies the journal first."""
     w = wiki()
     w.write_page(PageWrite("Seed", "seed page", folder="concepts"))
     root = w.root
-
-    def crash(self: WikiProvider, *args: object) -> None:
-        raise OSError("power cut")
-
-    monkeypatch.setattr(WikiProvider, "_update_index", crash)
-    with pytest.raises(OSError, match="power cut"):
-        w.write_page(PageWrite("Landed", "the page landed", folder="concepts"))
-    monkeypatch.undo()
-    w.close()
     journal = w.wiki._journal_path
-    assert journal.exists() and (root / "concepts/Landed.md").exists()
+    w.close()
+    # what a kill right after the page landed leaves: the page and the journal expecting it
+    page = b"---\ntitle: Landed\nsources: []\n---\nthe page landed\n"
+    (root / "concepts/Landed.md").write_bytes(page)
+    journal.write_text(
+        json.dumps(
+            {
+                "op": "write",
+                "title": "Landed",
+                "pages": ["concepts/Landed.md"],
+                "details": ["- page: concepts/Landed.md"],
+                "date": "2026-01-01",
+                "log_before": current_etag(root / "log.md"),
+                "planned": {"concepts/Landed.md": etag(page)},
+                "expect": {"concepts/Landed.md": etag(page)},
+            }
+        ),
+        "utf-8",
+    )
 
     fresh = wiki(root=root)
     with filesystem_fault(root, Fault.READ_ONLY):
@@ -341,6 +417,26 @@ def test_a_killed_wiki_import_is_recovered_to_what_landed_and_finished_by_the_ne
     assert sorted(s.id for s in manifest.sources) == [f"imports/{p}.txt" for p in pages]
     lint = json.loads(goat("wiki", "lint", "--pen", "dst", "--json").stdout)["findings"]
     assert [f for f in lint if f["code"] in {"stale-page", "index-drift", "log-gap"}] == []
+
+
+def test_lint_on_a_read_only_wiki_with_a_pending_journal_reports_no_bookkeeping_findings(
+    killed_import: tuple[Path, Path, list[str]],
+) -> None:
+    """The killed import's journal cannot be applied (the wiki folder read-only): lint
+    reports none of the index, log and source findings the journal will repair, and says
+    in ``degraded`` that it is pending."""
+    root, _bundle, _pages = killed_import
+    with filesystem_fault(root, Fault.READ_ONLY):
+        result = goat("wiki", "lint", "--pen", "dst", "--json")
+        text = goat("wiki", "lint", "--pen", "dst")
+    report = json.loads(result.stdout)
+    codes = {f["code"] for f in report["findings"]}
+    assert codes & {"stale-page", "index-drift", "log-gap"} == set(), report["findings"]
+    (reason,) = report["degraded"]
+    assert reason.startswith("an interrupted write's journal (")
+    assert "could not be applied (Read-only file system: " in reason
+    assert f"goat: warning: {reason}" in text.stderr
+    assert (root / "log.md").read_text("utf-8").count("## [") == 0
 
 
 # -- import --rename and the wiki's own files ------------------------------------------------

@@ -46,6 +46,14 @@ def _why(exc: BaseException) -> str:
     return str(exc)
 
 
+def _read_or_none(path: Path) -> bytes | None:
+    """The bytes of ``path``, or ``None`` when there is no such file."""
+    try:
+        return path.read_bytes()
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+
+
 class WikiJournal(WikiStore):
     """The wiki's own files kept in step with its pages (see the module docstring)."""
 
@@ -228,6 +236,12 @@ class WikiJournal(WikiStore):
         A change that raises is rolled forward at once (:meth:`_apply_journal`: the log
         records only what landed) before the error goes on; when even that cannot be
         written, the journal stays for the next call.
+
+        A change that landed while its bookkeeping (journal, index line, log entry) then
+        fails is rolled back: the files of ``planned`` get their bytes from before, so the
+        error's "nothing was stored" is true. When the rollback cannot be written either,
+        the write stands and returns (its journal stays pending: reads say so in
+        ``degraded`` until a write applies it).
         """
         layout = layout or self._ensure_files()
         assert layout.log is not None
@@ -245,22 +259,58 @@ class WikiJournal(WikiStore):
         }
         self._journal_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         atomic_write(self._journal_path, json.dumps(journal).encode("utf-8"))
+        before = {p: _read_or_none(self.root / p) for p in journal["planned"]}
         try:
             expect = change()
         except BaseException:
-            try:
-                self._apply_journal(journal)
-            except (OSError, GoatError) as exc:
+            self._settle(journal)
+            raise
+        try:
+            journal["expect"] = expect
+            atomic_write(self._journal_path, json.dumps(journal).encode("utf-8"))
+            self._update_index(layout, pages)
+            self._append_log(layout, op, title, details, date)
+        except (OSError, GoatError) as exc:
+            if not self._roll_back(expect, before):
                 self._journal_error = _why(exc)
                 log.warning("wiki.journal_pending", path=str(self._journal_path), error=str(exc))
-            else:
-                self._journal_path.unlink(missing_ok=True)
+                return  # the write landed: it stands, its bookkeeping is pending
+            self._settle(journal)
             raise
-        journal["expect"] = expect
-        atomic_write(self._journal_path, json.dumps(journal).encode("utf-8"))
-        self._update_index(layout, pages)
-        self._append_log(layout, op, title, details, date)
         self._journal_path.unlink(missing_ok=True)
+
+    def _settle(self, journal: dict[str, Any]) -> None:
+        """Roll ``journal`` forward to what landed (nothing logged when nothing did) and
+        remove it; when that cannot be written, it stays for the next call."""
+        try:
+            self._apply_journal(journal)
+        except (OSError, GoatError) as exc:
+            self._journal_error = _why(exc)
+            log.warning("wiki.journal_pending", path=str(self._journal_path), error=str(exc))
+        else:
+            self._journal_path.unlink(missing_ok=True)
+
+    def _roll_back(self, expect: dict[str, str], before: dict[str, bytes | None]) -> bool:
+        """Give each file a change wrote (``expect``: ``{path: etag after}``) its bytes from
+        ``before`` (``None``: it did not exist); ``False`` when one cannot be restored (no
+        bytes kept of it, or the restore fails), leaving the rest as they are."""
+        restored = True
+        for rel, after in expect.items():
+            if rel not in before:
+                restored = False
+                continue
+            path, old = self.root / rel, before[rel]
+            try:
+                if current_etag(path) != after:
+                    continue  # not this write's bytes (another writer's): left alone
+                if old is None:
+                    path.unlink()
+                else:
+                    atomic_write(path, old, expected_etag=after)
+            except (OSError, GoatError) as exc:
+                log.warning("wiki.rollback_failed", path=str(path), error=str(exc))
+                restored = False
+        return restored
 
     def _index_entry(self, note: WikiNote) -> str:
         return wt.index_line(

@@ -6,14 +6,17 @@ tables).
 
 from __future__ import annotations
 
+import json
+import os
 import posixpath
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from goat_core import filestore
 from goat_core.contract import LinkResolution, MemoryWrite
-from goat_core.errors import Rejected
+from goat_core.errors import Rejected, StoreUnwritable
 from goat_core.filestore import MISSING_ETAG, atomic_write, current_etag, etag, walk_notes
 
 from goat_wiki import text as wt
@@ -83,6 +86,28 @@ class LintReport:
         return sum(1 for f in self.findings if f.code == code)
 
 
+def _raise_unwritten(landed: list[str], failed: list[tuple[str, OSError]]) -> None:
+    """Raise the first failed fix's error; when other pages' fixes landed (and were
+    logged), a :class:`StoreUnwritable` that names them and the pages left unfixed."""
+    exc = failed[0][1]
+    if not landed:
+        raise exc
+    where = Path(os.fsdecode(exc.filename)) if exc.filename else Path(failed[0][0])
+    if where.name.endswith(".goat-tmp"):  # a write's temp file: name its folder
+        where = where.parent
+    typed = StoreUnwritable.from_os_error(exc, where)
+    if typed is None:
+        raise exc
+    what = "the disk is full" if typed.reason == "full" else "it is read-only"
+    raise StoreUnwritable(
+        f"cannot write the store at {where}: {what} ({exc.strerror or type(exc).__name__}); "
+        f"fixed and logged: {', '.join(landed)}; not fixed (nothing written): "
+        f"{', '.join(rel for rel, _exc in failed)}",
+        path=str(where),
+        reason=typed.reason,
+    ) from exc
+
+
 class WikiLint(WikiSources):
     """Finding and fixing a wiki's problems; a page just written gets its own findings
     without reading every page (:meth:`_page_findings`)."""
@@ -94,6 +119,9 @@ class WikiLint(WikiSources):
         hidden: Collection[str] = (),
     ) -> LintReport:
         self._recover()
+        pending = self._pending_journal()
+        if pending:  # what the journal will repair is not a finding (nor a fix to make)
+            return LintReport(tuple(self._unjournaled(self._findings())), degraded=pending)
         findings = self._findings()
         if not fix or not any(f.fixable for f in findings):
             return LintReport(tuple(findings))
@@ -125,6 +153,24 @@ class WikiLint(WikiSources):
             )
         return LintReport(tuple(self._findings()), tuple(fixed), degraded)
 
+    def _unjournaled(self, findings: list[Finding]) -> list[Finding]:
+        """``findings`` less the index, log and source bookkeeping of the pages a pending
+        journal names (``index-drift``, ``log-gap``, ``stale-page``): applying it repairs
+        those."""
+        try:
+            journal = json.loads(self._journal_path.read_text("utf-8"))
+            pages = set(journal.get("pages") or ())
+        except (OSError, ValueError, AttributeError):
+            return findings
+        return [
+            f
+            for f in findings
+            if not (
+                (f.code == "index-drift" and f.target in pages)
+                or (f.code in {"log-gap", "stale-page"} and f.path in pages)
+            )
+        ]
+
     def _fix_links(
         self,
         fixable: list[Finding],
@@ -143,6 +189,8 @@ class WikiLint(WikiSources):
             if f.code in {"bare-link", "escaped-alias-pipe"} and f.path is not None:
                 by_page.setdefault(f.path, []).append(f)
         done: list[Finding] = []
+        landed: list[str] = []
+        failed: list[tuple[str, OSError]] = []
         scan = self._scan()
         resolver = self._link_index(scan).resolver
         withheld = 0
@@ -206,16 +254,23 @@ class WikiLint(WikiSources):
             def change(rel: str = rel, new: bytes = new, old: str = note.etag) -> dict[str, str]:
                 return {rel: atomic_write(self.root / rel, new, expected_etag=old)}
 
-            self._commit(
-                "fix",
-                note.title,
-                [rel],
-                [f"- page: {rel}", "- fix: links"],
-                change,
-                planned={rel: etag(new)},
-            )
+            try:
+                self._commit(
+                    "fix",
+                    note.title,
+                    [rel],
+                    [f"- page: {rel}", "- fix: links"],
+                    change,
+                    planned={rel: etag(new)},
+                )
+            except OSError as exc:
+                failed.append((rel, exc))  # nothing of this page's fix landed
+                continue
             self._index_note(rel)
+            landed.append(rel)
             done += [f for f in items if (f.line, f.code) in applied]
+        if failed:
+            _raise_unwritten(landed, failed)
         return done, withheld
 
     def _page_findings(self, rel: str) -> list[Finding]:
