@@ -121,6 +121,19 @@ NoteT = TypeVar("NoteT", bound="StoredNote")
 T = TypeVar("T")
 
 
+def _made(folder: Path) -> StoreUnwritable | None:
+    """Create the default store ``folder`` (``0700``); the typed error when its disk is full
+    or read-only (other faults raise)."""
+    try:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except OSError as exc:
+        typed = StoreUnwritable.from_os_error(exc, folder)
+        if typed is None:
+            raise
+        return typed
+    return None
+
+
 def _chunk_head(text: str, width: int = 160) -> str:
     """The start of a chunk, flattened, cut at a word (for a snippet with no keyword)."""
     lines = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
@@ -169,13 +182,19 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
         if pen_id is not None and normalize_pen_id(pen_id) != pen_id:
             raise ScopeError(f"Pen id {pen_id!r} is not canonical; no {self.noun} was opened")
         configured = getattr(self._store_settings(context), "root", None)
+        #: why the default store folder could not be created (full or read-only home)
+        self._absent: StoreUnwritable | None = None
         if configured is None:
             default = context.home.default_store_dir(context.scope)
-            default.mkdir(mode=0o700, parents=True, exist_ok=True)
-            raw_root = default
+            self._absent = _made(default)
+            # a folder that cannot be made yet is an empty store (see :meth:`_missing`)
+            self.root: Path = (
+                Path(os.path.realpath(default))
+                if self._absent is not None
+                else validate_store_root(default)
+            )
         else:
-            raw_root = Path(configured).expanduser()
-        self.root: Path = validate_store_root(raw_root)
+            self.root = validate_store_root(Path(configured).expanduser())
         home = context.home
         self._lock = StoreLock(home.lock_path(self.root))
         self._index_path = home.index_path(self.root, self.index_name)
@@ -571,6 +590,23 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
         raise NotImplementedError
 
     # -- the async API --------------------------------------------------------------------------
+    def _missing(self) -> str | None:
+        """Why this store has no folder yet (its default folder could not be created on a full
+        or read-only GOAT home; docs/design.md, Writes and outcomes), trying again first;
+        ``None`` once the folder exists. Reads then answer as an empty store, ``degraded``
+        with this reason; writes raise :class:`StoreUnwritable`."""
+        if self._absent is not None:
+            self._absent = _made(self.root)
+        if self._absent is None:
+            return None
+        what = "the disk is full" if self._absent.reason == "full" else "it is read-only"
+        return f"{self.noun} folder {self.root} could not be created ({what}); it holds no notes"
+
+    def _no_folder(self) -> None:
+        """:raises StoreUnwritable: for a write while :meth:`_missing`."""
+        if self._missing() is not None and self._absent is not None:
+            raise self._absent
+
     async def remember(self, write: MemoryWrite) -> Receipt:
         """Store a note, or append a dated entry to the note titled ``write.title`` (the
         subclass's docstring says where and how).
@@ -613,6 +649,7 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
         """Run a write on the worker; a full or read-only disk (the store's, or the GOAT
         home's under its index or lock) is :class:`StoreUnwritable`, raised before any note
         changes."""
+        self._no_folder()
         try:
             return await self._worker.run(self._strictly, fn, *args)
         except OSError as exc:
@@ -642,6 +679,8 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
         from goat_core.filestore._pages import check_recall_args
 
         check_recall_args(query, limit)
+        if why := self._missing():
+            return RecallResult(scope=self.scope.key, complete=False, degraded=(why,))
         return await self._worker.run(self._recall, query, limit)
 
     async def list_pages(self, *, limit: int = 50, cursor: str | None = None) -> PageList:
@@ -652,23 +691,36 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
         from goat_core.filestore._pages import check_list_limit
 
         check_list_limit(limit)
+        if why := self._missing():
+            return PageList(complete=False, degraded=(why,))
         return await self._worker.run(self._list_pages, limit, cursor)
 
     async def get_page(self, ref: str) -> Page:
+        if why := self._missing():
+            raise NotFound(f"no page {ref!r} in {self.label()}: {why}")
         return await self._worker.run(self._get_page, ref)
 
     async def link_map(self) -> LinkMap:
+        if why := self._missing():
+            return LinkMap(degraded=(why,))
         return await self._worker.run(self._link_map)
 
     async def connections(self, ref: str) -> Connections:
+        if why := self._missing():
+            raise NotFound(f"no page {ref!r} in {self.label()}: {why}")
         return await self._worker.run(self._connections, ref)
 
     async def reindex(self, progress: Callable[[int, int], None] | None = None) -> dict[str, int]:
         """Bring the index in line with the folder; returns counts (``notes``, ``skipped``,
         ``unparsable``, what the subclass adds, and ``embedded`` with an embedder)."""
+        self._no_folder()
         return await self._worker.run(self._strictly, self._reindex_all, progress, check=False)
 
     async def check(self) -> Health:
+        if why := self._missing():
+            from goat_core.contract import Tone
+
+            return Health(ok=True, tone=Tone.WARN, reason=f"{why} (reads work, writes fail)")
         return await self._worker.run(self._check)
 
     async def close(self) -> None:

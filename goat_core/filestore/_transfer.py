@@ -72,38 +72,52 @@ def content_hashes(notes: Iterable[Any]) -> dict[str, str]:
     return {hashlib.sha256(n.text.encode("utf-8")).hexdigest(): n.path for n in notes}
 
 
-#: The keys an export adds to a page's frontmatter where missing (docs/design.md, Bundles).
-OKF_KEYS = frozenset({"type", "title", "timestamp"})
-
-
 def is_export_of(page: TransferPage, note: Any) -> bool:
     """Whether ``page`` (a bundle file whose manifest names ``note``'s hash as its
-    ``source_sha256``) really is ``note`` as an export writes it: the body byte for byte,
-    and the frontmatter the note's plus only OKF's ``type``, ``title`` and ``timestamp``
-    where the note had none. A manifest is only a claim: a new page claiming an existing
-    page's hash is not that page's duplicate."""
-    from goat_core.filestore._frontmatter import parse_note
+    ``source_sha256``) really is ``note`` as an export writes it, byte for byte: the note's
+    text with only OKF's ``type``, ``title`` and ``timestamp`` added where the note had
+    none (``render_page`` in goat_core/host/_okf.py), the values the bundle holds. A
+    manifest is only a claim: a new page claiming an existing page's hash, with frontmatter
+    that parses the same (``1`` and ``1.0``, ``yes`` and ``true``, a comment more), is not
+    that page's duplicate."""
+    from goat_core.filestore._frontmatter import jsonable, parse_note, render_note
 
     parsed = parse_note(page.text)
     if parsed.error is not None or parsed.body != note.body:
         return False
-    added = {k: v for k, v in parsed.data.items() if k not in note.data}
-    kept = {k: v for k, v in parsed.data.items() if k in note.data}
-    return set(added) <= OKF_KEYS and kept == note.data
+    okf: tuple[str, ...] = ("type", "title", "timestamp")
+    added = {k: parsed.data[k] for k in okf if k in parsed.data and k not in note.data}
+    if not {"type", "title"} <= set(added) | set(note.data):
+        return False  # an export adds both where the note has none
+    try:
+        written = set_keys(note.text, added) if added else note.text
+    except BadInput:  # frontmatter an export cannot edit: it renders the parsed keys
+        written = render_note({**jsonable(note.data), **added}, note.body)
+    return bool(written == page.text)
 
 
 def note_text(page: TransferPage, text: str | None = None) -> str:
     """The note written for ``page``: its transferred text (frontmatter and body, every byte
     kept) with the provenance key set (a text without frontmatter gets a block in front), or
-    ``text`` instead when a policy changed it.
+    ``text`` instead when a policy changed it. Frontmatter that parses but cannot be edited
+    line by line (a flow mapping ``{a: 1}``) is written again from its keys, one line each.
 
     :raises BadInput: the frontmatter does not parse.
     """
+    from goat_core.filestore._frontmatter import jsonable, parse_note, render_note
+
     chosen = page.text if text is None else text
+    update: dict[str, Any] = {page.provenance_key: page.provenance}
     try:
-        return set_keys(chosen, {page.provenance_key: page.provenance})
+        return set_keys(chosen, update)
     except BadInput as exc:
-        raise BadInput(f"{page.path}: {exc}") from None
+        parsed = parse_note(chosen)
+        if parsed.error is not None:
+            raise BadInput(f"{page.path}: {exc}") from None
+        try:
+            return render_note({**jsonable(parsed.data), **update}, parsed.body)
+        except ValueError as bad:
+            raise BadInput(f"{page.path}: frontmatter cannot be written: {bad}") from None
 
 
 def _fold(path: str) -> str:

@@ -139,10 +139,13 @@ def write_bundle(
     outside it and never as a partial bundle.
 
     Every path is checked first (nothing is written while one is refused). The bundle is
-    then written whole into a hidden staging folder next to ``directory`` (in its parent)
-    and put in place by renaming: the staging folder itself when ``directory`` is absent or
-    empty, else (``--force``) file by file with the manifest last. A fault while staging
-    removes the staging folder and leaves ``directory`` as it was.
+    then written whole into a hidden staging folder inside ``directory`` (made first when
+    absent), so staging and bundle share one filesystem even when ``directory`` is a mount
+    point, and each file is moved into place, the manifest last (``--force`` replaces files
+    of the same path). Where a move is refused (``EXDEV``, ``EBUSY``) the file is copied
+    instead. A fault removes the staging folder, the files moved in that were new and the
+    folders the export made, leaving ``directory`` as it was (a file ``--force`` already
+    replaced stays replaced).
 
     :raises PathError: a path that would leave the folder.
     :raises StoreUnwritable: the disk is full or the folder read-only (naming the path).
@@ -155,26 +158,30 @@ def write_bundle(
     for rel, _text in files:  # a refused path refuses the export before any write
         contain(directory, rel)
     data = json.dumps(manifest, indent=2, ensure_ascii=False, sort_keys=False) + "\n"
-    parent = directory.parent
+    made: list[Path] = []  # folders (and new files) the export created, undone on a fault
     staging: Path | None = None
     try:
-        parent.mkdir(parents=True, exist_ok=True)
-        staging = parent / f".{directory.name}.{secrets.token_hex(6)}.goat-export"
+        for folder in (*reversed(directory.parents), directory):
+            if not folder.exists():
+                folder.mkdir()
+                made.append(folder)
+        staging = directory / f".goat-export.{secrets.token_hex(6)}"
         staging.mkdir()  # the mode a new folder gets (0777 less the umask)
         for rel, text in files:
             target = contain(staging, rel)
             target.parent.mkdir(parents=True, exist_ok=True)
             atomic_write(target, text.encode("utf-8"))
         atomic_write(staging / MANIFEST_NAME, data.encode("utf-8"))
-        if not directory.exists() or (directory.is_dir() and not any(directory.iterdir())):
-            os.replace(staging, directory)  # an empty folder is replaced in one step
-            staging = None
-            return
-        for rel, _text in files:  # --force into a folder that holds files
+        for rel in [*(rel for rel, _text in files), MANIFEST_NAME]:
             target = contain(directory, rel)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            os.replace(contain(staging, rel), target)
-        os.replace(staging / MANIFEST_NAME, directory / MANIFEST_NAME)
+            for folder in (*reversed(target.parents), target.parent):
+                if folder != directory and directory in folder.parents and not folder.exists():
+                    folder.mkdir()
+                    made.append(folder)
+            if not target.exists():
+                made.append(target)
+            _move(contain(staging, rel), target)
+        made.clear()
     except OSError as exc:
         where = getattr(exc, "filename", None) or directory
         if StoreUnwritable.from_os_error(exc, where) is None:
@@ -190,6 +197,25 @@ def write_bundle(
     finally:
         if staging is not None:
             shutil.rmtree(staging, ignore_errors=True)
+        for path in reversed(made):  # newest first: files, then their folders
+            try:
+                path.rmdir() if path.is_dir() else path.unlink()
+            except OSError:
+                pass
+
+
+def _move(source: Path, target: Path) -> None:
+    """Put ``source`` in place at ``target`` by renaming it, or, where the rename is refused
+    (another filesystem: ``EXDEV``; a busy mount point: ``EBUSY``), by copying it."""
+    import errno
+    import shutil
+
+    try:
+        os.replace(source, target)
+    except OSError as exc:
+        if exc.errno not in (errno.EXDEV, errno.EBUSY):
+            raise
+        shutil.copyfile(source, target)
 
 
 def manifest_for(

@@ -101,13 +101,20 @@ def _write_state(path: Path, state: dict[str, Any]) -> None:
 
 def clear_hook_state(data_dir: Path, scope: Scope | None = None) -> None:
     """Forget the hook's backoff and auth-failure state (what ``goat check`` does), for
-    ``scope`` or, with ``None``, every scope."""
-    if scope is not None:
-        _state_path(data_dir, scope).unlink(missing_ok=True)
-        return
+    ``scope`` or, with ``None``, every scope. A GOAT home that is full or read-only keeps
+    what it holds: the state only delays the hook's next try."""
+    from goat_core.errors import StoreUnwritable
+
     folder = data_dir / "state"
-    for path in folder.glob("hook-*.json") if folder.is_dir() else ():
-        path.unlink(missing_ok=True)
+    paths = [_state_path(data_dir, scope)] if scope is not None else []
+    if scope is None and folder.is_dir():
+        paths = list(folder.glob("hook-*.json"))
+    for path in paths:
+        try:
+            path.unlink(missing_ok=True)
+        except OSError as exc:
+            if StoreUnwritable.from_os_error(exc, path) is None:
+                raise
 
 
 def parse_input(text: str) -> tuple[str, str | None]:
