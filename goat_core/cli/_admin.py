@@ -424,7 +424,7 @@ def _render_status(rows: list[dict[str, Any]]) -> str:
                 str(r["label"] or "-"),
                 str(r["provider"] or "-"),
                 str(r["tone"]),
-                _short_reason(r["label"], r["reason"]),
+                _shown(_short_reason(r["label"], r["reason"])),  # may quote a store root
                 str(r.get("cause") or "-"),
                 _when(r["last_checked"]),
             ]

@@ -43,7 +43,7 @@ def _one_line(text: str) -> str:
 def _table(rows: Sequence[Sequence[str]], headers: Sequence[str] | None = None) -> str:
     """Left-aligned columns separated by two spaces; the last column is not padded."""
     all_rows = [list(headers)] if headers else []
-    all_rows += [[_shown(str(c)) for c in r] for r in rows]  # cells may quote a vault
+    all_rows += [[str(c) for c in r] for r in rows]
     if not all_rows:
         return ""
     widths = [max(len(r[i]) for r in all_rows) for i in range(len(all_rows[0]))]
