@@ -43,10 +43,11 @@ if TYPE_CHECKING:
         eventually,
         spec_factory,
     )
-    from goat_core.testing.policies import HidePages, HideReads, RefuseWrites
+    from goat_core.testing.policies import HideByName, HidePages, HideReads, RefuseWrites
 
 __all__ = [
     "ConformanceBase",
+    "HideByName",
     "HidePages",
     "HideReads",
     "RefuseWrites",
@@ -68,7 +69,7 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    if name in {"HidePages", "HideReads", "RefuseWrites"}:
+    if name in {"HideByName", "HidePages", "HideReads", "RefuseWrites"}:
         from goat_core.testing import policies
 
         return getattr(policies, name)

@@ -9,6 +9,8 @@ tools and commands.
   (``goat_filter_browse``).
 - :class:`HidePages` hides the pages it names, from browsing and from recall, and lets
   every other page through.
+- :class:`HideByName` hides from browsing the pages with one title or file name, never by
+  id (for testing that a decoy ``id`` is no way onto a hidden page).
 
 Register them with ``goat_core.plugins.register_plugin(registry.pm, RefuseWrites(), "policy")``.
 """
@@ -76,3 +78,21 @@ class HidePages:
         self, scope: Scope, items: Sequence[PageSummary]
     ) -> Sequence[PageSummary] | None:
         return [p for p in items if not self.hides(p.id, p.path, p.title)]
+
+
+class HideByName:
+    """Hides from browsing the pages whose title or file name (without ``.md``) is ``name``,
+    case-insensitively, and never by id: a page whose frontmatter ``id`` equals the name
+    stays visible, so a test can check that such a decoy is no way onto the hidden page."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name.casefold()
+
+    @hookimpl
+    def goat_filter_browse(
+        self, scope: Scope, items: Sequence[PageSummary]
+    ) -> Sequence[PageSummary] | None:
+        def stem(p: PageSummary) -> str:
+            return (p.path or "").rsplit("/", 1)[-1].removesuffix(".md").casefold()
+
+        return [p for p in items if self.name not in {p.title.casefold(), stem(p)}]

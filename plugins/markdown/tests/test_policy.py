@@ -3,16 +3,14 @@ through by ``remember`` or ``feedback`` (docs/design.md, Policy path)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
-from goat_core import hookimpl
-from goat_core.contract import PageSummary, Scope
+from goat_core.contract import Scope
 from goat_core.errors import Conflict, NotFound
 from goat_core.host import Chat, GoatHome, SyncMemoryHost
 from goat_core.plugins import PluginSettings, Registry, register_plugin
-from goat_core.testing import HidePages
+from goat_core.testing import HideByName, HidePages
 
 
 def _files(root: Path) -> dict[str, bytes]:
@@ -54,22 +52,6 @@ def test_remember_and_feedback_leave_a_hidden_page_alone(tmp_path: Path) -> None
     assert sorted(after) == sorted(before)
     assert after["Secret plan.md"] == before["Secret plan.md"]
     assert b"more public notes" in after["Visible.md"] and b"fine" in after["Visible.md"]
-
-
-class HideByName:
-    """Hides the pages whose title or file name is ``name`` (not by id)."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name.casefold()
-
-    @hookimpl
-    def goat_filter_browse(
-        self, scope: Scope, items: Sequence[PageSummary]
-    ) -> Sequence[PageSummary] | None:
-        def stem(p: PageSummary) -> str:
-            return (p.path or "").rsplit("/", 1)[-1].removesuffix(".md").casefold()
-
-        return [p for p in items if self.name not in {p.title.casefold(), stem(p)}]
 
 
 def _hidden_store(tmp_path: Path) -> tuple[GoatHome, Path, Registry]:

@@ -5,31 +5,14 @@ name (docs/design.md, Policy path): no write reaches it through another page's `
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
-from goat_core import hookimpl
 from goat_core.cli import cli
-from goat_core.contract import PageSummary, Scope
 from goat_core.plugins import PluginSettings, Registry, register_plugin
-
-
-class HideByName:
-    """Hides the pages whose title or file name is ``name`` (not by id)."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name.casefold()
-
-    @hookimpl
-    def goat_filter_browse(
-        self, scope: Scope, items: Sequence[PageSummary]
-    ) -> Sequence[PageSummary] | None:
-        def stem(p: PageSummary) -> str:
-            return (p.path or "").rsplit("/", 1)[-1].removesuffix(".md").casefold()
-
-        return [p for p in items if self.name not in {p.title.casefold(), stem(p)}]
+from goat_core.testing import HideByName
 
 
 @pytest.fixture
