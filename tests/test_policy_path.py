@@ -26,7 +26,7 @@ from goat_core.contract import (
 from goat_core.errors import ConfigError, NotSupported
 from goat_core.host import Chat, GoatHome, MemoryHost, memory_tools
 from goat_core.plugins import register_plugin
-from goat_core.testing import RefuseWrites
+from goat_core.testing import HideByName, RefuseWrites
 
 HERE = Path(__file__).parent
 if str(HERE) not in sys.path:
@@ -411,24 +411,6 @@ def test_the_cli_keeps_writes_off_a_hidden_page(
     assert goat("show", "Secret plan", "--json").stdout == shown.stdout
     pages = json.loads(goat("pages", "--json").stdout)
     assert [p["title"] for p in pages["items"]] == ["Secret plan"]
-
-
-class HideByName:
-    """Hides the pages whose title or file name is ``name`` (not by id): a policy that
-    knows pages by what readers see of them."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name.casefold()
-
-    def hides(self, page: PageSummary) -> bool:
-        stem = (page.path or "").rsplit("/", 1)[-1].removesuffix(".md")
-        return self.name in {page.title.casefold(), stem.casefold()}
-
-    @hookimpl
-    def goat_filter_browse(
-        self, scope: Scope, items: Sequence[PageSummary]
-    ) -> Sequence[PageSummary] | None:
-        return [p for p in items if not self.hides(p)]
 
 
 async def test_a_decoy_id_is_no_way_onto_a_hidden_page(tmp_path: Path) -> None:
