@@ -20,6 +20,8 @@ from goat_core.errors import StoreUnwritable
 from goat_core.filestore.search import FileStat, IndexedDoc, SearchIndex
 from goat_core.filestore.search import _index as index_module
 from goat_core.filestore.search._faults import unwritable_reason
+from goat_core.testing.fixtures import fill_disk as fill
+from goat_core.testing.fixtures import small_tmpfs as tmpfs
 
 NOTES = {
     "alpha.md": "The lighthouse keeper logs every storm.",
@@ -165,36 +167,6 @@ def test_a_folder_without_write_permission_is_read_only(tmp_path: Path) -> None:
 
 
 # -- a real tmpfs ---------------------------------------------------------------------------
-
-
-@contextlib.contextmanager
-def tmpfs(path: Path, size: str = "2m") -> Iterator[Path]:
-    """A small tmpfs at ``path``; skips the test where mounting is not permitted."""
-    path.mkdir(parents=True, exist_ok=True)
-    if os.geteuid() != 0:
-        pytest.skip("mounting a tmpfs needs root; the injected variants cover the rest")
-    done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if done.returncode != 0:
-        pytest.skip(f"mount is not permitted here: {done.stderr.strip()}")
-    try:
-        yield path
-    finally:
-        subprocess.run(["umount", "-l", str(path)], check=False)
-
-
-def fill(folder: Path) -> None:
-    """Write zeros into ``folder`` until its disk has no space left."""
-    with open(folder / "filler", "wb", buffering=0) as out:
-        block = b"\0" * 65536
-        with contextlib.suppress(OSError):
-            while True:
-                out.write(block)
-                out.flush()
 
 
 def test_an_index_on_a_full_tmpfs_reads_and_refuses_writes(tmp_path: Path) -> None:

@@ -19,8 +19,10 @@ Import the pytest fixtures into a ``conftest.py`` and build the store fixture on
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import subprocess
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -33,6 +35,8 @@ from goat_core.host import GoatHome
 
 __all__ = [
     "VAULT_NAME",
+    "fill_disk",
+    "small_tmpfs",
     "copy_test_vault",
     "folder_store_context",
     "folder_stores",
@@ -157,3 +161,35 @@ def copy_test_vault(repo: Path, dest: Path) -> Path:
     """
     shutil.copytree(locate_test_vault(repo), dest, symlinks=True)
     return dest
+
+
+@contextmanager
+def small_tmpfs(path: Path, size: str = "2m") -> Iterator[Path]:
+    """A real tmpfs mounted at ``path`` (created if missing) for a full or read-only disk;
+    ``size`` is tmpfs's ``-o size=`` value (options may follow: ``"2m,nr_inodes=3"``).
+    Unmounted at the end. Skips the test when not root or when mounting is not permitted:
+    pair it with a variant that injects the ``OSError`` so the rule is tested everywhere."""
+    path.mkdir(parents=True, exist_ok=True)
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root; the injected variants cover the rest")
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        pytest.skip(f"mount is not permitted here: {done.stderr.strip()}")
+    try:
+        yield path
+    finally:
+        subprocess.run(["umount", "-l", str(path)], check=False)
+
+
+def fill_disk(folder: Path) -> None:
+    """Write zeros into ``folder/filler`` until its disk has no space left."""
+    with open(folder / "filler", "wb", buffering=0) as out, contextlib.suppress(OSError):
+        block = b"\0" * 65536
+        while True:
+            out.write(block)
+            out.flush()

@@ -12,7 +12,6 @@ import errno
 import hashlib
 import json
 import os
-import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -21,6 +20,7 @@ from click.testing import CliRunner
 from goat_core.cli import cli
 from goat_core.contract import Scope
 from goat_core.host import GoatHome, SyncMemoryHost
+from goat_core.testing.fixtures import small_tmpfs
 
 NOTES = {"a.md": "note a\n", "Bases/b.md": "note b\n", "Bases/deep/c.md": "note c\n"}
 
@@ -121,24 +121,10 @@ def test_a_fault_while_moving_in_leaves_the_folder_as_it_was(
 
 @pytest.mark.parametrize("force", [False, True])
 def test_export_into_a_real_tmpfs_mount_point(tmp_path: Path, home: Path, force: bool) -> None:
-    target = tmp_path / "point"
-    target.mkdir()
-    if os.geteuid() != 0:
-        pytest.skip("mounting a tmpfs needs root; the injected variants cover the rest")
-    done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(target)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if done.returncode != 0:
-        pytest.skip(f"mount is not permitted here: {done.stderr.strip()}")
-    try:
+    with small_tmpfs(tmp_path / "point", "4m") as target:
         if force:
             (target / "old.md").write_text("kept\n", encoding="utf-8")
         args = ["export", str(target), "--pen", "a", *(["--force"] if force else [])]
         exit_code, out = _goat(home, *args)
         assert exit_code == 0, out
         _exported(target, old=force)
-    finally:
-        subprocess.run(["umount", "-l", str(target)], check=False)

@@ -7,14 +7,12 @@ machine allows ``mount``."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import sqlite3
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,6 +22,8 @@ from goat_core.cli import cli
 from goat_core.filestore.search import SearchIndex
 from goat_core.host import GoatHome
 from goat_core.testing.fixtures import copy_test_vault
+from goat_core.testing.fixtures import fill_disk as _fill
+from goat_core.testing.fixtures import small_tmpfs as _tmpfs
 
 REASON = (
     "goat: warning: the search index {db} could not take the notes' latest changes (its disk"
@@ -131,32 +131,6 @@ def test_reads_answer_from_the_index_and_writes_exit_6_when_the_home_cannot_be_w
 
 
 # -- a real tmpfs under the GOAT home, the real vault --------------------------------------
-
-
-@contextlib.contextmanager
-def _tmpfs(path: Path, size: str) -> Iterator[Path]:
-    path.mkdir(parents=True, exist_ok=True)
-    if os.geteuid() != 0:
-        pytest.skip("mounting a tmpfs needs root; the injected variant covers the rest")
-    done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if done.returncode != 0:
-        pytest.skip(f"mount is not permitted here: {done.stderr.strip()}")
-    try:
-        yield path
-    finally:
-        subprocess.run(["umount", "-l", str(path)], check=False)
-
-
-def _fill(folder: Path) -> None:
-    with open(folder / "filler", "wb", buffering=0) as out, contextlib.suppress(OSError):
-        while True:
-            out.write(b"\0" * 65536)
-            out.flush()
 
 
 @pytest.mark.parametrize("fault", ["full", "read-only"])
