@@ -17,6 +17,7 @@ Each class carries the CLI exit code it maps to (``exit_code``), so the CLI neve
     ├── ProviderUnavailable  exit 6  a provider could not be loaded, reached or used now
     │   ├── AuthError        exit 6  the server refused the credentials (401/403)
     │   ├── CredentialError  exit 6  a declared credential is missing or its store unusable
+    │   ├── IndexDamaged     exit 6  an index under the GOAT home was found damaged (dropped)
     │   └── StoreUnwritable  exit 6  the store (or the GOAT home) is read-only or full
     └── PluginLoadError      exit 6  strict plugin loading found failures (``failures``)
 
@@ -39,6 +40,7 @@ __all__ = [
     "Conflict",
     "CredentialError",
     "GoatError",
+    "IndexDamaged",
     "NotFound",
     "NotSupported",
     "PathError",
@@ -142,6 +144,14 @@ class AuthError(ProviderUnavailable):
 
 class CredentialError(ProviderUnavailable):
     """A declared credential is missing or the credential store cannot be used (exit 6)."""
+
+
+class IndexDamaged(ProviderUnavailable):
+    """A local index under the GOAT home was found damaged while it was read (exit 6).
+
+    The damaged part was dropped from the index, so the next sync rebuilds it; the message
+    says what was found. Nothing of the store itself is touched.
+    """
 
 
 class StoreUnwritable(ProviderUnavailable):
