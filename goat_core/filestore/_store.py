@@ -506,15 +506,17 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
         """The ranked hits of a recall: keyword only (exactly the search index's answer)
         without an embedder; else keyword and vector rankings fused
         (:func:`goat_core.filestore.search.fuse`), each hit's snippet cut from its best
-        matching chunk. When the embedder cannot be loaded, the keyword hits come back
-        ``complete=False`` with the reason in ``degraded``."""
+        matching chunk. A vector index found damaged by the search is re-embedded where it
+        was damaged and searched again. When the embedder cannot be loaded or that repair
+        fails, the keyword hits come back ``complete=False`` with the reason in
+        ``degraded``."""
         index = self._index_open()
         if self._embedder is None:
             return index.search(query, limit=limit)
         import dataclasses
         import sqlite3
 
-        from goat_core.errors import GoatError, StoreUnwritable
+        from goat_core.errors import GoatError, IndexDamaged, StoreUnwritable
         from goat_core.filestore.search import FUSION, SearchHit, SearchResults, Snippet, fuse
 
         behind: tuple[str, ...] = ()
@@ -528,7 +530,13 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
                     f"the vector index could not take the notes' latest changes ({exc}); "
                     "semantic ranking used the vectors it held before",
                 )
-            vhits = vectors.search(query, FUSION.depth)
+            try:
+                vhits = vectors.search(query, FUSION.depth)
+            except IndexDamaged:
+                # the damaged rows' notes were dropped: embed them again, then rank once more
+                self._vectors_synced = None
+                self._sync_vectors(vectors)
+                vhits = vectors.search(query, FUSION.depth)
         except (GoatError, OSError, sqlite3.Error) as exc:
             results = index.search(query, limit=limit)
             return dataclasses.replace(

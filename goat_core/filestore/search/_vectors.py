@@ -1,17 +1,30 @@
 """The vector index of a folder store: heading-section chunks of every note, embedded by the
-binding's embedder, kept in one SQLite file under the GOAT home (never in the store).
+binding's embedder, kept under the GOAT home (never in the store): one SQLite file says which
+row holds what, and one flat file beside it holds the rows
+(``goat_core/filestore/search/_rowfile.py``).
 
 - Incremental: :meth:`VectorIndex.sync` takes the keyword index's listing (path, mtime,
   size) and embeds only new or changed notes; rows of vanished notes are dropped.
-- Crash-safe: each note's chunks and its stat row are written in one transaction (WAL), so
-  after ``kill -9`` a note is either fully indexed at its old stat or at its new one; the
-  next sync re-embeds whatever is not current.
+- Crash-safe: a batch's rows are appended to the row file first, then its notes' chunks
+  (with their slots) and stat rows are committed in one SQLite transaction (WAL); after
+  ``kill -9`` a note is either fully indexed at its old stat or at its new one, and rows
+  written without their commit are dead slots nothing refers to. The next sync re-embeds
+  whatever is not current.
+- Compact: replaced and deleted rows stay in the row file, dead, until they outnumber a
+  quarter of the live ones (:data:`COMPACT_DEAD`); the live rows are then copied into a new
+  file whose name is committed with their new slots in one transaction.
 - Rebuilt when the embedder's ``identity`` (model id, revision, weights sha256) changes,
-  when the schema changes, and when SQLite reports the file damaged (the file is deleted
-  and rebuilt; :attr:`VectorIndex.rebuilt` says why).
+  when the schema changes, and when SQLite reports its file damaged (both files are deleted
+  and rebuilt; :attr:`VectorIndex.rebuilt` says why). A row file that is missing or shorter
+  than the rows it should hold loses the notes whose rows are gone, so the next sync
+  re-embeds them (said in ``rebuilt`` on open); a search that finds a row past the file's end
+  or a row whose checksum does not match drops that row's notes and raises
+  :class:`~goat_core.errors.IndexDamaged`.
 - Plain SQLite only (no extension): vectors are int8 rows with one float scale each
   (about a quarter of float32's size); search is a brute-force dot product in NumPy over
-  blocks of rows, so memory stays bounded.
+  blocks of rows read from the file into one reused buffer, so memory stays flat with the
+  number of rows; per row, only its scale, checksum and note number (numbers, not Python
+  objects) stay in memory.
 - Besides its heading-section chunks, every note has one row for its title and description
   (:func:`~goat_core.filestore.search._chunks.note_text`, ``kind`` 1). A note scores the
   cosine of its best chunk plus :data:`NOTE_WEIGHT` times the cosine of that row: what the
@@ -27,12 +40,14 @@ import sqlite3
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from goat_core.contract import Embedder
+from goat_core.errors import IndexDamaged, StoreUnwritable
 from goat_core.filestore.search._chunks import chunk_note, note_text
+from goat_core.filestore.search._rowfile import RowFile, ShortRead, checksums
 
-VECTOR_SCHEMA = 2
+VECTOR_SCHEMA = 3
 #: Weight of a note's title-and-description row beside its best chunk: of 0 to 0.5, the best
 #: sum over both embedders of ``plugins/embed`` of the hybrid MRR@10 on the tuning
 #: half of ``benchmarks/questions/en_questions.tsv`` with the descriptions kept at 0.97
@@ -40,10 +55,9 @@ VECTOR_SCHEMA = 2
 NOTE_WEIGHT = 0.2
 #: Chunks embedded per call to the model.
 EMBED_BATCH = 32
-#: Rows multiplied at once by a query (bounds the float32 copy of the int8 matrix and keeps
-#: it in the CPU's cache: 1024 x 384 x 4 bytes = 1.5 MB; 8192 rows, 12 MB, made a scan of
-#: 22k rows three times slower).
-SEARCH_BLOCK = 1024
+#: The row file is compacted after a sync when its dead rows exceed this share of the live
+#: ones (it then holds at most 1.25 times the live rows).
+COMPACT_DEAD = 0.25
 
 _CORRUPT = ("malformed", "not a database", "file is encrypted", "disk image")
 
@@ -61,6 +75,27 @@ class ChunkHit:
     heading: str
 
 
+@dataclass
+class _RowMap:
+    """What each slot of the row file holds, as arrays (no Python object per row).
+
+    Notes are numbered in slot order; a note's rows are consecutive slots (a batch appends
+    them together, a compaction keeps their order), so note ``k``'s rows lie in
+    ``starts[k]:ends[k]`` among dead rows at most."""
+
+    slots: int  # rows of the file the index refers to (highest live slot + 1)
+    scale: Any  # float32 per slot (0: dead)
+    check: Any  # float32 per slot: the recorded checksum
+    live: Any  # bool per slot
+    chunk: Any  # bool per slot: a chunk row (not a note row, not dead)
+    note_of: Any  # int32 per slot (-1: dead)
+    starts: Any  # intp per note: its first slot
+    ends: Any  # intp per note: one past its last slot
+    note_row: Any  # intp per note: the slot of its title-and-description row (-1: none)
+    paths: list[str]
+    version: int  # PRAGMA data_version when loaded
+
+
 def _is_corrupt(exc: BaseException) -> bool:
     return isinstance(exc, sqlite3.DatabaseError) and any(m in str(exc) for m in _CORRUPT)
 
@@ -68,19 +103,24 @@ def _is_corrupt(exc: BaseException) -> bool:
 class VectorIndex:
     """One store's vectors for one embedder. Use from one thread at a time.
 
-    :param path: the SQLite file (``GoatHome.index_path(root, "<name>-vectors")``).
+    :param path: the SQLite file (``GoatHome.index_path(root, "<name>-vectors")``); the row
+        files are named after it (``<path>-rows<generation>``).
     :param embedder: the loaded model; its ``identity`` keys the index.
     """
 
     def __init__(self, path: Path, embedder: Embedder) -> None:
         self.path = path
         self.embedder = embedder
-        #: Why the index was rebuilt from scratch on open (``None``: it was not).
+        #: Why the index was rebuilt, wholly or in part, on open (``None``: it was not).
         self.rebuilt: str | None = None
-        self._matrix: Any = None  # (int8 rows, float32 scales, chunk meta) or None: stale
+        self._map: _RowMap | None = None
+        self._rows: RowFile | None = None
         self._db = self._open()
+        lost = self._check_rows()
+        if lost and self.rebuilt is None:
+            self.rebuilt = lost
 
-    # -- file -------------------------------------------------------------------------------
+    # -- files ------------------------------------------------------------------------------
     def _connect(self) -> sqlite3.Connection:
         self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         db = sqlite3.connect(self.path, timeout=10.0, isolation_level=None)
@@ -135,19 +175,77 @@ class VectorIndex:
             )
             db.execute(
                 "CREATE TABLE IF NOT EXISTS chunks (id INTEGER PRIMARY KEY, path TEXT NOT NULL,"
-                " start INTEGER, end INTEGER, heading TEXT, scale REAL, vec BLOB,"
-                " kind INTEGER NOT NULL DEFAULT 0)"  # 0: a chunk; 1: title and description
+                " start INTEGER, end INTEGER, heading TEXT,"
+                " kind INTEGER NOT NULL,"  # 0: a chunk; 1: title and description
+                " slot INTEGER NOT NULL, scale REAL NOT NULL, checksum INTEGER NOT NULL)"
             )
             db.execute("CREATE INDEX IF NOT EXISTS chunks_path ON chunks(path)")
+            db.execute("CREATE INDEX IF NOT EXISTS chunks_slot ON chunks(slot)")
             db.executemany(
                 "INSERT OR REPLACE INTO meta VALUES (?, ?)",
-                [("schema", str(VECTOR_SCHEMA)), ("identity", self.embedder.identity)],
+                [
+                    ("schema", str(VECTOR_SCHEMA)),
+                    ("identity", self.embedder.identity),
+                    ("rows", "0"),
+                ],
             )
+
+    def _rows_path(self, generation: str) -> str:
+        return f"{self.path}-rows{generation}"
 
     def _delete_files(self) -> None:
         for suffix in ("", "-wal", "-shm"):
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(str(self.path) + suffix)
+        self._delete_rows(keep=None)
+
+    def _delete_rows(self, keep: str | None) -> None:
+        """Delete the row files of every generation but ``keep`` (a compaction's leftovers)."""
+        prefix = self.path.name + "-rows"
+        with contextlib.suppress(FileNotFoundError):
+            for entry in os.scandir(self.path.parent):
+                if entry.name.startswith(prefix) and entry.path != keep:
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(entry.path)
+
+    def _row_file(self) -> RowFile:
+        """The row file of the generation the SQLite file names (reopened when another
+        process compacted it)."""
+        row = self._db.execute("SELECT value FROM meta WHERE key = 'rows'").fetchone()
+        name = self._rows_path(row[0] if row else "0")
+        if self._rows is None or self._rows.path != name:
+            if self._rows is not None:
+                self._rows.close()
+            self._rows = RowFile(name, self.embedder.dimensions)
+        return self._rows
+
+    def _check_rows(self) -> str | None:
+        """Drop the notes whose rows lie past the row file's end (a missing or truncated
+        file), so that the next sync re-embeds them; says so, or ``None``."""
+        top = self._db.execute("SELECT max(slot) FROM chunks").fetchone()[0]
+        if top is None:
+            return None
+        have = self._row_file().rows()
+        if top < have:
+            return None
+        with self._tx(self._db):
+            lost = [
+                r[0]
+                for r in self._db.execute(
+                    "SELECT DISTINCT path FROM chunks WHERE slot >= ?", (have,)
+                ).fetchall()
+            ]
+            self._drop(lost)
+        return (
+            f"the vector rows file {self._row_file().path} holds {have} rows, fewer than the "
+            f"index refers to; the {len(lost)} notes whose rows were lost are re-embedded"
+        )
+
+    def _drop(self, paths: list[str]) -> None:
+        """Delete ``paths``' chunks and stat rows (inside a transaction)."""
+        self._db.executemany("DELETE FROM chunks WHERE path = ?", [(p,) for p in paths])
+        self._db.executemany("DELETE FROM notes WHERE path = ?", [(p,) for p in paths])
+        self._map = None
 
     @staticmethod
     @contextlib.contextmanager
@@ -162,13 +260,14 @@ class VectorIndex:
 
     def close(self) -> None:
         self._db.close()
+        if self._rows is not None:
+            self._rows.close()
+            self._rows = None
 
     def size_bytes(self) -> int:
-        return sum(
-            os.path.getsize(str(self.path) + s)
-            for s in ("", "-wal")
-            if os.path.exists(str(self.path) + s)
-        )
+        """The SQLite file, its WAL and the current row file, in bytes."""
+        files = [str(self.path), str(self.path) + "-wal", self._row_file().path]
+        return sum(os.path.getsize(f) for f in files if os.path.exists(f))
 
     # -- sync -------------------------------------------------------------------------------
     def sync(
@@ -181,7 +280,10 @@ class VectorIndex:
         note the keyword index holds); ``load(path)`` gives ``(title, body, description)``
         (``None``: unreadable, skipped). ``progress(done, total)`` counts the notes to embed:
         ``(0, total)`` first, then after each batch, ending at ``(total, total)`` (nothing when
-        no note changed). Returns counts ``embedded``, ``removed``, ``chunks``."""
+        no note changed). Returns counts ``embedded``, ``removed``, ``chunks``.
+
+        :raises StoreUnwritable: the row file cannot be written (a full or read-only home);
+            what was committed before stays consistent."""
         import numpy as np
 
         db = self._db
@@ -189,11 +291,10 @@ class VectorIndex:
         current = {p: (m, s) for p, m, s in listing}
         gone = [p for p in have if p not in current]
         todo = [p for p, st in current.items() if have.get(p) != st]
+        del have
         if gone:
             with self._tx(db):
-                db.executemany("DELETE FROM chunks WHERE path = ?", [(p,) for p in gone])
-                db.executemany("DELETE FROM notes WHERE path = ?", [(p,) for p in gone])
-            self._matrix = None
+                self._drop(gone)
         embedded = chunks_done = processed = reported = 0
         total = len(todo)
         if progress is not None and total:
@@ -207,23 +308,32 @@ class VectorIndex:
                 return
             texts = [t for _, _, cs, nt in batch for t in (*(c.embed_text for c in cs), nt)]
             vecs = np.asarray(self.embedder.embed_documents(texts), dtype=np.float32)
-            rows = []
-            i = 0
-            for path, _st, cs, _nt in batch:
-                for c in (*cs, None):  # the chunks, then the note's own row
-                    v = vecs[i]
-                    i += 1
-                    scale = float(np.abs(v).max()) / 127.0 or 1.0
-                    q = np.round(v / scale).astype(np.int8).tobytes()
-                    if c is None:
-                        rows.append((path, 0, 0, "", scale, q, 1))
-                    else:
-                        rows.append((path, c.start, c.end, c.heading, scale, q, 0))
+            scales = np.abs(vecs).max(axis=1) / np.float32(127.0)
+            scales[scales == 0] = 1.0
+            ints = np.round(vecs / scales[:, None]).astype(np.int8)
+            sums = checksums(ints)
             with self._tx(db):  # every note of the batch with its chunks, or none
+                try:
+                    first = self._row_file().append(ints)
+                except OSError as exc:
+                    typed = StoreUnwritable.from_os_error(exc, self.path)
+                    if typed is None:
+                        raise
+                    raise typed from exc
+                rows = []
+                i = 0
+                for path, _st, cs, _nt in batch:
+                    for c in (*cs, None):  # the chunks, then the note's own row
+                        at = (first + i, float(scales[i]), int(sums[i]))
+                        i += 1
+                        if c is None:
+                            rows.append((path, 0, 0, "", 1, *at))
+                        else:
+                            rows.append((path, c.start, c.end, c.heading, 0, *at))
                 db.executemany("DELETE FROM chunks WHERE path = ?", [(p,) for p, _, _, _ in batch])
                 db.executemany(
-                    "INSERT INTO chunks (path, start, end, heading, scale, vec, kind)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    "INSERT INTO chunks (path, start, end, heading, kind, slot, scale, checksum)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                     rows,
                 )
                 db.executemany(
@@ -234,7 +344,7 @@ class VectorIndex:
             chunks_done += len(rows) - len(batch)
             batch = []
             pending_chunks = 0
-            self._matrix = None
+            self._map = None
             if progress is not None:
                 progress(processed, total)  # skipped unreadable notes count as done
                 reported = processed
@@ -253,79 +363,173 @@ class VectorIndex:
         flush()
         if progress is not None and total and reported != total:
             progress(total, total)  # the last notes were unreadable: still done
+        if gone or embedded:
+            self._compact_if_sparse()
         return {"embedded": embedded, "removed": len(gone), "chunks": chunks_done}
+
+    def _compact_if_sparse(self) -> None:
+        """Copy the live rows into a new row file when dead rows exceed
+        :data:`COMPACT_DEAD` of the live ones (see the module docstring)."""
+        import numpy as np
+
+        db = self._db
+        with self._tx(db):
+            live = int(db.execute("SELECT count(*) FROM chunks").fetchone()[0])
+            old = self._row_file()
+            if old.rows() - live <= COMPACT_DEAD * live:
+                return
+            slots = np.fromiter(
+                (r[0] for r in db.execute("SELECT slot FROM chunks ORDER BY slot")),
+                dtype=np.int64,
+                count=live,
+            )
+            generation = str(
+                int(db.execute("SELECT value FROM meta WHERE key='rows'").fetchone()[0]) + 1
+            )
+            new = RowFile(self._rows_path(generation), old.dimensions)
+            try:
+                os.ftruncate(new.fd, 0)
+                old.copy_rows(slots, new)
+                new.sync()
+                db.execute(
+                    "UPDATE chunks SET slot = r.n FROM (SELECT id, row_number() OVER"
+                    " (ORDER BY slot) - 1 AS n FROM chunks) AS r WHERE chunks.id = r.id"
+                )
+                db.execute("UPDATE meta SET value = ? WHERE key = 'rows'", (generation,))
+            except BaseException:
+                new.close()
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(new.path)
+                raise
+            new.close()
+            self._map = None
+        self._delete_rows(keep=self._row_file().path)
 
     def note_count(self) -> int:
         return int(self._db.execute("SELECT count(*) FROM notes").fetchone()[0])
 
     # -- search -----------------------------------------------------------------------------
-    def _load_matrix(self) -> Any:
-        """``(int8 rows, scales, note number per row, chunk id per row, note-row flags, note
-        paths)``, read row by row (no list of all rows: at 100k notes that list alone is
-        hundreds of MB)."""
+    def _row_map(self) -> _RowMap:
+        """The slots' map, reloaded when this or another process changed the index; read row
+        by row into arrays (no list of all rows: at 100k notes that list alone is hundreds of
+        MB).
+
+        :raises IndexDamaged: the row file ends before a row the index refers to."""
         import numpy as np
 
-        if self._matrix is None:
-            db = self._db
-            n = int(db.execute("SELECT count(*) FROM chunks").fetchone()[0])
-            dim = self.embedder.dimensions
-            mat = np.empty((n, dim), dtype=np.int8)
-            scales = np.empty(n, dtype=np.float32)
-            note_of = np.empty(n, dtype=np.int32)
-            chunk_id = np.empty(n, dtype=np.int64)
-            is_note = np.empty(n, dtype=bool)
-            paths: list[str] = []
-            number: dict[str, int] = {}
-            i = 0
-            for cid, path, scale, vec, kind in db.execute(
-                "SELECT id, path, scale, vec, kind FROM chunks ORDER BY id"
-            ):
-                if i >= n:
-                    break
-                k = number.get(path)
-                if k is None:
-                    k = number[path] = len(paths)
-                    paths.append(path)
-                mat[i] = np.frombuffer(vec, dtype=np.int8)
-                scales[i], note_of[i], chunk_id[i], is_note[i] = scale, k, cid, kind == 1
-                i += 1
-            self._matrix = (mat[:i], scales[:i], note_of[:i], chunk_id[:i], is_note[:i], paths)
-        return self._matrix
+        db = self._db
+        version = int(db.execute("PRAGMA data_version").fetchone()[0])
+        if self._map is not None and self._map.version == version:
+            return self._map
+        rows = self._row_file()
+        top = db.execute("SELECT max(slot) FROM chunks").fetchone()[0]
+        n = 0 if top is None else int(top) + 1
+        if n > rows.rows():
+            self._lost(f"the vector rows file {rows.path} ends before row {n - 1}", [], rows.rows())
+        scale = np.zeros(n, dtype=np.float32)
+        check = np.zeros(n, dtype=np.float32)
+        kind = np.full(n, -1, dtype=np.int8)
+        note_of = np.full(n, -1, dtype=np.int32)
+        starts: list[int] = []
+        note_row: list[int] = []
+        paths: list[str] = []
+        last = None
+        seen: set[str] = set()
+        for slot, path, k, sc, ck in db.execute(
+            "SELECT slot, path, kind, scale, checksum FROM chunks ORDER BY slot"
+        ):
+            if path != last:
+                if path in seen:  # written in one batch, a note's rows are consecutive
+                    self._lost(f"the rows of {path} in {rows.path} are not consecutive", [slot])
+                seen.add(path)
+                last = path
+                starts.append(slot)
+                note_row.append(-1)
+                paths.append(path)
+            number = len(paths) - 1
+            scale[slot], check[slot], kind[slot], note_of[slot] = sc, ck, k, number
+            if k == 1:
+                note_row[number] = slot
+        start_arr = np.asarray(starts, dtype=np.intp)
+        ends = np.append(start_arr[1:], n).astype(np.intp)
+        self._map = _RowMap(
+            slots=n,
+            scale=scale,
+            check=check,
+            live=kind >= 0,
+            chunk=kind == 0,
+            note_of=note_of,
+            starts=start_arr,
+            ends=ends,
+            note_row=np.asarray(note_row, dtype=np.intp),
+            paths=paths,
+            version=version,
+        )
+        return self._map
+
+    def _lost(self, what: str, slots: list[int], past: int | None = None) -> NoReturn:
+        """Drop the notes holding ``slots`` or any slot from ``past`` on, then raise.
+
+        :raises IndexDamaged: always, saying ``what`` was found."""
+        db = self._db
+        found: set[str] = set()
+        with self._tx(db):
+            for slot in slots:
+                found.update(
+                    r[0] for r in db.execute("SELECT path FROM chunks WHERE slot = ?", (slot,))
+                )
+            if past is not None:
+                found.update(
+                    r[0]
+                    for r in db.execute("SELECT DISTINCT path FROM chunks WHERE slot >= ?", (past,))
+                )
+            self._drop(sorted(found))
+        raise IndexDamaged(
+            f"{what}; the {len(found)} notes it holds were dropped from the vector index and "
+            "are re-embedded at the next sync"
+        )
 
     def search(self, query: str, limit: int) -> list[ChunkHit]:
         """The ``limit`` best notes for ``query``, best first, one hit per note: the cosine of
         its best chunk plus :data:`NOTE_WEIGHT` times the cosine of its title-and-description
-        row (a long note counts its best section, never the sum), with that chunk's offsets."""
+        row (a long note counts its best section, never the sum), with that chunk's offsets.
+
+        :raises IndexDamaged: a row the index refers to is missing from the row file or does
+            not match its checksum (its notes are dropped, so the next sync re-embeds them)."""
         import numpy as np
 
-        mat, scales, note_of, chunk_id, is_note, paths = self._load_matrix()
-        if not len(mat):
+        m = self._row_map()
+        if not m.paths:
             return []
         q = np.asarray(self.embedder.embed_query(query), dtype=np.float32).reshape(-1)
-        sims = np.empty(len(mat), dtype=np.float32)
-        for lo in range(0, len(mat), SEARCH_BLOCK):
-            block = mat[lo : lo + SEARCH_BLOCK].astype(np.float32)
-            sims[lo : lo + SEARCH_BLOCK] = (block @ q) * scales[lo : lo + SEARCH_BLOCK]
-        chunk = ~is_note
-        score = np.full(len(paths), -np.inf, dtype=np.float32)
-        np.maximum.at(score, note_of[chunk], sims[chunk])
-        score[note_of[is_note]] += np.float32(NOTE_WEIGHT) * sims[is_note]
+        rows = self._row_file()
+        try:
+            sims, checks = rows.scan(q, m.slots)
+        except ShortRead as exc:
+            self._lost(f"the vector rows file {rows.path} holds only {exc.rows} rows", [], exc.rows)
+        bad = np.nonzero(m.live & (checks != m.check))[0]
+        if len(bad):
+            self._lost(
+                f"{len(bad)} rows of the vector rows file {rows.path} do not match their checksums",
+                [int(b) for b in bad],
+            )
+        sims *= m.scale
+        best = sims.copy()
+        best[~m.chunk] = -np.inf
+        score = np.maximum.reduceat(best, m.starts)
+        has_row = m.note_row >= 0
+        score[has_row] += np.float32(NOTE_WEIGHT) * sims[m.note_row[has_row]]
         k = min(limit, int(np.isfinite(score).sum()))
         if k <= 0:
             return []
         top = np.argpartition(-score, k - 1)[:k]
         top = top[np.argsort(-score[top], kind="stable")]
-        # the best chunk row of each of those notes
-        rows = np.nonzero(chunk & np.isin(note_of, top))[0]
-        rows = rows[np.lexsort((-sims[rows], note_of[rows]))]
-        best_row: dict[int, int] = {}
-        for r in rows:
-            best_row.setdefault(int(note_of[r]), int(r))
         hits: list[ChunkHit] = []
         for note in top:
+            lo, hi = int(m.starts[note]), int(m.ends[note])
+            slot = lo + int(np.argmax(best[lo:hi]))
             start, end, heading = self._db.execute(
-                "SELECT start, end, heading FROM chunks WHERE id = ?",
-                (int(chunk_id[best_row[int(note)]]),),
+                "SELECT start, end, heading FROM chunks WHERE slot = ?", (slot,)
             ).fetchone() or (0, 0, "")
-            hits.append(ChunkHit(paths[int(note)], float(score[note]), start, end, heading))
+            hits.append(ChunkHit(m.paths[int(note)], float(score[note]), start, end, heading))
         return hits
