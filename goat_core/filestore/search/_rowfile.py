@@ -22,6 +22,7 @@ itself never shrinks a row file (a compaction writes a new one).
 
 from __future__ import annotations
 
+import errno
 import mmap
 import os
 from typing import Any
@@ -69,10 +70,12 @@ class RowFile:
     def __init__(self, path: str, dimensions: int) -> None:
         self.path = path
         self.dimensions = dimensions
+        self.writable = True
         try:
             self.fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
         except PermissionError:
             self.fd = os.open(path, os.O_RDONLY)  # a read-only home: search only
+            self.writable = False
         self._map: mmap.mmap | None = None
         self._floats: Any = None
 
@@ -84,14 +87,17 @@ class RowFile:
         """Whole rows in the file."""
         return os.fstat(self.fd).st_size // self.dimensions
 
-    def append(self, rows: Any) -> int:
-        """Write ``rows`` (int8, ``(n, dimensions)``) after the last whole or partial row;
-        returns the slot of the first. Call under the index's write lock, so that two
-        processes never take the same slots.
+    def append(self, rows: Any, after: int = 0) -> int:
+        """Write ``rows`` (int8, ``(n, dimensions)``) after the file's last whole or partial
+        row and at slot ``after`` or later; returns the slot of the first. Call under the
+        index's write lock, so that two processes never take the same slots.
 
-        :raises OSError: the write failed (nothing refers to the rows yet)."""
+        :raises OSError: the write failed (nothing refers to the rows yet); a file opened
+            read-only raises ``PermissionError`` (EROFS)."""
+        if not self.writable:
+            raise PermissionError(errno.EROFS, "the row file could only be opened read-only")
         size = os.fstat(self.fd).st_size
-        first = -(-size // self.dimensions)  # a torn row from a crash stays dead
+        first = max(after, -(-size // self.dimensions))  # a torn row from a crash stays dead
         data = memoryview(rows.tobytes())
         offset = first * self.dimensions
         while data:

@@ -314,7 +314,9 @@ class VectorIndex:
             sums = checksums(ints)
             with self._tx(db):  # every note of the batch with its chunks, or none
                 try:
-                    first = self._row_file().append(ints)
+                    top = db.execute("SELECT max(slot) FROM chunks").fetchone()[0]
+                    # past every slot referred to, even if the file was cut short
+                    first = self._row_file().append(ints, 0 if top is None else top + 1)
                 except OSError as exc:
                     typed = StoreUnwritable.from_os_error(exc, self.path)
                     if typed is None:
@@ -376,8 +378,9 @@ class VectorIndex:
         with self._tx(db):
             live = int(db.execute("SELECT count(*) FROM chunks").fetchone()[0])
             old = self._row_file()
-            if old.rows() - live <= COMPACT_DEAD * live:
-                return
+            top = db.execute("SELECT max(slot) FROM chunks").fetchone()[0]
+            if old.rows() - live <= COMPACT_DEAD * live or (top or 0) >= old.rows():
+                return  # not sparse, or cut short (the next search finds and drops that)
             slots = np.fromiter(
                 (r[0] for r in db.execute("SELECT slot FROM chunks ORDER BY slot")),
                 dtype=np.int64,

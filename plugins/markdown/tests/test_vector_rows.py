@@ -12,11 +12,13 @@ from typing import Any
 
 import numpy as np
 import pytest
+import test_hybrid
 from goat_core.errors import IndexDamaged, ProviderUnavailable
 from goat_core.filestore.search import VectorIndex
 from goat_core.host import GoatHome
 from test_hybrid import NOTES, FakeEmbedder, _spec, _vector_file
-from test_hybrid import home, stores, vault  # noqa: F401 (fixtures)
+
+home, stores, vault = test_hybrid.home, test_hybrid.stores, test_hybrid.vault  # fixtures
 
 DIM = FakeEmbedder.dimensions
 
@@ -31,6 +33,7 @@ class NoteEmbedder(FakeEmbedder):
         for name in re.findall(r"\bn(\d{3}|ew)\b", text):
             v[50 if name == "ew" else int(name)] += 1.0
         return v / np.linalg.norm(v)
+
 
 LISTING = [(f"n{i:03}.md", 1, 1) for i in range(40)]
 
@@ -246,3 +249,47 @@ def test_recall_says_degraded_when_the_repair_fails(
     assert result.items[0].path == "Refunds.md"  # the keyword side still answers
     (why,) = result.degraded
     assert why.startswith("semantic recall with embedder 'fake' is unavailable (model gone)")
+
+
+def test_rows_appended_after_a_cut_never_reuse_a_referred_slot(
+    filled: tuple[Path, FakeEmbedder],
+) -> None:
+    path, _ = filled
+    index = VectorIndex(path, NoteEmbedder())
+    (rows,) = _rows_files(path)
+    os.truncate(rows, 100 * DIM)  # under the open index, before its next sync
+    assert index.sync([*LISTING, ("new.md", 1, 1)], _load)["embedded"] == 1
+    assert _slots(path, "new.md") == [120, 121, 122]  # not 100: n033..n039 still refer there
+    with pytest.raises(IndexDamaged, match=r"the 7 notes it holds"):
+        index.search("body of new.md", 1)
+    assert index.sync([*LISTING, ("new.md", 1, 1)], _load)["embedded"] == 7
+    assert index.search("body of new.md", 1)[0].path == "new.md"
+    assert index.search("body of n035.md", 1)[0].path == "n035.md"
+    index.close()
+
+
+def test_a_row_file_opened_read_only_refuses_writes_typed(
+    filled: tuple[Path, FakeEmbedder], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A GOAT home that became read-only: searches read the rows, a sync that has something
+    to embed is ``StoreUnwritable`` (read-only) and changes nothing."""
+    from goat_core.errors import StoreUnwritable
+    from goat_core.filestore.search import _rowfile
+
+    real_open = os.open
+
+    def no_write(file: Any, flags: int, *args: Any) -> int:
+        if flags & os.O_RDWR:
+            raise PermissionError(13, "Permission denied", file)
+        return real_open(file, flags, *args)
+
+    path, _ = filled
+    monkeypatch.setattr(_rowfile.os, "open", no_write)
+    index = VectorIndex(path, NoteEmbedder())
+    assert index.search("body of n004.md", 1)[0].path == "n004.md"
+    with pytest.raises(StoreUnwritable) as caught:
+        index.sync([*LISTING, ("new.md", 1, 1)], _load)
+    assert caught.value.reason == "read-only"
+    assert index.note_count() == 40
+    assert (Path(f"{path}-rows0")).stat().st_size == 120 * DIM
+    index.close()
