@@ -527,12 +527,13 @@ class VectorIndex:
             return []
         top = np.argpartition(-score, k - 1)[:k]
         top = top[np.argsort(-score[top], kind="stable")]
-        hits: list[ChunkHit] = []
-        for note in top:
-            lo, hi = int(m.starts[note]), int(m.ends[note])
-            slot = lo + int(np.argmax(best[lo:hi]))
-            start, end, heading = self._db.execute(
-                "SELECT start, end, heading FROM chunks WHERE slot = ?", (slot,)
-            ).fetchone() or (0, 0, "")
-            hits.append(ChunkHit(m.paths[int(note)], float(score[note]), start, end, heading))
-        return hits
+        best_slot = [int(m.starts[n]) + int(np.argmax(best[m.starts[n] : m.ends[n]])) for n in top]
+        marks = ",".join("?" * len(best_slot))
+        where = self._db.execute(
+            f"SELECT slot, start, end, heading FROM chunks WHERE slot IN ({marks})", best_slot
+        )
+        offsets = {slot: (start, end, heading) for slot, start, end, heading in where}
+        return [
+            ChunkHit(m.paths[int(note)], float(score[note]), *offsets.get(slot, (0, 0, "")))
+            for note, slot in zip(top, best_slot, strict=True)
+        ]
