@@ -88,7 +88,6 @@ class _RowMap:
     check: Any  # float32 per slot: the recorded checksum
     live: Any  # bool per slot
     chunk: Any  # bool per slot: a chunk row (not a note row, not dead)
-    note_of: Any  # int32 per slot (-1: dead)
     starts: Any  # intp per note: its first slot
     ends: Any  # intp per note: one past its last slot
     note_row: Any  # intp per note: the slot of its title-and-description row (-1: none)
@@ -432,7 +431,6 @@ class VectorIndex:
         scale = np.zeros(n, dtype=np.float32)
         check = np.zeros(n, dtype=np.float32)
         kind = np.full(n, -1, dtype=np.int8)
-        note_of = np.full(n, -1, dtype=np.int32)
         starts: list[int] = []
         note_row: list[int] = []
         paths: list[str] = []
@@ -449,10 +447,9 @@ class VectorIndex:
                 starts.append(slot)
                 note_row.append(-1)
                 paths.append(path)
-            number = len(paths) - 1
-            scale[slot], check[slot], kind[slot], note_of[slot] = sc, ck, k, number
+            scale[slot], check[slot], kind[slot] = sc, ck, k
             if k == 1:
-                note_row[number] = slot
+                note_row[-1] = slot
         start_arr = np.asarray(starts, dtype=np.intp)
         ends = np.append(start_arr[1:], n).astype(np.intp)
         self._map = _RowMap(
@@ -461,7 +458,6 @@ class VectorIndex:
             check=check,
             live=kind >= 0,
             chunk=kind == 0,
-            note_of=note_of,
             starts=start_arr,
             ends=ends,
             note_row=np.asarray(note_row, dtype=np.intp),
