@@ -199,7 +199,8 @@ class VectorIndex:
         self._delete_rows(keep=None)
 
     def _delete_rows(self, keep: str | None) -> None:
-        """Delete the row files of every generation but ``keep`` (a compaction's leftovers)."""
+        """Delete the row files of every generation but ``keep`` (all of them: ``None``); only
+        under the write lock, when no other compaction can be writing one."""
         prefix = self.path.name + "-rows"
         with contextlib.suppress(FileNotFoundError):
             for entry in os.scandir(self.path.parent):
@@ -388,6 +389,7 @@ class VectorIndex:
             generation = str(
                 int(db.execute("SELECT value FROM meta WHERE key='rows'").fetchone()[0]) + 1
             )
+            self._delete_rows(keep=old.path)  # an interrupted compaction's file, if any
             new = RowFile(self._rows_path(generation), old.dimensions)
             try:
                 os.ftruncate(new.fd, 0)
@@ -405,7 +407,8 @@ class VectorIndex:
                 raise
             new.close()
             self._map = None
-        self._delete_rows(keep=self._row_file().path)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(old.path)  # a reader that still maps it keeps its pages until it reloads
 
     def note_count(self) -> int:
         return int(self._db.execute("SELECT count(*) FROM notes").fetchone()[0])

@@ -293,3 +293,20 @@ def test_a_row_file_opened_read_only_refuses_writes_typed(
     assert index.note_count() == 40
     assert (Path(f"{path}-rows0")).stat().st_size == 120 * DIM
     index.close()
+
+
+def test_compaction_removes_an_interrupted_compactions_file(
+    filled: tuple[Path, FakeEmbedder],
+) -> None:
+    """``kill -9`` during a compaction leaves the new file uncommitted: the index still names
+    the old one, and the next compaction clears the leftover."""
+    path, _ = filled
+    Path(f"{path}-rows1").write_bytes(b"\x01" * (7 * DIM))  # the interrupted one
+    index = VectorIndex(path, NoteEmbedder())
+    assert index.rebuilt is None
+    assert index.search("body of n002.md", 1)[0].path == "n002.md"
+    assert index.sync(LISTING[:20], _load)["removed"] == 20  # 60 dead rows of 120: compacted
+    assert [f.name[-5:] for f in _rows_files(path)] == ["rows1"]
+    assert Path(f"{path}-rows1").stat().st_size == 60 * DIM
+    assert index.search("body of n002.md", 1)[0].path == "n002.md"
+    index.close()
