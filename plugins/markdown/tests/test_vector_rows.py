@@ -274,7 +274,6 @@ def test_a_row_file_opened_read_only_refuses_writes_typed(
     """A GOAT home that became read-only: searches read the rows, a sync that has something
     to embed is ``StoreUnwritable`` (read-only) and changes nothing."""
     from goat_core.errors import StoreUnwritable
-    from goat_core.filestore.search import _rowfile
 
     real_open = os.open
 
@@ -284,7 +283,7 @@ def test_a_row_file_opened_read_only_refuses_writes_typed(
         return real_open(file, flags, *args)
 
     path, _ = filled
-    monkeypatch.setattr(_rowfile.os, "open", no_write)
+    monkeypatch.setattr(os, "open", no_write)
     index = VectorIndex(path, NoteEmbedder())
     assert index.search("body of n004.md", 1)[0].path == "n004.md"
     with pytest.raises(StoreUnwritable) as caught:
