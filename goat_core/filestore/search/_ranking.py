@@ -13,7 +13,14 @@ from typing import ClassVar
 
 from goat_core.filestore.search._query import _QueryTerm, fts_query
 from goat_core.filestore.search._records import SearchHit, SearchResults
-from goat_core.filestore.search._snippets import Snippet, _head, _Mark, _snippet
+from goat_core.filestore.search._snippets import (
+    Snippet,
+    _head,
+    _Mark,
+    _Prepared,
+    _snippet,
+    _snippet_of,
+)
 
 COLUMN_WEIGHTS = (10.0, 8.0, 5.0, 2.0, 1.0)
 """Weights of the columns title, aliases, meta (description, tags), extra, body, both in the
@@ -81,12 +88,17 @@ term with more positions than a hundredth of this is read for its candidates onl
 time (reading all its positions would cost more than the memo saves)."""
 MEMO_NOTES = 50_000
 """Most notes whose sizes and paths a :class:`_Memo` keeps (all are dropped past it)."""
+MEMO_SHOWN_CHARS = 8_000_000
+"""Most characters of the bodies of shown notes a :class:`_Memo` keeps ready for snippets
+(all are dropped when one more would pass it)."""
 
 
 class _Memo:
     """What earlier searches read from one index that does not depend on the query: each
     term's note count and positions in every note (up to :data:`MEMO_INSTANCES`), notes'
-    column sizes and paths, and the column averages. Valid for one state of the index: the
+    column sizes and paths, the column averages, and the notes shown in hits (their row, the
+    body ready for snippets: :class:`_Prepared`, its word index built the second time the
+    note is shown). Valid for one state of the index: the
     owner calls :meth:`valid_for` with a key that changes whenever the index may have (another
     connection's commit, this connection's own writes, a reopened file), which empties it."""
 
@@ -101,6 +113,8 @@ class _Memo:
         self.sizes: dict[int, list[int]] = {}
         self.paths: dict[int, str] = {}
         self.averages: list[int] | None = None
+        self.shown: dict[int, tuple[str, str, str, str, str, _Prepared]] = {}
+        self.shown_chars = 0
 
     def valid_for(self, key: object) -> None:
         if key != self.key:
@@ -377,22 +391,47 @@ def _rank(
                 path, title = found[rid]
                 hits.append(SearchHit(path, title, scored.scores.get(rid, 0.0), ""))
         return SearchResults(hits=hits, total=total, complete=total <= len(hits))
+    memo = memo if memo is not None else _Memo()
     for rid in ranked[:limit]:
-        row = db.execute(
-            "SELECT path, title, aliases, meta, extra, body FROM docs WHERE id = ?",
-            (rid,),
-        ).fetchone()
-        if row is None:
+        shown = _shown(db, memo, rid)
+        if shown is None:
             continue
-        path, title, aliases, meta, extra, blob = row
-        body = zlib.decompress(blob).decode("utf-8", "surrogatepass")
+        path, title, aliases, meta, extra, body = shown
         cut = (
-            _snippet(body, marks)
+            _snippet_of(body, marks)
             or _snippet(meta, marks)
             or _snippet(extra, marks)
             or _snippet(aliases, marks)
-            or Snippet(_head(body or meta or title))
+            or Snippet(_head(body.text or meta or title))
         )
         score = scored.scores.get(rid, 0.0)
         hits.append(SearchHit(path, title, score, cut.text, cut.spans))
     return SearchResults(hits=hits, total=total, complete=total <= len(hits))
+
+
+def _shown(
+    db: sqlite3.Connection, memo: _Memo, rid: int
+) -> tuple[str, str, str, str, str, _Prepared] | None:
+    """Path, title, aliases, meta, extra and the prepared body of note ``rid``, from the memo
+    when an earlier search of this index state showed it (its word index is built the second
+    time: a note shown once costs no more than cutting its snippet by scanning)."""
+    got = memo.shown.get(rid)
+    if got is None:
+        row = db.execute(
+            "SELECT path, title, aliases, meta, extra, body FROM docs WHERE id = ?", (rid,)
+        ).fetchone()
+        if row is None:
+            return None
+        path, title, aliases, meta, extra, blob = row
+        body = _Prepared(zlib.decompress(blob).decode("utf-8", "surrogatepass"))
+        got = (path, title, aliases, meta, extra, body)
+        if memo.shown_chars + len(body.text) > MEMO_SHOWN_CHARS:
+            memo.shown.clear()
+            memo.shown_chars = 0
+        memo.shown[rid] = got
+        memo.shown_chars += len(body.text)
+    else:
+        body = got[5]
+        if body.words is None:
+            body.index_words()
+    return got
