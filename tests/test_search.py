@@ -1263,3 +1263,13 @@ def test_a_shown_note_kept_for_snippets_is_dropped_when_the_index_changes(
             "new harbour words",
         ]
         assert len(ix._memo.shown) == 1
+
+
+def test_proximity_counts_the_same_from_either_side() -> None:
+    from goat_core.filestore.search._ranking import _Scorer
+
+    # fewer offsets of the first term: the offsets that may follow it are listed
+    assert _Scorer._near({(1, 4): [0, 10]}, {(1, 4): [1, 2, 3, 4, 11, 20]}) == {1: 4.0}
+    # fewer of the second: each is checked against the first's (title weight 10)
+    assert _Scorer._near({(1, 0): [0, 1, 2, 10, 11]}, {(1, 0): [4, 13], (2, 0): [1]}) == {1: 20.0}
+    assert _Scorer._near({(1, 0): [5, 6, 7]}, {(1, 0): [4]}) == {}

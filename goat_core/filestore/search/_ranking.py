@@ -44,6 +44,7 @@ PROXIMITY_WINDOW = 3
 
 
 _DOC_COL = operator.itemgetter(0, 1)
+_STEPS = range(1, PROXIMITY_WINDOW + 1)
 
 
 def _varints(blob: bytes) -> list[int]:
@@ -249,9 +250,14 @@ class _Scorer:
             before = first.get(key)
             if not before:
                 continue
-            # offsets a following term may sit at (one term's offsets in a column are distinct)
-            after = {o + d for o in before for d in range(1, PROXIMITY_WINDOW + 1)}
-            n = len(after.intersection(offs))
+            # how many of the second term's offsets follow one of the first's closely enough
+            # (a term's offsets in a column are distinct), from whichever side is shorter
+            if len(before) <= len(offs):
+                after = {o + d for o in before for d in _STEPS}
+                n = len(after.intersection(offs))
+            else:
+                first_at = set(before)
+                n = sum(1 for o in offs if any(o - d in first_at for d in _STEPS))
             if n:
                 rid, col = key
                 out[rid] = out.get(rid, 0.0) + COLUMN_WEIGHTS[col] * n

@@ -243,6 +243,31 @@ def _find_matches(
     (:class:`_Prepared`), looked up for a needle of word characters (which can start a match
     only where a word starts, the match being that whole word) instead of scanning."""
     found: set[tuple[int, int, int]] = set()
+    for ti, mark, ft, needle, accepted in _plan(tuple(marks)):
+        if words is None or accepted is None:
+            _scan(folded, needle, mark, ft, ti, found)
+            continue
+        spans: list[tuple[int, int, int]] = []
+        for word in filter(words.__contains__, accepted):
+            size = len(word)
+            # each word's starts are in order: the first few hold the needle's first few
+            spans.extend([(i, i + size, ti) for i in words[word][:_PER_NEEDLE]])
+        if len(spans) > _PER_NEEDLE:
+            spans.sort()
+            del spans[_PER_NEEDLE:]
+        found.update(spans)
+    return sorted(found)
+
+
+@functools.lru_cache(maxsize=256)
+def _plan(
+    marks: tuple[_Mark, ...],
+) -> tuple[tuple[int, _Mark, str, str, frozenset[str] | None], ...]:
+    """What :func:`_find_matches` looks for, worked out once per query: for each mark its
+    index, folded term and needles (the term, and its stem when long enough), each with the
+    words a word index is looked up for (:func:`_needle_words`), or ``None`` where the text
+    is scanned instead (a spaceless run, a needle holding other than letters and digits)."""
+    out: list[tuple[int, _Mark, str, str, frozenset[str] | None]] = []
     for ti, mark in enumerate(marks):
         ft = _fold_term(mark.text)
         if not ft:
@@ -250,20 +275,12 @@ def _find_matches(
         needles = {ft}
         if mark.stem and not mark.spaceless and len(mark.stem) >= 3:
             needles.add(mark.stem[:-1] if mark.stem.endswith("i") else mark.stem)
-        for needle in needles:
-            if words is None or mark.spaceless or not needle.isalnum():
-                _scan(folded, needle, mark, ft, ti, found)
-                continue
-            spans: list[tuple[int, int, int]] = []
-            for word in filter(words.__contains__, _needle_words(needle, ft, mark.stem)):
-                size = len(word)
-                # each word's starts are in order: the first few hold the needle's first few
-                spans.extend((i, i + size, ti) for i in words[word][:_PER_NEEDLE])
-            if len(spans) > _PER_NEEDLE:
-                spans.sort()
-                del spans[_PER_NEEDLE:]
-            found.update(spans)
-    return sorted(found)
+        for needle in sorted(needles):
+            if mark.spaceless or not needle.isalnum():
+                out.append((ti, mark, ft, needle, None))
+            else:
+                out.append((ti, mark, ft, needle, _needle_words(needle, ft, mark.stem)))
+    return tuple(out)
 
 
 def _scan(
