@@ -9,7 +9,6 @@ from __future__ import annotations
 import functools
 import re
 import unicodedata
-from dataclasses import dataclass
 from typing import NamedTuple
 
 SNIPPET_OPEN = "=="
@@ -154,11 +153,11 @@ def _fold_term(term: str) -> str:
     return "".join(_fold_char(c) for c in term)
 
 
-@dataclass(frozen=True)
-class _Mark:
+class _Mark(NamedTuple):
     """What a snippet highlights for one query term: its folded text, the stem the index
     keeps for it (Porter), and whether it is a run of a spaceless script (matched anywhere,
-    not as a whole word)."""
+    not as a whole word). A tuple: hashed and compared in C when a query's plan is looked up
+    (:func:`_plan`)."""
 
     text: str
     stem: str | None = None
