@@ -89,6 +89,11 @@ term with more positions than a hundredth of this is read for its candidates onl
 time (reading all its positions would cost more than the memo saves)."""
 MEMO_NOTES = 50_000
 """Most notes whose sizes and paths a :class:`_Memo` keeps (all are dropped past it)."""
+WORD_INDEX_SHOWS = 8
+"""How many times a kept note is shown before its word index is built. Building one costs
+about as much as 12-20 snippets cut by scanning save against looking words up (measured on the
+obsidian-help-en vault: 0.67 ms a note against 85-115 us a snippet scanned, 52-58 us looked
+up), so only a note shown often gets one."""
 MEMO_SHOWN_CHARS = 1_000_000
 """Most characters of the bodies of shown notes a :class:`_Memo` keeps ready for snippets
 (all are dropped when one more would pass it). With the folded copy and the word index a kept
@@ -100,9 +105,9 @@ class _Memo:
     """What earlier searches read from one index that does not depend on the query: each
     term's note count and positions in every note (up to :data:`MEMO_INSTANCES`), notes'
     column sizes and paths, the column averages, and the notes shown in hits (their row, the
-    body ready for snippets: :class:`_Prepared`, its word index built the second time the
-    note is shown). Valid for one state of the index: the
-    owner calls :meth:`valid_for` with a key that changes whenever the index may have (another
+    body ready for snippets: :class:`_Prepared`, its word index built once the note has been
+    shown :data:`WORD_INDEX_SHOWS` times). Valid for one state of the index: the owner calls
+    :meth:`valid_for` with a key that changes whenever the index may have (another
     connection's commit, this connection's own writes, a reopened file), which empties it."""
 
     def __init__(self) -> None:
@@ -421,8 +426,8 @@ def _shown(
     db: sqlite3.Connection, memo: _Memo, rid: int
 ) -> tuple[str, str, str, str, str, _Prepared] | None:
     """Path, title, aliases, meta, extra and the prepared body of note ``rid``, from the memo
-    when an earlier search of this index state showed it (its word index is built the second
-    time: a note shown once costs no more than cutting its snippet by scanning)."""
+    when an earlier search of this index state showed it; its word index is built when it is
+    shown the :data:`WORD_INDEX_SHOWS`-th time (until then its snippets are cut by scanning)."""
     got = memo.shown.get(rid)
     if got is None:
         row = db.execute(
@@ -438,8 +443,8 @@ def _shown(
             memo.shown_chars = 0
         memo.shown[rid] = got
         memo.shown_chars += len(body.text)
-    else:
-        body = got[5]
-        if body.words is None:
-            body.index_words()
+    body = got[5]
+    body.shows += 1
+    if body.shows == WORD_INDEX_SHOWS:
+        body.index_words()
     return got

@@ -200,7 +200,7 @@ class _Prepared:
     :meth:`index_words` ran, ``words``: each word of ``folded`` (see :data:`_WORD`) to its
     start offsets, in order, so that matching looks words up instead of scanning the text."""
 
-    __slots__ = ("folded", "offsets", "text", "words")
+    __slots__ = ("folded", "offsets", "shows", "text", "words")
 
     def __init__(self, text: str) -> None:
         if _OPEN in text or _CLOSE in text:  # the note's own control characters: spaces
@@ -208,6 +208,7 @@ class _Prepared:
         self.text = text
         self.folded, self.offsets = _fold(text)
         self.words: dict[str, list[int]] | None = None
+        self.shows = 0  # counted by the keeper
 
     def index_words(self) -> None:
         words: dict[str, list[int]] = {}
