@@ -1190,3 +1190,88 @@ def test_snippets_are_plain_text_with_the_spans_of_matched_words(
         hit = ix.search(query).hits[0]
         assert (hit.snippet, hit.spans) == (snippet, spans)
         assert ix.snippet(body, query) == (snippet, spans)
+
+
+_NOTES_THEN_HARBOUR = "filler " * 40 + "note " * 80 + "harbour at the end"
+
+
+@pytest.mark.parametrize(
+    ("body", "query", "snippet", "spans"),
+    [
+        # folding to several characters (offset map), ligatures, stems in -i, inflections
+        ("The Straße is long; STRASSE too.", "strasse", "The Straße is long; STRASSE too.",
+         ((4, 10), (20, 27))),
+        ("A ﬁle and a file and files, filed.", "file", "A ﬁle and a file and files, filed.",
+         ((2, 5), (12, 16), (21, 26), (28, 33))),
+        ("My library, two libraries, librarian, Library.", "library",
+         "My library, two libraries, librarian, Library.", ((3, 10), (16, 25), (38, 45))),
+        # a word is a run of letters and digits: never inside sync_me's neighbours or resync
+        ("sync_me then sync, resync and synced; sync2 syncing", "sync",
+         "sync_me then sync, resync and synced; sync2 syncing",
+         ((0, 4), (13, 17), (30, 36), (44, 51))),
+        ("v2 release notes 2023, 2023-01 and x2023", "2023",
+         "v2 release notes 2023, 2023-01 and x2023", ((17, 21), (23, 27))),
+        ("Ünïcödé naïve café; NAIVE cafe", "naive cafe", "Ünïcödé naïve café; NAIVE cafe",
+         ((8, 13), (14, 18), (20, 25), (26, 30))),
+        # only the first 64 matches of a word count: the 65th to 80th "note" stay unmarked
+        (_NOTES_THEN_HARBOUR, "note harbour",
+         "…" + "note " * 31 + "harbour…",
+         (*((i, i + 4) for i in range(1, 75, 5)), (156, 163))),
+    ],
+)  # fmt: skip
+def test_snippets_of_a_note_shown_often_are_cut_from_its_word_index_alike(
+    tmp_path: Path, body: str, query: str, snippet: str, spans: tuple[tuple[int, int], ...]
+) -> None:
+    # the first searches scan the note's text for each term; the memo keeps the note they
+    # showed, builds its word index the WORD_INDEX_SHOWS-th time (8), and from then on the
+    # searches of the same index state look the words up instead
+    with SearchIndex(tmp_path / "ix.sqlite") as ix:
+        ix.sync([FileStat("n.md", 1, len(body))], lambda p: IndexedDoc(p, "Note", body))
+        scanned = [ix.search(query).hits[0] for _ in range(7)]
+        (kept,) = ix._memo.shown.values()
+        assert kept[5].words is None and kept[5].shows == 7
+        looked_up = [ix.search(query).hits[0] for _ in range(2)]
+        assert kept[5].words is not None and kept[5].shows == 9
+        assert {(h.snippet, h.spans) for h in scanned + looked_up} == {(snippet, spans)}
+        assert ix.snippet(body, query) == (snippet, spans)
+
+
+def test_a_shown_note_kept_for_snippets_is_dropped_when_the_index_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from goat_core.filestore.search import _ranking
+
+    with SearchIndex(tmp_path / "ix.sqlite") as ix:
+        ix.sync([FileStat("n.md", 1, 20)], lambda p: IndexedDoc(p, "Note", "old harbour text"))
+        ix.search("harbour")
+        ix.search("harbour")
+        assert ix.search("harbour").hits[0].snippet == "old harbour text"
+        ix.sync([FileStat("n.md", 2, 21)], lambda p: IndexedDoc(p, "Note", "new harbour words"))
+        assert ix.search("harbour").hits[0].snippet == "new harbour words"
+        # past MEMO_SHOWN_CHARS the kept notes are all dropped before one more is kept
+        monkeypatch.setattr(_ranking, "MEMO_SHOWN_CHARS", 30)
+        ix.sync(
+            [FileStat("n.md", 2, 21), FileStat("m.md", 1, 22)],
+            lambda p: (
+                IndexedDoc(p, "M", "another harbour, longer")
+                if p == "m.md"
+                else IndexedDoc(p, "Note", "new harbour words")
+            ),
+        )
+        ix.search("harbour", limit=1)
+        assert len(ix._memo.shown) == 1
+        assert sorted(h.snippet for h in ix.search("harbour").hits) == [
+            "another harbour, longer",
+            "new harbour words",
+        ]
+        assert len(ix._memo.shown) == 1
+
+
+def test_proximity_counts_the_same_from_either_side() -> None:
+    from goat_core.filestore.search._ranking import _Scorer
+
+    # fewer offsets of the first term: the offsets that may follow it are listed
+    assert _Scorer._near({(1, 4): [0, 10]}, {(1, 4): [1, 2, 3, 4, 11, 20]}) == {1: 4.0}
+    # fewer of the second: each is checked against the first's (title weight 10)
+    assert _Scorer._near({(1, 0): [0, 1, 2, 10, 11]}, {(1, 0): [4, 13], (2, 0): [1]}) == {1: 20.0}
+    assert _Scorer._near({(1, 0): [5, 6, 7]}, {(1, 0): [4]}) == {}

@@ -9,7 +9,6 @@ from __future__ import annotations
 import functools
 import re
 import unicodedata
-from dataclasses import dataclass
 from typing import NamedTuple
 
 SNIPPET_OPEN = "=="
@@ -154,11 +153,11 @@ def _fold_term(term: str) -> str:
     return "".join(_fold_char(c) for c in term)
 
 
-@dataclass(frozen=True)
-class _Mark:
+class _Mark(NamedTuple):
     """What a snippet highlights for one query term: its folded text, the stem the index
     keeps for it (Porter), and whether it is a run of a spaceless script (matched anywhere,
-    not as a whole word)."""
+    not as a whole word). A tuple: hashed and compared in C when a query's plan is looked up
+    (:func:`_plan`)."""
 
     text: str
     stem: str | None = None
@@ -186,11 +185,89 @@ def _word_matches(word: str, mark: _Mark, folded_term: str) -> bool:
     )
 
 
-def _find_matches(folded: str, marks: list[_Mark]) -> list[tuple[int, int, int]]:
+#: Most matches taken for each of a term and its stem (the first ones in the text).
+_PER_NEEDLE = 64
+
+#: A word as :func:`_find_matches` sees one: a run of ``str.isalnum`` characters (``[^\W_]``
+#: is exactly ``str.isalnum``: both test ``Py_UNICODE_ISALNUM`` per character).
+_WORD = re.compile(r"[^\W_]+")
+
+
+class _Prepared:
+    """A text made ready for snippets, kept by a caller that cuts snippets from it again (the
+    search memo keeps the notes it showed): ``text`` (the note's own snippet control
+    characters made spaces), ``folded`` and its ``offsets`` (:func:`_fold`), and once
+    :meth:`index_words` ran, ``words``: each word of ``folded`` (see :data:`_WORD`) to its
+    start offsets, in order, so that matching looks words up instead of scanning the text."""
+
+    __slots__ = ("folded", "offsets", "shows", "text", "words")
+
+    def __init__(self, text: str) -> None:
+        if _OPEN in text or _CLOSE in text:  # the note's own control characters: spaces
+            text = text.replace(_OPEN, " ").replace(_CLOSE, " ")
+        self.text = text
+        self.folded, self.offsets = _fold(text)
+        self.words: dict[str, list[int]] | None = None
+        self.shows = 0  # counted by the keeper
+
+    def index_words(self) -> None:
+        words: dict[str, list[int]] = {}
+        add = words.setdefault
+        for m in _WORD.finditer(self.folded):
+            add(m[0], []).append(m.start())
+        self.words = words
+
+
+@functools.lru_cache(maxsize=4096)
+def _needle_words(needle: str, ft: str, stem: str | None) -> frozenset[str]:
+    """Every word :func:`_word_matches` accepts for the term ``ft`` with the stem ``stem``
+    that starts with ``needle``: the term itself, the stem alone or with an ending of
+    :data:`_INFLECTIONS`, and for a stem in ``i`` the stem with ``y``/``ies``/``ied`` for
+    it. No other word is accepted, so these are all a word index needs to look up."""
+    mark = _Mark(ft, stem)
+    words = {ft}
+    if stem and len(stem) >= 3:
+        words.add(stem)
+        words.update(stem + end for end in _INFLECTIONS)
+        if stem.endswith("i"):
+            words.update(stem[:-1] + end for end in ("y", "ies", "ied"))
+    return frozenset(w for w in words if w.startswith(needle) and _word_matches(w, mark, ft))
+
+
+def _find_matches(
+    folded: str, marks: list[_Mark], words: dict[str, list[int]] | None = None
+) -> list[tuple[int, int, int]]:
     """``(start, end, mark index)`` of whole-word occurrences of each term or of a word with
-    its stem (substring for spaceless runs), in text order."""
+    its stem (substring for spaceless runs), in text order; for each of a term and its stem
+    the first :data:`_PER_NEEDLE` in the text. ``words``: ``folded``'s word index
+    (:class:`_Prepared`), looked up for a needle of word characters (which can start a match
+    only where a word starts, the match being that whole word) instead of scanning."""
     found: set[tuple[int, int, int]] = set()
-    n = len(folded)
+    for ti, mark, ft, needle, accepted in _plan(tuple(marks)):
+        if words is None or accepted is None:
+            _scan(folded, needle, mark, ft, ti, found)
+            continue
+        spans: list[tuple[int, int, int]] = []
+        for word in filter(words.__contains__, accepted):
+            size = len(word)
+            # each word's starts are in order: the first few hold the needle's first few
+            spans.extend([(i, i + size, ti) for i in words[word][:_PER_NEEDLE]])
+        if len(spans) > _PER_NEEDLE:
+            spans.sort()
+            del spans[_PER_NEEDLE:]
+        found.update(spans)
+    return sorted(found)
+
+
+@functools.lru_cache(maxsize=256)
+def _plan(
+    marks: tuple[_Mark, ...],
+) -> tuple[tuple[int, _Mark, str, str, frozenset[str] | None], ...]:
+    """What :func:`_find_matches` looks for, worked out once per query: for each mark its
+    index, folded term and needles (the term, and its stem when long enough), each with the
+    words a word index is looked up for (:func:`_needle_words`), or ``None`` where the text
+    is scanned instead (a spaceless run, a needle holding other than letters and digits)."""
+    out: list[tuple[int, _Mark, str, str, frozenset[str] | None]] = []
     for ti, mark in enumerate(marks):
         ft = _fold_term(mark.text)
         if not ft:
@@ -198,27 +275,38 @@ def _find_matches(folded: str, marks: list[_Mark]) -> list[tuple[int, int, int]]
         needles = {ft}
         if mark.stem and not mark.spaceless and len(mark.stem) >= 3:
             needles.add(mark.stem[:-1] if mark.stem.endswith("i") else mark.stem)
-        for needle in needles:
-            start = 0
-            count = 0
-            while count < 64:
-                i = folded.find(needle, start)
-                if i < 0:
-                    break
-                start = i + 1
-                if mark.spaceless:
-                    found.add((i, i + len(needle), ti))
-                    count += 1
-                    continue
-                if i > 0 and folded[i - 1].isalnum():
-                    continue
-                j = i + len(needle)
-                while j < n and folded[j].isalnum():
-                    j += 1
-                if _word_matches(folded[i:j], mark, ft):
-                    found.add((i, j, ti))
-                    count += 1
-    return sorted(found)
+        for needle in sorted(needles):
+            if mark.spaceless or not needle.isalnum():
+                out.append((ti, mark, ft, needle, None))
+            else:
+                out.append((ti, mark, ft, needle, _needle_words(needle, ft, mark.stem)))
+    return tuple(out)
+
+
+def _scan(
+    folded: str, needle: str, mark: _Mark, ft: str, ti: int, found: set[tuple[int, int, int]]
+) -> None:
+    """:func:`_find_matches` for one needle, occurrence by occurrence through the text."""
+    n = len(folded)
+    start = 0
+    count = 0
+    while count < _PER_NEEDLE:
+        i = folded.find(needle, start)
+        if i < 0:
+            break
+        start = i + 1
+        if mark.spaceless:
+            found.add((i, i + len(needle), ti))
+            count += 1
+            continue
+        if i > 0 and folded[i - 1].isalnum():
+            continue
+        j = i + len(needle)
+        while j < n and folded[j].isalnum():
+            j += 1
+        if _word_matches(folded[i:j], mark, ft):
+            found.add((i, j, ti))
+            count += 1
 
 
 def _snippet(text: str, marks: list[_Mark], width: int = SNIPPET_WIDTH) -> Snippet | None:
@@ -226,10 +314,15 @@ def _snippet(text: str, marks: list[_Mark], width: int = SNIPPET_WIDTH) -> Snipp
     ``None`` if none occurs."""
     if not text or not marks:
         return None
-    if _OPEN in text or _CLOSE in text:  # the note's own control characters: spaces
-        text = text.replace(_OPEN, " ").replace(_CLOSE, " ")
-    folded, offsets = _fold(text)
-    matches = _find_matches(folded, marks)
+    return _snippet_of(_Prepared(text), marks, width)
+
+
+def _snippet_of(doc: _Prepared, marks: list[_Mark], width: int = SNIPPET_WIDTH) -> Snippet | None:
+    """:func:`_snippet` of a prepared text (its word index used when it has one)."""
+    text, offsets = doc.text, doc.offsets
+    if not text or not marks:
+        return None
+    matches = _find_matches(doc.folded, marks, doc.words)
     if not matches:
         return None
 
@@ -239,16 +332,24 @@ def _snippet(text: str, marks: list[_Mark], width: int = SNIPPET_WIDTH) -> Snipp
     best_i, best_score = 0, -1
     reach = width * 3 // 4
     most = len({t for _s, _e, t in matches})  # no window can hold more distinct terms
-    for i, (s, _e, _t) in enumerate(matches):
-        distinct: set[int] = set()
-        for j in range(i, len(matches)):  # matches are sorted by start
-            if matches[j][0] >= s + reach:
-                break
-            distinct.add(matches[j][2])
-        if len(distinct) > best_score:
-            best_i, best_score = i, len(distinct)
+    # the window from each match's start: the matches starting less than ``reach`` after it
+    # (sorted by start), slid along with a count of each term inside
+    inside: dict[int, int] = {}
+    n, j = len(matches), 0
+    for i, (s, _e, t) in enumerate(matches):
+        while j < n and matches[j][0] < s + reach:
+            tj = matches[j][2]
+            inside[tj] = inside.get(tj, 0) + 1
+            j += 1
+        if len(inside) > best_score:
+            best_i, best_score = i, len(inside)
             if best_score == most:
                 break  # the first window holding them all wins
+        left = inside[t] - 1  # the window from the next match leaves this one out
+        if left:
+            inside[t] = left
+        else:
+            del inside[t]
     first = orig(matches[best_i][0])
     lo = max(0, first - width // 4)
     hi = min(len(text), lo + width)

@@ -811,6 +811,51 @@ def test_watch_falls_back_to_full_scans(
     assert len(full_scans) == n + 1
 
 
+def test_settle_checks_twice_and_sleeps_only_between_checks(
+    store: MakeStore, vault: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import time
+
+    import goat_markdown.provider as module
+
+    (vault / "a.md").write_text("zqalpha")
+    p = store(root=vault)
+    for _ in range(3):  # the second call starts the watcher
+        assert paths(p, "zqalpha") == ["a.md"]
+    watch = p.provider._watch
+    assert watch is not None
+    steps: list[str] = []
+
+    class Clock:
+        monotonic = staticmethod(time.monotonic)
+
+        @staticmethod
+        def sleep(seconds: float) -> None:
+            steps.append(f"sleep {seconds}")
+
+    unfinished = iter([1, 0, 0, 0])
+
+    class Queue:
+        @property
+        def unfinished_tasks(self) -> int:
+            steps.append("check")
+            return next(unfinished)
+
+    class Observer:
+        event_queue = Queue()
+
+    monkeypatch.setattr(module, "time", Clock)
+    monkeypatch.setattr(watch, "_observer", Observer())
+    monkeypatch.setattr(watch, "_fds", ())  # the queue alone decides here
+    watch.settle()
+    # busy, then quiet twice in a row: a sleep between checks, none after the last
+    assert steps == ["check", "sleep 0.0002", "check", "sleep 0.0002", "check"]
+    steps.clear()
+    unfinished = iter([0, 0])
+    watch.settle()
+    assert steps == ["check", "sleep 0.0002", "check"]
+
+
 def test_watcher_that_cannot_start_leaves_full_scans(
     store: MakeStore, vault: Path, full_scans: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

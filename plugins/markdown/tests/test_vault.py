@@ -130,3 +130,23 @@ def test_pages_recall_show_and_map(store: MakeStore, vault_copy: Path) -> None:
     assert len(conn.backlinks) >= 5
 
     assert _snapshot(vault_copy) == before  # reading never writes into the vault
+
+
+def test_keyword_recall_matches_the_recorded_golden_file() -> None:
+    # every hit, score (to the last bit), snippet and spans of 183 queries on the real vault,
+    # as benchmarks/recall_golden.py recorded them; a speed change must leave them all as
+    # they were (a deliberate ranking change records the file again with --write)
+    import importlib.util
+
+    vault = locate_test_vault(REPO)  # skips, or under CI=true fails, when it is absent
+    path = REPO / "benchmarks" / "recall_golden.py"
+    spec = importlib.util.spec_from_file_location("recall_golden", path)
+    assert spec is not None and spec.loader is not None
+    golden = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(golden)
+    import json
+
+    want = json.loads(golden.GOLDEN.read_text(encoding="utf-8"))
+    got = golden.dump(vault)
+    assert len(got["recall"]) == 183
+    assert golden.compare(want, got) == []

@@ -258,7 +258,9 @@ class _Watch:
 
     def settle(self, timeout_s: float = WATCH_SETTLE_S) -> None:
         """Wait (at most ``timeout_s``) until no inotify event is unread by watchdog and none
-        is queued for this observer, so a change made just before a call is seen by it."""
+        is queued for this observer, so a change made just before a call is seen by it: two
+        checks in a row must find nothing, 0.2 ms apart (room for watchdog's threads to move
+        an event on). Nothing follows the last check, so no sleep either."""
         import array
         import fcntl
         import termios
@@ -280,7 +282,8 @@ class _Watch:
                     continue
                 busy = buf[0] > 0
             quiet = 0 if busy else quiet + 1
-            time.sleep(0.0002)
+            if quiet < 2:
+                time.sleep(0.0002)
 
     def alive(self) -> bool:
         """Whether the observer and each of its emitter threads still run."""
