@@ -12,7 +12,8 @@ alone and of the hybrid (``goat_core.filestore.search.fuse``):
 - note row with the note's aliases, or with its section headings;
 - link anchor text: the words other notes use when they link to a note (``[[Target|these
   words]]``, or the line around a plain ``[[Target]]``), as an extra note row or inside it;
-- a length penalty on the best-section score (``beta * log(sections)``);
+- a length penalty on the best-section score (``beta * log(sections)``), and vectors centred
+  on the mean section vector (sections and query, renormalised);
 - fusion: convex combination over keyword share and candidate depth, reciprocal rank fusion
   over keyword weight and ``k``;
 - the hybrid's keyword side without the query words found in more than a share of the notes.
@@ -181,13 +182,24 @@ class Bench:
         return np.array(note_of), np.array(is_note), self.vectors.documents(texts)
 
     def vec(
-        self, index: tuple[Any, Any, Any], queries: Sequence[str], weight: float, beta: float
+        self,
+        index: tuple[Any, Any, Any],
+        queries: Sequence[str],
+        weight: float,
+        beta: float,
+        centre: float = 0.0,
     ) -> list[Ranked]:
         note_of, is_note, mat = index
+        qmat = self.vectors.queries(queries)
+        if centre:  # take the mean section vector off both sides, then renormalise
+            mean = centre * mat[~is_note].mean(axis=0)
+            mat, qmat = mat - mean, qmat - mean
+            mat = mat / np.linalg.norm(mat, axis=1, keepdims=True)
+            qmat = qmat / np.linalg.norm(qmat, axis=1, keepdims=True)
         sections = np.bincount(note_of[~is_note], minlength=len(self.paths))
         penalty = beta * np.log(np.maximum(sections, 1))
         out = []
-        for sims in self.vectors.queries(queries) @ mat.T:
+        for sims in qmat @ mat.T:
             score = np.full(len(self.paths), -np.inf, dtype=np.float32)
             np.maximum.at(score, note_of[~is_note], sims[~is_note])
             row = np.full(len(self.paths), -np.inf, dtype=np.float32)
@@ -204,12 +216,13 @@ class Bench:
         *,
         weight: float = NOTE_WEIGHT,
         beta: float = 0.0,
+        centre: float = 0.0,
         fusion: Fusion = FUSION,
         keyword_query: Callable[[str], str] = lambda q: q,
     ) -> None:
         cells = []
         for queries, answers in self.sets.values():
-            vec = self.vec(index, queries, weight, beta)
+            vec = self.vec(index, queries, weight, beta, centre)
             kws = [self.kw(keyword_query(q), fusion.depth) for q in queries]
             hybrid = [
                 [p for p, _ in fuse(k, v[: fusion.depth], fusion)]
@@ -282,6 +295,8 @@ def main(argv: list[str] | None = None) -> int:
     if "length" in groups:
         for beta in (0.01, 0.02, 0.03, 0.05):
             b.run(f"length penalty {beta:g} x log(sections)", base, beta=beta)
+        for centre in (0.5, 1.0):
+            b.run(f"vectors centred on {centre:g} x the mean section vector", base, centre=centre)
     if "fusion" in groups:
         for share, depth in itertools.product((0.1, 0.15, 0.2, 0.25, 0.3, 0.4), (20, 50, 100)):
             f = Fusion(keyword=share, vector=1 - share, depth=depth, mode="cc")
