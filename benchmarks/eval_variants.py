@@ -16,7 +16,8 @@ alone and of the hybrid (``goat_core.filestore.search.fuse``):
   on the mean section vector (sections and query, renormalised);
 - fusion: convex combination over keyword share and candidate depth, reciprocal rank fusion
   over keyword weight and ``k``;
-- the hybrid's keyword side without the query words found in more than a share of the notes.
+- the hybrid's keyword side without the query words found in more than a share of the notes;
+- ``--only grid``: note weight, keyword share and depth of the convex combination together.
 
 The vectors are computed here from the same texts the vector index embeds (float32, where the
 index keeps int8: figures can differ from ``eval_recall.py`` in the third decimal) and scored as
@@ -30,7 +31,9 @@ figures; asserts nothing.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
+import io
 import itertools
 import re
 import sys
@@ -245,7 +248,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--home", type=Path, default=Path("/tmp/goat-eval-home"))
     ap.add_argument("--embedder", default="minilm-en")
     ap.add_argument(
-        "--only", default="", help="comma-separated groups: baseline,text,length,fusion"
+        "--only",
+        default="",
+        help="comma-separated groups: baseline,text,length,fusion (the default), grid",
     )
     args = ap.parse_args(argv)
     groups = set(filter(None, args.only.split(","))) or {"baseline", "text", "length", "fusion"}
@@ -307,6 +312,24 @@ def main(argv: list[str] | None = None) -> int:
         for share in (0.15, 0.25, 0.4, 0.6):
             b.run(f"keyword side without words in > {share:g} of notes", base,
                   keyword_query=b.without_common(share))  # fmt: skip
+    if "grid" in groups:
+        # note weight x keyword share x depth, the ten best on set 1
+        found = []
+        for w, share, depth in itertools.product(
+            (0.1, 0.15, 0.2, 0.25, 0.3, 0.4),
+            (0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4),
+            (10, 20, 30, 50, 100),
+        ):
+            f = Fusion(keyword=share, vector=1 - share, depth=depth, mode="cc")
+            with contextlib.redirect_stdout(io.StringIO()) as out:
+                b.run(f"note weight {w:g}, cc keyword {share:g}, depth {depth}", base, weight=w,
+                      fusion=f)  # fmt: skip
+            row = out.getvalue().strip()
+            found.append((float(row.split(" | ")[2].split(" / ")[1]), row))
+        found.sort(key=lambda t: -t[0])
+        print(f"  best 10 of {len(found)} on set 1 (hybrid):")
+        for _, row in found[:10]:
+            print(row)
     return 0
 
 
