@@ -14,7 +14,10 @@ A ranking the note is absent from adds nothing, and a long note gets no more fro
 side than its single best section. The defaults in :data:`FUSION` were tuned on the tuning
 half of the question set in ``benchmarks/questions/`` (``benchmarks/eval_recall.py --tune``:
 the best MRR@10 on that half among the settings that keep the notes' own descriptions at
-MRR@10 0.97 or better) and are reported on the other half.
+MRR@10 0.97 or better) and are reported on the other half. ``benchmarks/eval_variants.py``
+compares them with other depths and weights of both modes, and with a keyword side that leaves
+out the query's common words: none gains more than half a question on the tuning half
+(``benchmarks/README.md`` has the figures), so these stay.
 """
 
 from __future__ import annotations

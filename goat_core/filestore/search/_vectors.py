@@ -51,7 +51,9 @@ VECTOR_SCHEMA = 3
 #: Weight of a note's title-and-description row beside its best chunk: of 0 to 0.5, the best
 #: sum over both embedders of ``plugins/embed`` of the hybrid MRR@10 on the tuning
 #: half of ``benchmarks/questions/en_questions.tsv`` with the descriptions kept at 0.97
-#: (``benchmarks/eval_recall.py --note-weights``); reported on the other half.
+#: (``benchmarks/eval_recall.py --note-weights``); reported on the other half. Aliases, section
+#: headings or link anchor text in that row did not gain on the tuning half
+#: (``benchmarks/eval_variants.py``).
 NOTE_WEIGHT = 0.2
 #: Chunks embedded per call to the model.
 EMBED_BATCH = 32
