@@ -1,6 +1,7 @@
-"""The built ONNX graph cached under the embedder's folder: written once with its own sha256
-beside it, used as is when that matches, rebuilt when the file is truncated, damaged or its
-record missing, and used from memory when the folder cannot be written."""
+"""The built ONNX graph cached under the embedder's folder: built in a child process, written
+once with its own sha256 beside it, used as is when that matches, rebuilt when the file is
+truncated, damaged or its record missing, and used from memory when the folder cannot be
+written; a failed build is a ``ProviderUnavailable`` quoting the builder's error."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from goat_core.errors import ProviderUnavailable
 
 from goat_embed import _minilm
 from goat_embed._minilm import MiniLM, graph_file
@@ -31,7 +33,7 @@ def built(model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Pa
     return cache, graph_file(cache, "fp32").read_bytes(), vec
 
 
-def _no_build(model_dir: Path, variant: str) -> bytes:
+def _no_build(model_dir: Path, variant: str, out: Path) -> None:
     raise AssertionError("the cached graph should have been used")
 
 
@@ -95,3 +97,17 @@ def test_variants_are_cached_apart(model_dir: Path, tmp_path: Path) -> None:
     """The int8 and fp32 graphs live in two files, and a builder version is part of the key."""
     assert graph_file(tmp_path, "int8") != graph_file(tmp_path, "fp32")
     assert f"-b{_minilm.BUILDER_VERSION}." in graph_file(tmp_path, "int8").name
+
+
+def test_failed_build_is_provider_unavailable_with_the_reason(tmp_path: Path) -> None:
+    """The builder run on a folder without ``model.safetensors`` (the load verifies the
+    weights first, so only a fault of the build itself gets here)."""
+    empty = tmp_path / "no-weights"
+    empty.mkdir()
+    out = tmp_path / "graph.onnx"
+    with pytest.raises(
+        ProviderUnavailable, match=r"building the fp32 ONNX graph failed \(exit 1\)"
+    ) as caught:
+        _minilm._build(empty, "fp32", out)
+    assert "FileNotFoundError" in str(caught.value) and "model.safetensors" in str(caught.value)
+    assert not out.exists()

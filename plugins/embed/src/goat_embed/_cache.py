@@ -1,9 +1,9 @@
 """The built ONNX graphs, cached under the embedder's folder of the GOAT home.
 
-A graph is written atomically (a temporary file in the same folder, then a rename) and its
-own sha256 is written beside it (``NAME.onnx.sha256``, after the graph). At load the graph is
-used only when that sha256 matches the file; a damaged, truncated or half-written graph, or a
-missing or stale ``.sha256``, is rebuilt from the verified weights.
+A graph is written atomically (built into a temporary file in the same folder, then renamed)
+and its own sha256 is written beside it (``NAME.onnx.sha256``, after the graph). At load the
+graph is used only when that sha256 matches the file; a damaged, truncated or half-written
+graph, or a missing or stale ``.sha256``, is rebuilt from the verified weights.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -37,9 +38,10 @@ def _write_atomic(path: Path, data: bytes) -> None:
         tmp.unlink(missing_ok=True)
 
 
-def cached_graph(path: Path, build: Callable[[], bytes]) -> Path | bytes:
-    """The graph at ``path`` when its recorded sha256 matches; else ``build()`` it, store it
-    there and return the path. When the folder cannot be written, the built graph is
+def cached_graph(path: Path, build: Callable[[Path], None]) -> Path | bytes:
+    """The graph at ``path`` when its recorded sha256 matches; else ``build(tmp)`` writes it
+    to a temporary file beside ``path``, which is then renamed to ``path``, and ``path`` is
+    returned. When the folder cannot be written, the graph is built in a temporary folder and
     returned as bytes (used from memory, built again next time; logged)."""
     sha_path = path.with_name(path.name + ".sha256")
     try:
@@ -49,12 +51,23 @@ def cached_graph(path: Path, build: Callable[[], bytes]) -> Path | bytes:
             log.warning("%s does not match its recorded sha256; rebuilding it", path)
     except OSError as exc:
         log.warning("cannot read the cached graph %s (%s); rebuilding it", path, exc)
-    data = build()
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        _write_atomic(path, data)
-        _write_atomic(sha_path, (hashlib.sha256(data).hexdigest() + "\n").encode("ascii"))
+        tmp.touch()
     except OSError as exc:
         log.warning("cannot cache the built graph at %s (%s); using it from memory", path, exc)
-        return data
+        with tempfile.TemporaryDirectory(prefix="goat-minilm-") as folder:
+            out = Path(folder) / path.name
+            build(out)
+            return out.read_bytes()
+    try:
+        build(tmp)
+        with open(tmp, "rb+") as f:
+            os.fsync(f.fileno())
+        digest = _sha256(tmp)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    _write_atomic(sha_path, (digest + "\n").encode("ascii"))
     return path

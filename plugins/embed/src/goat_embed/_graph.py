@@ -18,6 +18,10 @@ import numpy as np
 
 LAYERS, HEADS, WIDTH, EPS = 6, 12, 384, 1e-12
 OPSET = 17  # LayerNormalization is a standard op from 17 on
+#: Nodes the ``int8`` variant keeps in float32: the feed-forward output layers, whose inputs
+#: (GELU outputs) have the widest range; quantising them too moves the embeddings most
+#: (cosine to fp32 0.991 at worst on the test texts, 0.996 with these kept).
+INT8_EXCLUDE = tuple(f"encoder.layer.{i}.output.dense" for i in range(LAYERS))
 
 
 def read_safetensors(path: Path) -> dict[str, Any]:
@@ -209,3 +213,21 @@ def quantize_int8(model: Any, exclude: tuple[str, ...] = ()) -> bytes:
             return out.read_bytes()
     finally:
         root.removeFilter(_not_preprocessing_advice)
+
+
+def build_file(model_dir: Path, variant: str, out: Path) -> None:
+    """Write the graph of ``variant`` (``fp32`` or ``int8``) for the weights in
+    ``model_dir`` to ``out``."""
+    model = build_minilm(read_safetensors(model_dir / "model.safetensors"))
+    if variant == "int8":
+        out.write_bytes(quantize_int8(model, INT8_EXCLUDE))
+    elif variant == "fp32":
+        out.write_bytes(model.SerializeToString())
+    else:
+        raise ValueError(f"unknown MiniLM variant {variant!r}")
+
+
+if __name__ == "__main__":  # run by goat_embed._minilm in a child process
+    import sys
+
+    build_file(Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3]))

@@ -15,15 +15,18 @@ embedder's folder of the GOAT home, keyed by the weights' sha256, the variant an
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from goat_core.errors import ProviderUnavailable
 
 from goat_embed import _meta
-from goat_embed._weights import go_offline, verify
+from goat_embed._weights import OFFLINE_ENV, go_offline, verify
 
 MODEL_ID = _meta.MINILM_ID
 REVISION = _meta.MINILM_REVISION
@@ -35,9 +38,6 @@ MAX_TOKENS = 128  # the sequence length the model was trained at (upstream card)
 #: change with it, so cached graphs and vector indexes are rebuilt.
 BUILDER_VERSION = 1
 VARIANTS = ("fp32", "int8")
-#: Nodes the ``int8`` variant keeps in float32: the feed-forward output layers, whose inputs
-#: (GELU outputs) have the widest range; quantising them too costs most of the accuracy.
-INT8_EXCLUDE = tuple(f"encoder.layer.{i}.output.dense" for i in range(6))
 #: Texts per ``run`` call (each batch padded to its longest text, texts sorted by length).
 BATCH = 16
 #: Batches embedded at once by ``embed_documents`` (each on one core).
@@ -49,14 +49,25 @@ def graph_file(cache_dir: Path, variant: str) -> Path:
     return cache_dir / "onnx" / f"minilm-{variant}-{WEIGHTS_SHA256[:16]}-b{BUILDER_VERSION}.onnx"
 
 
-def _build(model_dir: Path, variant: str) -> bytes:
-    from goat_embed._graph import build_minilm, quantize_int8, read_safetensors
+def _build(model_dir: Path, variant: str, out: Path) -> None:
+    """Build the graph of ``variant`` into ``out`` in a child process (``goat_embed._graph``
+    run as a script), so the quantiser's working memory (several copies of the model, about
+    500 MB at its peak) is never part of this process.
 
-    model = build_minilm(read_safetensors(model_dir / "model.safetensors"))
-    if variant == "int8":
-        return quantize_int8(model, INT8_EXCLUDE)
-    data: bytes = model.SerializeToString()
-    return data
+    :raises ProviderUnavailable: the build failed (its error output is quoted).
+    """
+    done = subprocess.run(
+        [sys.executable, "-m", "goat_embed._graph", str(model_dir), variant, str(out)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **OFFLINE_ENV},
+    )
+    if done.returncode != 0:
+        tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
+        raise ProviderUnavailable(
+            f"{MODEL_ID}: building the {variant} ONNX graph failed "
+            f"(exit {done.returncode}): {' / '.join(tail)}"
+        )
 
 
 class MiniLM:
@@ -90,7 +101,9 @@ class MiniLM:
         self.identity = (
             f"{MODEL_ID}@{REVISION}#sha256={WEIGHTS_SHA256[:16]}+onnx-{variant}-b{BUILDER_VERSION}"
         )
-        graph = cached_graph(graph_file(cache_dir, variant), lambda: _build(model_dir, variant))
+        graph = cached_graph(
+            graph_file(cache_dir, variant), lambda out: _build(model_dir, variant, out)
+        )
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
