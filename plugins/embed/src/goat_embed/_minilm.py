@@ -18,7 +18,6 @@ import os
 import subprocess
 import sys
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -40,8 +39,9 @@ BUILDER_VERSION = 1
 VARIANTS = ("fp32", "int8")
 #: Texts per ``run`` call (each batch padded to its longest text, texts sorted by length).
 BATCH = 16
-#: Batches embedded at once by ``embed_documents`` (each on one core).
-WORKERS = 2
+#: ONNX Runtime intra-op threads. One: on 2 shared cores a second thread made neither a
+#: query nor bulk embedding faster, and cost CPU (``benchmarks/bench_query_embed.py``).
+THREADS = 1
 
 
 def graph_file(cache_dir: Path, variant: str) -> Path:
@@ -84,7 +84,7 @@ class MiniLM:
     dimensions = DIMENSIONS
 
     def __init__(
-        self, model_dir: Path, cache_dir: Path, variant: str = "int8", threads: int = 1
+        self, model_dir: Path, cache_dir: Path, variant: str = "int8", threads: int = THREADS
     ) -> None:
         if variant not in VARIANTS:
             raise ValueError(f"unknown MiniLM variant {variant!r}: one of {', '.join(VARIANTS)}")
@@ -131,24 +131,15 @@ class MiniLM:
 
     def embed_documents(self, texts: Sequence[str]) -> Any:
         """L2-normalised embeddings, one row per text: texts sorted by token count, each
-        batch padded to its longest (at most :data:`MAX_TOKENS`), batches run on
-        :data:`WORKERS` threads."""
+        batch of :data:`BATCH` padded to its longest (at most :data:`MAX_TOKENS`)."""
         if not texts:
             return np.zeros((0, DIMENSIONS), dtype=np.float32)
         encodings = self.tokenizer.encode_batch(list(texts))
         order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
-        batches = [order[lo : lo + BATCH] for lo in range(0, len(order), BATCH)]
         out = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
-
-        def one(idx: list[int]) -> None:
+        for lo in range(0, len(order), BATCH):
+            idx = order[lo : lo + BATCH]
             out[idx] = self._run([encodings[i].ids for i in idx])
-
-        if len(batches) == 1:
-            one(batches[0])
-        else:
-            with ThreadPoolExecutor(min(WORKERS, len(batches), os.cpu_count() or 1)) as pool:
-                for _ in pool.map(one, batches):
-                    pass
         return out
 
     def embed_query(self, text: str) -> Any:
