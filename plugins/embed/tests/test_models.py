@@ -117,6 +117,17 @@ def test_int8_is_within_cosine_099_of_fp32(minilm, minilm_fp32) -> None:  # type
     assert float(cosine.min()) >= 0.99
 
 
+def test_int8_vectors_do_not_depend_on_the_other_texts(minilm) -> None:  # type: ignore[no-untyped-def]
+    """The int8 graph quantises activations per call: each text runs alone, so a text embeds
+    to the same bits in any company and as a query."""
+    texts = _texts(6)
+    together = minilm.embed_documents(texts)
+    reordered = minilm.embed_documents([texts[3], "sync", *texts[:3]])
+    assert np.array_equal(reordered[0], together[3])
+    assert np.array_equal(reordered[2:], together[:3])
+    assert np.array_equal(minilm.embed_query(texts[5]), together[5])
+
+
 def test_batches_pad_to_their_longest_and_keep_the_window(minilm_fp32) -> None:  # type: ignore[no-untyped-def]
     """Texts of very different lengths in one call (sorted into batches, each padded to its
     longest) embed as each text alone; a text longer than 128 word pieces is cut at 128."""

@@ -37,9 +37,12 @@ MAX_TOKENS = 128  # the sequence length the model was trained at (upstream card)
 #: change with it, so cached graphs and vector indexes are rebuilt.
 BUILDER_VERSION = 1
 VARIANTS = ("fp32", "int8")
-#: Texts per ``run`` call (each batch padded to its longest text, texts sorted by length).
-#: Small: on one thread a batch of 16 took no less CPU per text than 1, 2 or 4, and raised
-#: the peak memory of a run by about 70 MB (activations of 16 x 128 positions).
+#: Texts per ``run`` call of the fp32 graph (each batch padded to its longest text, texts
+#: sorted by length). Small: on one thread a batch of 16 took no less CPU per text than 1, 2
+#: or 4, and raised the peak memory of a run by about 70 MB (activations of 16 x 128
+#: positions). The int8 graph runs one text per call: it quantises activations with one
+#: scale per call, so texts sharing a call would shift each other's vectors (MRR@10 of a
+#: question set moved by 0.02 between batches of 16 and of 2).
 BATCH = 2
 #: ONNX Runtime intra-op threads. One: on 2 shared cores a second thread made neither a
 #: query nor bulk embedding faster, and cost CPU (``benchmarks/bench_query_embed.py``).
@@ -100,6 +103,7 @@ class MiniLM:
         verify(model_dir / "tokenizer.json", TOKENIZER_SHA256, MODEL_ID)
         self.model_dir = model_dir
         self.variant = variant
+        self.batch = 1 if variant == "int8" else BATCH
         self.identity = (
             f"{MODEL_ID}@{REVISION}#sha256={WEIGHTS_SHA256[:16]}+onnx-{variant}-b{BUILDER_VERSION}"
         )
@@ -136,14 +140,15 @@ class MiniLM:
 
     def embed_documents(self, texts: Sequence[str]) -> Any:
         """L2-normalised embeddings, one row per text: texts sorted by token count, each
-        batch of :data:`BATCH` padded to its longest (at most :data:`MAX_TOKENS`)."""
+        batch (:data:`BATCH` texts for fp32, one for int8) padded to its longest (at most
+        :data:`MAX_TOKENS`)."""
         if not texts:
             return np.zeros((0, DIMENSIONS), dtype=np.float32)
         encodings = self.tokenizer.encode_batch(list(texts))
         order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
         out = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
-        for lo in range(0, len(order), BATCH):
-            idx = order[lo : lo + BATCH]
+        for lo in range(0, len(order), self.batch):
+            idx = order[lo : lo + self.batch]
             out[idx] = self._run([encodings[i].ids for i in idx])
         return out
 
