@@ -1,7 +1,8 @@
-"""Entry point of goat-embed: declares the embedders ``minilm-en`` and ``use-multilingual``.
+"""Entry point of goat-embed: declares the embedders ``minilm-en`` (all-MiniLM-L6-v2 on ONNX
+Runtime, int8), ``minilm-en-fp32`` (the same in float32) and ``use-multilingual``.
 
 Declaring loads nothing; a model is loaded (and its files' sha256 checked) when a store
-bound with ``--set embedder=NAME`` first needs it. Both run offline: their weights come in
+bound with ``--set embedder=NAME`` first needs it. All run offline: their weights come in
 installed packages (``goat embedders`` shows OFFLINE yes), and hub clients are put in
 offline mode before anything loads.
 """
