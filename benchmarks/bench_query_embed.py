@@ -69,7 +69,7 @@ print(json.dumps({
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument("--vault", type=Path, default=Path(os.environ.get("GOAT_TEST_VAULT", "")))
+    ap.add_argument("--vault", type=Path, default=os.environ.get("GOAT_TEST_VAULT"))
     ap.add_argument("--bulk", type=int, default=96)
     ap.add_argument("--cache", type=Path, default=Path("/tmp/goat-bench-query-embed"))
     ap.add_argument(
@@ -78,8 +78,9 @@ def main(argv: list[str] | None = None) -> int:
         help="git revision whose plugins/embed/src/goat_embed/_minilm.py is the NumPy baseline",
     )
     args = ap.parse_args(argv)
-    if not (args.vault / "Home.md").is_file() and not any(args.vault.glob("*.md")):
-        ap.error(f"no vault at {args.vault!s}: pass --vault")
+    if args.vault is None or not any(Path(args.vault).rglob("*.md")):
+        ap.error(f"no notes in --vault {args.vault} (or GOAT_TEST_VAULT)")
+    args.vault = Path(args.vault)
     runs: list[tuple[str, str, int]] = []
     tmp = tempfile.TemporaryDirectory(prefix="goat-bench-numpy-")
     if args.numpy_from:
