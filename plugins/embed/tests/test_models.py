@@ -1,6 +1,6 @@
-"""The real models: weights checked by sha256, offline at load and use, and all-MiniLM-L6-v2
-on NumPy matching an independent copy (sentence-transformers on PyTorch, same weights) to
-1e-4 on 20 texts of the vault."""
+"""The real models: weights checked by sha256, offline at load and use; all-MiniLM-L6-v2 on
+ONNX Runtime in float32 matching an independent copy (sentence-transformers on PyTorch, same
+weights) to 1e-4 on 20 texts of the vault, and the int8 graph within cosine 0.99 of it."""
 
 from __future__ import annotations
 
@@ -26,22 +26,41 @@ def _texts(n: int) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def minilm():  # type: ignore[no-untyped-def]
+def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("embedders") / "minilm-en"
+
+
+@pytest.fixture(scope="module")
+def minilm(cache: Path):  # type: ignore[no-untyped-def]
+    """The shipped default (``minilm-en``: the int8 graph)."""
     spec = {s.name: s for s in goat_register_embedders()}["minilm-en"]
-    return spec.factory(Path("/nonexistent-cache"))
+    return spec.factory(cache)
+
+
+@pytest.fixture(scope="module")
+def minilm_fp32(cache: Path):  # type: ignore[no-untyped-def]
+    spec = {s.name: s for s in goat_register_embedders()}["minilm-en-fp32"]
+    return spec.factory(cache)
 
 
 def test_specs_declare_offline_models() -> None:
     specs = {s.name: s for s in goat_register_embedders()}
-    assert set(specs) == {"minilm-en", "use-multilingual"}
+    assert set(specs) == {"minilm-en", "minilm-en-fp32", "use-multilingual"}
     assert specs["minilm-en"].dimensions == 384 and specs["minilm-en"].languages == ("en",)
     assert {"fr", "ru", "ja"} <= set(specs["use-multilingual"].languages)
     assert all(s.available(Path("/nonexistent-cache")) for s in specs.values())
 
 
-def test_identity_names_model_revision_and_sha(minilm) -> None:  # type: ignore[no-untyped-def]
-    assert _meta.MINILM_ID in minilm.identity and _meta.MINILM_REVISION in minilm.identity
-    assert _meta.MINILM_WEIGHTS_SHA256[:16] in minilm.identity
+def test_identity_names_model_revision_sha_and_graph(minilm, minilm_fp32) -> None:  # type: ignore[no-untyped-def]
+    """The identity the vector index records names the graph variant and builder version,
+    so a change of either rebuilds the index."""
+    from goat_embed._minilm import BUILDER_VERSION
+
+    for model in (minilm, minilm_fp32):
+        assert _meta.MINILM_ID in model.identity and _meta.MINILM_REVISION in model.identity
+        assert _meta.MINILM_WEIGHTS_SHA256[:16] in model.identity
+    assert minilm.identity.endswith(f"+onnx-int8-b{BUILDER_VERSION}")
+    assert minilm_fp32.identity.endswith(f"+onnx-fp32-b{BUILDER_VERSION}")
 
 
 def test_tampered_weights_are_refused(tmp_path: Path) -> None:
@@ -56,10 +75,22 @@ def test_tampered_weights_are_refused(tmp_path: Path) -> None:
     with open(copy / "tokenizer.json", "ab") as f:
         f.write(b" ")
     with pytest.raises(ProviderUnavailable, match="sha256"):
-        MiniLM(copy)
+        MiniLM(copy, tmp_path / "cache")
+    assert not (tmp_path / "cache").exists()  # refused before anything was built
 
 
-def test_minilm_matches_sentence_transformers(minilm) -> None:  # type: ignore[no-untyped-def]
+def test_unknown_variant_is_refused(tmp_path: Path) -> None:
+    from goat_embed._minilm import MiniLM
+
+    source = find_model_dir()
+    assert source is not None
+    with pytest.raises(ValueError, match="unknown MiniLM variant 'int4'"):
+        MiniLM(source, tmp_path, "int4")
+
+
+def test_minilm_matches_sentence_transformers(minilm_fp32) -> None:  # type: ignore[no-untyped-def]
+    """The fp32 graph against an independent copy (sentence-transformers on PyTorch, same
+    files): every component within 1e-4, whether embedded in batches or one by one."""
     st = pytest.importorskip("sentence_transformers")
     os.environ["HF_HUB_OFFLINE"] = "1"
     texts = _texts(20)
@@ -67,19 +98,60 @@ def test_minilm_matches_sentence_transformers(minilm) -> None:  # type: ignore[n
     reference = st.SentenceTransformer(str(model_dir), device="cpu", local_files_only=True)
     reference.max_seq_length = 128
     want = reference.encode(texts, normalize_embeddings=True, batch_size=8)
-    got = minilm.embed_documents(texts)
-    assert got.shape == (20, 384)
+    got = minilm_fp32.embed_documents(texts)
+    assert got.shape == (20, 384) and got.dtype == np.float32
     assert float(np.abs(got - want).max()) < 1e-4
+    one = np.stack([minilm_fp32.embed_query(t) for t in texts])
+    assert float(np.abs(one - want).max()) < 1e-4
 
 
-def test_load_and_embed_offline(no_network: list[str]) -> None:
+def test_int8_is_within_cosine_099_of_fp32(minilm, minilm_fp32) -> None:  # type: ignore[no-untyped-def]
+    """The shipped int8 graph against the fp32 one on the same 20 texts: cosine at least
+    0.99 for every text, and unit length."""
+    texts = _texts(20)
+    got = minilm.embed_documents(texts)
+    want = minilm_fp32.embed_documents(texts)
+    assert got.shape == (20, 384) and got.dtype == np.float32
+    assert np.allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-5)
+    cosine = (got * want).sum(1)
+    assert float(cosine.min()) >= 0.99
+
+
+def test_int8_vectors_do_not_depend_on_the_other_texts(minilm) -> None:  # type: ignore[no-untyped-def]
+    """The int8 graph quantises activations per call: each text runs alone, so a text embeds
+    to the same bits in any company and as a query."""
+    texts = _texts(6)
+    together = minilm.embed_documents(texts)
+    reordered = minilm.embed_documents([texts[3], "sync", *texts[:3]])
+    assert np.array_equal(reordered[0], together[3])
+    assert np.array_equal(reordered[2:], together[:3])
+    assert np.array_equal(minilm.embed_query(texts[5]), together[5])
+
+
+def test_batches_pad_to_their_longest_and_keep_the_window(minilm_fp32) -> None:  # type: ignore[no-untyped-def]
+    """Texts of very different lengths in one call (sorted into batches, each padded to its
+    longest) embed as each text alone; a text longer than 128 word pieces is cut at 128."""
+    from goat_embed._minilm import BATCH, MAX_TOKENS
+
+    long = " ".join(["synchronisation"] * 400)
+    texts = [long, "sync", *_texts(BATCH + 3), "a b"]
+    together = minilm_fp32.embed_documents(texts)
+    alone = np.stack([minilm_fp32.embed_query(t) for t in texts])
+    assert float(np.abs(together - alone).max()) < 1e-5
+    assert len(minilm_fp32.tokenizer.encode(long).ids) == MAX_TOKENS
+    longer = minilm_fp32.embed_query(" ".join(["synchronisation"] * 800))
+    assert float(np.abs(longer - together[0]).max()) < 1e-6
+    assert float(np.abs(together[1] - together[0]).max()) > 0.01  # the texts do differ
+
+
+def test_load_and_embed_offline(tmp_path: Path, no_network: list[str]) -> None:
     from goat_embed._minilm import MiniLM
     from goat_embed._use import UseMultilingual
 
     model_dir = find_model_dir()
     resources = use_resources_dir()
     assert model_dir is not None and resources is not None
-    en = MiniLM(model_dir).embed_documents(["Sync your notes across devices"])
+    en = MiniLM(model_dir, tmp_path).embed_documents(["Sync your notes across devices"])
     use = UseMultilingual(resources)
     vecs = use.embed_documents(
         [
@@ -109,22 +181,3 @@ def test_the_wheel_carries_the_model_licence_and_attribution() -> None:
     notice = (folder / "NOTICE.md").read_text(encoding="utf-8")
     assert _meta.MINILM_ID in notice and _meta.MINILM_REVISION in notice
     assert _meta.MINILM_WEIGHTS_SHA256 in notice
-
-
-def test_gelu_is_exact_erf_gelu_in_blocks() -> None:
-    """The in-place, block-wise GELU of the NumPy encoder against x * Phi(x) computed with
-    ``math.erf`` in double precision, on values across and beyond BERT's activation range,
-    in an array taller than one block (so the block boundaries are crossed)."""
-    import math
-
-    from goat_embed._minilm import GELU_ROWS, _gelu
-
-    grid = np.linspace(-12.0, 12.0, 1536 * 3, dtype=np.float64)
-    grid[:7] = (0.0, -0.0, 1e-8, -1e-8, 0.5, -0.5, 40.0)
-    x = np.resize(grid, (GELU_ROWS * 2 + 5, 1536)).astype(np.float32)
-    expected = np.array(
-        [v * 0.5 * (1.0 + math.erf(v / math.sqrt(2.0))) for v in x.ravel().astype(np.float64)]
-    ).reshape(x.shape)
-    got = _gelu(x.copy())
-    assert got.dtype == np.float32
-    assert np.abs(got - expected).max() < 2e-6 * max(1.0, float(np.abs(x).max()))

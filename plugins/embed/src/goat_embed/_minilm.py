@@ -1,22 +1,31 @@
-"""all-MiniLM-L6-v2 on NumPy: the BERT encoder (6 layers, 384 wide, 12 heads), mean pooling
-and L2 normalisation of sentence-transformers, read from the upstream ``model.safetensors``
-(memory-mapped, never copied) and tokenised by Hugging Face ``tokenizers`` from the upstream
-``tokenizer.json``. Matches sentence-transformers on PyTorch to 1e-4 (the plugin's tests).
+"""all-MiniLM-L6-v2 on ONNX Runtime: the BERT encoder, mean pooling and L2 normalisation of
+sentence-transformers as an ONNX graph built from the upstream ``model.safetensors``
+(``goat_embed/_graph.py``), tokenised by Hugging Face ``tokenizers`` from the upstream
+``tokenizer.json``. Two variants of the graph:
+
+- ``fp32``: the weights as they are; matches sentence-transformers on PyTorch to 1e-4.
+- ``int8``: dense layers and word embeddings quantised to 8 bits (ONNX Runtime dynamic
+  quantisation), except the feed-forward output layers; cosine at least 0.99 to ``fp32``.
+
+Both files are checked by sha256 before anything is built. The built graph is cached under the
+embedder's folder of the GOAT home, keyed by the weights' sha256, the variant and
+:data:`BUILDER_VERSION` (``goat_embed/_cache.py``); nothing is downloaded.
 """
 
 from __future__ import annotations
 
-import json
-import math
-import struct
+import os
+import subprocess
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from goat_core.errors import ProviderUnavailable
 
 from goat_embed import _meta
-from goat_embed._weights import go_offline, verify
+from goat_embed._weights import OFFLINE_ENV, go_offline, verify
 
 MODEL_ID = _meta.MINILM_ID
 REVISION = _meta.MINILM_REVISION
@@ -24,180 +33,124 @@ WEIGHTS_SHA256 = _meta.MINILM_WEIGHTS_SHA256
 TOKENIZER_SHA256 = _meta.MINILM_TOKENIZER_SHA256
 DIMENSIONS = _meta.MINILM_DIMENSIONS
 MAX_TOKENS = 128  # the sequence length the model was trained at (upstream card)
-LAYERS, HEADS, EPS = 6, 12, 1e-12
+#: Bump when the graph built for a variant changes: the cache key and the embedder's identity
+#: change with it, so cached graphs and vector indexes are rebuilt.
+BUILDER_VERSION = 1
+VARIANTS = ("fp32", "int8")
+#: Texts per ``run`` call of the fp32 graph (each batch padded to its longest text, texts
+#: sorted by length). Small: on one thread a batch of 16 took no less CPU per text than 1, 2
+#: or 4, and raised the peak memory of a run by about 70 MB (activations of 16 x 128
+#: positions). The int8 graph runs one text per call: it quantises activations with one
+#: scale per call, so texts sharing a call would shift each other's vectors (MRR@10 of a
+#: question set moved by 0.02 between batches of 16 and of 2).
+BATCH = 2
+#: ONNX Runtime intra-op threads. One: on 2 shared cores a second thread made neither a
+#: query nor bulk embedding faster, and cost CPU (``benchmarks/bench_query_embed.py``).
+THREADS = 1
 
 
-def _safetensors(path: Path) -> dict[str, Any]:
-    """The float32 tensors of a safetensors file. The word embeddings (half the file, only
-    gathered from) stay a view of a memory map; the rest is copied into aligned arrays, which
-    BLAS needs (the file's data starts at an arbitrary offset)."""
-    with open(path, "rb") as f:
-        (n,) = struct.unpack("<Q", f.read(8))
-        header = json.loads(f.read(n))
-    data = np.memmap(path, dtype=np.uint8, mode="r", offset=8 + n)
-    out: dict[str, Any] = {}
-    for name, meta in header.items():
-        if name == "__metadata__" or meta["dtype"] != "F32":
-            continue
-        lo, hi = meta["data_offsets"]
-        raw = data[lo:hi]
-        if name != "embeddings.word_embeddings.weight":
-            raw = np.array(raw)  # aligned copy
-        out[name] = raw.view(np.float32).reshape(meta["shape"])
-    return out
+def graph_file(cache_dir: Path, variant: str) -> Path:
+    """Where the built graph of ``variant`` is cached."""
+    return cache_dir / "onnx" / f"minilm-{variant}-{WEIGHTS_SHA256[:16]}-b{BUILDER_VERSION}.onnx"
 
 
-#: Rows of an activation processed at once by :func:`_gelu` (1536 wide: 1.5 MB of float32,
-#: so its intermediate passes stay in cache).
-GELU_ROWS = 256
-_SQRT_HALF = np.float32(math.sqrt(0.5))
-# Abramowitz & Stegun 7.1.26: erfc(z) = t * poly(t) * exp(-z*z), t = 1 / (1 + p z), z >= 0,
-# maximum absolute error of erf 1.5e-7 (below float32's resolution near 1)
-_P = np.float32(0.3275911)
-_A = tuple(np.float32(a) for a in (1.061405429, -1.453152027, 1.421413741, -0.284496736))
-_A1 = np.float32(0.254829592)
+def _build(model_dir: Path, variant: str, out: Path) -> None:
+    """Build the graph of ``variant`` into ``out`` in a child process (``goat_embed._graph``
+    run as a script), so the builder's working memory (several copies of the model: a peak
+    RSS of 580 MB for int8, 400 MB for fp32) is never part of this process.
 
-
-def _gelu(x: Any) -> Any:
-    """Exact GELU (BERT's ``gelu``: x * Phi(x)), in place on float32 ``x`` (returned),
-    block by block of :data:`GELU_ROWS` rows with no temporary larger than a block."""
-    flat = x.reshape(-1, x.shape[-1])
-    for lo in range(0, flat.shape[0], GELU_ROWS):
-        b = flat[lo : lo + GELU_ROWS]
-        z = np.abs(b)
-        z *= _SQRT_HALF
-        t = z * _P
-        t += 1.0
-        np.reciprocal(t, out=t)
-        poly = t * _A[0]
-        for a in _A[1:]:
-            poly += a
-            poly *= t
-        poly += _A1
-        poly *= t
-        np.square(z, out=z)
-        np.negative(z, out=z)
-        np.exp(z, out=z)
-        poly *= z  # erfc(|b| / sqrt 2)
-        poly *= 0.5  # Phi(-|b|)
-        np.subtract(1.0, poly, out=poly, where=b >= 0)  # Phi(b)
-        b *= poly
-    return x
-
-
-def _layer_norm(x: Any, w: Any, b: Any) -> Any:
-    mu = x.mean(-1, keepdims=True)
-    var = ((x - mu) ** 2).mean(-1, keepdims=True)
-    return (x - mu) / np.sqrt(var + EPS) * w + b
+    :raises ProviderUnavailable: the build failed (its error output is quoted).
+    """
+    done = subprocess.run(
+        [sys.executable, "-m", "goat_embed._graph", str(model_dir), variant, str(out)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **OFFLINE_ENV},
+    )
+    if done.returncode != 0:
+        tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
+        raise ProviderUnavailable(
+            f"{MODEL_ID}: building the {variant} ONNX graph failed "
+            f"(exit {done.returncode}): {' / '.join(tail)}"
+        )
 
 
 class MiniLM:
     """The loaded model (weights verified by sha256 first).
 
+    :param cache_dir: the embedder's folder under the GOAT home (built graphs go to its
+        ``onnx/``).
+    :param variant: ``fp32`` or ``int8``.
+    :param threads: ONNX Runtime intra-op threads per call.
     :raises ProviderUnavailable: no folder with the upstream files, or a sha256 mismatch.
+    :raises ValueError: an unknown variant.
     """
 
     dimensions = DIMENSIONS
-    identity = f"{MODEL_ID}@{REVISION}#sha256={WEIGHTS_SHA256[:16]}"
 
-    def __init__(self, model_dir: Path) -> None:
+    def __init__(
+        self, model_dir: Path, cache_dir: Path, variant: str = "int8", threads: int = THREADS
+    ) -> None:
+        if variant not in VARIANTS:
+            raise ValueError(f"unknown MiniLM variant {variant!r}: one of {', '.join(VARIANTS)}")
         go_offline()
+        import onnxruntime as ort
         from tokenizers import Tokenizer
+
+        from goat_embed._cache import cached_graph
 
         verify(model_dir / "model.safetensors", WEIGHTS_SHA256, MODEL_ID)
         verify(model_dir / "tokenizer.json", TOKENIZER_SHA256, MODEL_ID)
         self.model_dir = model_dir
-        self.w = _safetensors(model_dir / "model.safetensors")
+        self.variant = variant
+        self.batch = 1 if variant == "int8" else BATCH
+        self.identity = (
+            f"{MODEL_ID}@{REVISION}#sha256={WEIGHTS_SHA256[:16]}+onnx-{variant}-b{BUILDER_VERSION}"
+        )
+        graph = cached_graph(
+            graph_file(cache_dir, variant), lambda out: _build(model_dir, variant, out)
+        )
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        # no memory arena: it keeps the largest batch's activations for good (about 80 MB
+        # more peak RSS with it), for no measurable speed here
+        options.enable_cpu_mem_arena = False
+        self.session = ort.InferenceSession(
+            str(graph) if isinstance(graph, Path) else graph,
+            options,
+            providers=["CPUExecutionProvider"],
+        )
         tok = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
         tok.enable_truncation(MAX_TOKENS)
         tok.no_padding()
         self.tokenizer = tok
-        # per layer: fused QKV projection (one matmul instead of three)
-        self._qkv = []
-        for i in range(LAYERS):
-            p = f"encoder.layer.{i}.attention.self."
-            names = ("query", "key", "value")
-            wq = np.concatenate([self.w.pop(p + n + ".weight") for n in names])
-            bq = np.concatenate([self.w.pop(p + n + ".bias") for n in names])
-            self._qkv.append((np.ascontiguousarray(wq.T), bq))
-        # dense layers pre-transposed, contiguous; each original dropped once copied, so the
-        # weights are held once (about 40 MB less resident memory)
-        self._t = {
-            k: np.ascontiguousarray(self.w.pop(k).T)
-            for k in [k for k in self.w if k.endswith("dense.weight")]
-        }
 
-    # -- encoder --------------------------------------------------------------------------
-    def _forward(self, ids: Any, mask: Any) -> Any:
-        w, t = self.w, self._t
-        n, length = ids.shape
-        x = (
-            w["embeddings.word_embeddings.weight"][ids]
-            + w["embeddings.position_embeddings.weight"][:length][None]
-            + w["embeddings.token_type_embeddings.weight"][0]
-        )
-        x = _layer_norm(x, w["embeddings.LayerNorm.weight"], w["embeddings.LayerNorm.bias"])
-        width = x.shape[-1]
-        x = x.reshape(n * length, width)  # dense layers as one 2-D matmul each (BLAS gemm)
-        hd = width // HEADS
-        bias = ((1.0 - mask[:, None, None, :]) * np.float32(-1e9)).astype(np.float32)
-        for i in range(LAYERS):
-            p = f"encoder.layer.{i}."
-            wqkv, bqkv = self._qkv[i]
-            qkv = x @ wqkv + bqkv
-            q, k, v = (
-                np.ascontiguousarray(
-                    qkv[..., j * width : (j + 1) * width]
-                    .reshape(n, length, HEADS, hd)
-                    .transpose(0, 2, 1, 3)
-                )
-                for j in range(3)
-            )
-            kt = np.ascontiguousarray(k.transpose(0, 1, 3, 2))
-            scores = q @ kt  # then in place: one (n, heads, length, length) array, not four
-            scores /= np.float32(math.sqrt(hd))
-            scores += bias
-            scores -= scores.max(-1, keepdims=True)
-            probs = np.exp(scores, out=scores)
-            probs /= probs.sum(-1, keepdims=True)
-            ctx = np.ascontiguousarray((probs @ v).transpose(0, 2, 1, 3)).reshape(n * length, width)
-            out = (
-                ctx @ t[p + "attention.output.dense.weight"] + w[p + "attention.output.dense.bias"]
-            )
-            x = _layer_norm(
-                x + out,
-                w[p + "attention.output.LayerNorm.weight"],
-                w[p + "attention.output.LayerNorm.bias"],
-            )
-            h = _gelu(x @ t[p + "intermediate.dense.weight"] + w[p + "intermediate.dense.bias"])
-            out = h @ t[p + "output.dense.weight"] + w[p + "output.dense.bias"]
-            x = _layer_norm(
-                x + out, w[p + "output.LayerNorm.weight"], w[p + "output.LayerNorm.bias"]
-            )
-        x = x.reshape(n, length, width)
-        summed = (x * mask[..., None]).sum(1)
-        pooled = summed / np.maximum(mask.sum(1, keepdims=True), 1e-9)
-        norm = np.linalg.norm(pooled, axis=1, keepdims=True)
-        return (pooled / np.maximum(norm, 1e-12)).astype(np.float32)
+    def _run(self, rows: list[list[int]]) -> Any:
+        length = max(len(r) for r in rows)
+        ids = np.zeros((len(rows), length), dtype=np.int64)
+        mask = np.zeros((len(rows), length), dtype=np.int64)
+        for r, e in enumerate(rows):
+            ids[r, : len(e)] = e
+            mask[r, : len(e)] = 1
+        out = self.session.run(["embeddings"], {"input_ids": ids, "attention_mask": mask})
+        return out[0]
 
-    def embed_documents(self, texts: Sequence[str], batch: int = 16) -> Any:
-        """L2-normalised embeddings, one row per text (batched by length to pad little)."""
+    def embed_documents(self, texts: Sequence[str]) -> Any:
+        """L2-normalised embeddings, one row per text: texts sorted by token count, each
+        batch (:data:`BATCH` texts for fp32, one for int8) padded to its longest (at most
+        :data:`MAX_TOKENS`)."""
         if not texts:
             return np.zeros((0, DIMENSIONS), dtype=np.float32)
         encodings = self.tokenizer.encode_batch(list(texts))
         order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
         out = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
-        for lo in range(0, len(order), batch):
-            idx = order[lo : lo + batch]
-            length = max(len(encodings[i].ids) for i in idx)
-            ids = np.zeros((len(idx), length), dtype=np.int64)
-            mask = np.zeros((len(idx), length), dtype=np.float32)
-            for r, i in enumerate(idx):
-                e = encodings[i].ids
-                ids[r, : len(e)] = e
-                mask[r, : len(e)] = 1.0
-            out[idx] = self._forward(ids, mask)
+        for lo in range(0, len(order), self.batch):
+            idx = order[lo : lo + self.batch]
+            out[idx] = self._run([encodings[i].ids for i in idx])
         return out
 
     def embed_query(self, text: str) -> Any:
-        return self.embed_documents([text])[0]
+        return self._run([self.tokenizer.encode(text).ids])[0]

