@@ -14,27 +14,47 @@ from pathlib import Path
 from conftest import REPO
 from goat_core.testing.fixtures import copy_test_vault
 
+# Loaded by every Python process the test starts (``sitecustomize`` on PYTHONPATH): the CLI
+# and any child it runs, such as the ONNX graph builder (goat_embed/_minilm.py). Each process
+# records that it ran under the audit, and every connection or name lookup it tries.
+SITECUSTOMIZE = textwrap.dedent(
+    """
+    import os, socket, sys
+    _log = os.environ.get("GOAT_TEST_SOCKET_AUDIT")
+    if _log:
+        def _note(line):
+            with open(_log, "a", encoding="utf-8") as f:
+                f.write(line + "\\n")
+        _note("start " + " ".join(a for a in sys.orig_argv if len(a) < 200))
+        def _refuse(*args, **kwargs):
+            _note("attempt " + repr(args[1:] or args))
+            raise OSError("network blocked")
+        _real_connect = socket.socket.connect
+        _real_connect_ex = socket.socket.connect_ex
+        def _connect(self, address):
+            if self.family in (socket.AF_INET, socket.AF_INET6):
+                _refuse(self, address)
+            return _real_connect(self, address)
+        def _connect_ex(self, address):
+            if self.family in (socket.AF_INET, socket.AF_INET6):
+                _refuse(self, address)
+            return _real_connect_ex(self, address)
+        socket.socket.connect = _connect
+        socket.socket.connect_ex = _connect_ex
+        socket.getaddrinfo = _refuse
+    """
+)
+
 CHILD = textwrap.dedent(
     """
-    import json, socket, sys
-    attempts = []
-    def refuse(*args, **kwargs):
-        attempts.append(repr(args[1:] or args))
-        raise OSError("network blocked")
-    real = socket.socket.connect
-    def connect(self, address):
-        if self.family in (socket.AF_INET, socket.AF_INET6):
-            refuse(self, address)
-        return real(self, address)
-    socket.socket.connect = connect
-    socket.getaddrinfo = refuse
+    import json, sys
     from goat_core.cli import cli
     try:
         cli.main(sys.argv[2:], prog_name="goat")
         code = 0
     except SystemExit as exc:
         code = exc.code
-    open(sys.argv[1], "w").write(json.dumps({"code": code, "attempts": attempts}))
+    open(sys.argv[1], "w").write(json.dumps({"code": code}))
     """
 )
 
@@ -51,23 +71,39 @@ def _goat(env: dict[str, str], out: Path, *args: str) -> tuple[dict[str, object]
     return json.loads(out.read_text()), done.stdout
 
 
+def _audit(tmp_path: Path, env: dict[str, str]) -> Path:
+    """Put the socket audit on ``env``'s PYTHONPATH; return the log it writes."""
+    site = tmp_path / "audit-site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(SITECUSTOMIZE, encoding="utf-8")
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(site), env.get("PYTHONPATH")) if p)
+    log = tmp_path / "socket-audit.log"
+    env["GOAT_TEST_SOCKET_AUDIT"] = str(log)
+    return log
+
+
 def test_question_in_user_words_finds_sync_first(tmp_path: Path) -> None:
     vault = copy_test_vault(REPO, tmp_path / "vault")
     env = {k: v for k, v in os.environ.items() if not k.startswith("GOAT_")}
     env["GOAT_HOME"] = str(tmp_path / "home")
+    log = _audit(tmp_path, env)
     bound, _ = _goat(
         env,
         tmp_path / "bind.json",
         "bind", "--pen", "docs", "markdown",
         "--set", f"root={vault}", "--set", "embedder=minilm-en",
     )  # fmt: skip
-    assert bound == {"code": 0, "attempts": []}
+    assert bound == {"code": 0}
     result, stdout = _goat(
         env,
         tmp_path / "recall.json",
         "recall", "sync my notes between phone and desktop", "--pen", "docs", "--json",
     )  # fmt: skip
-    assert result["attempts"] == [] and result["code"] in (0, None)
+    assert result["code"] in (0, None)
+    lines = log.read_text(encoding="utf-8").splitlines()
+    assert [line for line in lines if line.startswith("attempt")] == []
+    # the audit covered the graph builder the first recall started (a new home has no graph)
+    assert any(line.startswith("start") and "goat_embed._graph" in line for line in lines), lines
     items = json.loads(stdout)["items"]
     assert items[0]["path"] == "Getting started/Sync your notes across devices.md"
     assert items[0]["snippet"]
