@@ -568,7 +568,10 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
             hits.append(SearchHit(path, title, score, cut.text, cut.spans))
         total = max(keyword.total, len(fused))
         degraded = (*keyword.degraded, *behind)
-        complete = total <= len(hits) and not degraded
+        # Complete means every keyword match is shown (the vector side adds the nearest
+        # ``FUSION.depth`` notes by meaning; every note has some cosine, so "all of them" is
+        # no answer). Keyword matches past the depth never reached the fusion: not complete.
+        complete = total <= len(hits) and keyword.total <= len(keyword.hits) and not degraded
         return SearchResults(hits=hits, total=total, complete=complete, degraded=degraded)
 
     # -- the operations a subclass implements (worker thread) ---------------------------------

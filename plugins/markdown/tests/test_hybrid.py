@@ -409,3 +409,25 @@ def test_kill_9_during_embedding_leaves_a_usable_index(tmp_path: Path) -> None:
     stats = index.sync([(f"n{i}.md", 1, 1) for i in range(2000)], lambda p: (p, "body " + p, ""))
     assert stats["embedded"] == 2000 - before and index.note_count() == 2000
     index.close()
+
+
+def test_keyword_matches_past_the_fusion_depth_are_never_complete(
+    stores: Any, tmp_path: Path
+) -> None:
+    """60 notes hold the query's word among many others; 60 more hold only its synonym, so
+    they are nearer by meaning. The fusion reads 50 of each side: 100 candidates, while 10
+    keyword matches never reach it. A recall asking for 100 must not say it is complete."""
+    from goat_core.filestore.search import FUSION
+
+    root = tmp_path / "many"
+    root.mkdir()
+    filler = " ".join(f"w{j}" for j in range(30))
+    for i in range(FUSION.depth + 10):
+        (root / f"kw{i:03}.md").write_text(f"phone {filler} {i}\n")
+    for i in range(FUSION.depth + 10):
+        (root / f"syn{i:03}.md").write_text("mobile\n")
+    sp = stores(root, "fake", _spec(FakeEmbedder()))
+    result = sp.recall("phone", limit=100)
+    shown = {item.path for item in result.items}
+    assert len({p for p in shown if p.startswith("kw")}) < FUSION.depth + 10  # the setup holds
+    assert not result.complete
