@@ -458,6 +458,18 @@ def test_bind_invalid_pen_id_is_exit_2(fake_dist: Path, home: Path) -> None:
     assert "'/'" in one_error_line(result)
 
 
+def test_rebind_says_which_settings_went_back_to_their_default(bound: Path, home: Path) -> None:
+    """``bind`` replaces a binding whole: a re-bind that leaves out ``root`` says so, rather
+    than quietly moving the scope to the default store folder."""
+    result = run("bind", "--global", "fake")
+    assert result.exit_code == 0, result.output
+    assert "replaced the previous binding: root not given again" in result.output
+    data = ok_json("bind", "--global", "fake", "--set", f"root={bound}")
+    assert data["dropped_settings"] == []
+    again = run("bind", "--global", "fake", "--set", f"root={bound}")
+    assert "replaced the previous binding" not in again.output
+
+
 def test_bind_saves_and_status_shows_it(bound: Path, home: Path) -> None:
     config = json.loads((home / "memory.json").read_text())
     assert "fake" in json.dumps(config)

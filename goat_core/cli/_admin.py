@@ -238,6 +238,14 @@ def bind_cmd(
 def _bind_summary(outcome: BindOutcome, scope: Scope, provider: str) -> list[str]:
     ident = outcome.binding.id
     lines = [f"bound {provider} to {scope.key}" + (f" (binding {ident})" if ident else "")]
+    if outcome.dropped:
+        where = "--global" if scope.is_global else f"--pen {scope.pen_id}"
+        names = ", ".join(outcome.dropped)
+        lines.append(
+            f"replaced the previous binding: {names} not given again, so back to the default "
+            f"(`goat bind {where} {provider}` replaces the whole binding; repeat --set to keep "
+            "a setting)"
+        )
     health = outcome.health
     if health is not None:
         state = "connected" if health.ok else "not connected"

@@ -121,12 +121,17 @@ class HostBindings(HostBase):
             previous = self.config
             check_root_overlap(self.home, previous, scope, validated)
             config = previous.with_binding(scope, binding)
+            try:
+                old = previous.selected(scope)
+            except ConfigError:
+                old = None  # a legacy entry: its key (if any) is not GOAT's to reuse
+            dropped = (
+                tuple(sorted(set(old.settings) - set(binding.settings)))
+                if old is not None and old.provider == binding.provider
+                else ()
+            )
             if api_key is None:
                 path = self._save(config)
-                try:
-                    old = previous.selected(scope)
-                except ConfigError:
-                    old = None  # a legacy entry: its key (if any) is not GOAT's to reuse
                 if old is not None and not same_servers(old, binding):
                     # A key stored for another provider or server is never sent to the new one.
                     self._delete_credentials(old)
@@ -149,6 +154,7 @@ class HostBindings(HostBase):
             config_path=path,
             health=health,
             credential_backend=backend,
+            dropped=dropped,
         )
 
     def _save_with_key(

@@ -50,6 +50,9 @@ class BindOutcome(BaseModel):
     config_path: Path
     health: Health | None = None
     credential_backend: Literal["keyring", "file"] | None = None
+    #: Settings the replaced binding of the same provider had and this one does not give
+    #: again (they are back at their defaults; ``bind`` replaces, it never merges).
+    dropped: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -57,6 +60,7 @@ class BindOutcome(BaseModel):
             "binding": self.binding.id,
             "provider": self.binding.provider,
             "saved": str(self.config_path),
+            "dropped_settings": list(self.dropped),
             "health": None
             if self.health is None
             else {

@@ -206,7 +206,7 @@ def _silent(conn: socket.socket) -> None:
         (_evil, 0o600, 65534, "belongs to another user"),
         (_garbage, 0o600, None, "JSONDecodeError"),
         (_huge, 0o600, None, "the answer is over"),
-        (_silent, 0o600, None, "TimeoutError"),
+        (_silent, 0o600, None, "answers once that is done"),
     ],
     ids=["open-to-others", "another-user", "garbage", "huge", "silent"],
 )
