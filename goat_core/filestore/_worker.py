@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import queue
 import threading
 from collections.abc import Callable
@@ -49,11 +50,23 @@ class StoreWorker:
         return fut
 
     async def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """Run ``fn(*args, **kwargs)`` on the worker thread and return its result."""
+        """Run ``fn(*args, **kwargs)`` on the worker thread and return its result.
+
+        A caller cancelled meanwhile (an anyio cancel scope) still waits for the work to end,
+        and queued work is never dropped by a cancellation. On asyncio the result comes back
+        through the loop itself (``asyncio.wrap_future``, shielded so that a native
+        cancellation leaves the work queued or running); elsewhere (trio) a pool thread waits
+        for it (``anyio.to_thread.run_sync``), a thread hop more per call."""
         if threading.current_thread() is self._thread:
             return fn(*args, **kwargs)
         fut = self.submit(fn, *args, **kwargs)
-        return await anyio.to_thread.run_sync(fut.result)
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:  # not on asyncio
+            return await anyio.to_thread.run_sync(fut.result)
+        with anyio.CancelScope(shield=True):
+            result = await asyncio.shield(asyncio.wrap_future(fut))
+        return result
 
     def close(self, timeout: float | None = 10.0) -> None:
         """Stop after queued work finishes. Idempotent."""
