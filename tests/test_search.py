@@ -1268,10 +1268,46 @@ def test_a_shown_note_kept_for_snippets_is_dropped_when_the_index_changes(
 
 
 def test_proximity_counts_the_same_from_either_side() -> None:
-    from goat_core.filestore.search._ranking import _Scorer
+    from goat_core.filestore.search._ranking import _near
 
-    # fewer offsets of the first term: the offsets that may follow it are listed
-    assert _Scorer._near({(1, 4): [0, 10]}, {(1, 4): [1, 2, 3, 4, 11, 20]}) == {1: 4.0}
+    # fewer offsets of the first term: the offsets that may follow it are listed (body: 1)
+    assert _near({4: [0, 10]}, {4: [1, 2, 3, 4, 11, 20]}) == 4.0
     # fewer of the second: each is checked against the first's (title weight 10)
-    assert _Scorer._near({(1, 0): [0, 1, 2, 10, 11]}, {(1, 0): [4, 13], (2, 0): [1]}) == {1: 20.0}
-    assert _Scorer._near({(1, 0): [5, 6, 7]}, {(1, 0): [4]}) == {}
+    assert _near({0: [0, 1, 2, 10, 11]}, {0: [4, 13]}) == 20.0
+    assert _near({0: [0, 1, 2, 10, 11], 4: [3]}, {0: [4, 13], 4: [5, 9]}) == 21.0
+    assert _near({4: [1]}, {0: [2]}) == 0.0  # another column
+    assert _near({0: [5, 6, 7]}, {0: [4]}) == 0.0
+
+
+def test_term_impacts_kept_by_the_memo_score_as_computed_and_follow_the_index(
+    tmp_path: Path,
+) -> None:
+    # each term's share of a note's score is kept per index state: a warm search scores to
+    # the last bit as a cold one (another index object on the same file), and an edit that
+    # changes a note's length changes its score at once
+    notes = {
+        "a.md": ("Harbour", "harbour boats in the harbour, boats at rest"),
+        "b.md": ("Boats", "boats and more boats near a harbour wall"),
+        "c.md": ("Other", "a quiet harbour"),
+    }
+
+    def load(p: str) -> IndexedDoc:
+        title, body = notes[p]
+        return IndexedDoc(p, title, body)
+
+    stats = [FileStat(p, 1, len(notes[p][1])) for p in sorted(notes)]
+    with SearchIndex(tmp_path / "ix.sqlite") as ix:
+        ix.sync(stats, load)
+        cold = [(h.path, h.score.hex()) for h in ix.search("harbour boats").hits]
+        assert set(ix._memo.impacts) == {"harbour", "boat"}
+        warm = [(h.path, h.score.hex()) for h in ix.search("harbour boats").hits]
+        assert warm == cold and len(cold) == 3
+        with SearchIndex(tmp_path / "ix.sqlite") as other:
+            assert [(h.path, h.score.hex()) for h in other.search("harbour boats").hits] == cold
+        notes["c.md"] = ("Other", "a quiet harbour " + "and nothing else " * 20)
+        ix.sync([*stats[:2], FileStat("c.md", 2, len(notes["c.md"][1]))], load)
+        moved = dict((h.path, h.score.hex()) for h in ix.search("harbour boats").hits)
+        assert moved["c.md"] != dict(cold)["c.md"] and moved["a.md"] != dict(cold)["a.md"]
+        with SearchIndex(tmp_path / "ix.sqlite") as other:
+            fresh = {h.path: h.score.hex() for h in other.search("harbour boats").hits}
+        assert moved == fresh
