@@ -6,7 +6,9 @@ text (NFKC, case folding, diacritics removed) as the index does."""
 
 from __future__ import annotations
 
+import bisect
 import functools
+import itertools
 import re
 import unicodedata
 from typing import NamedTuple
@@ -286,7 +288,18 @@ def _plan(
 def _scan(
     folded: str, needle: str, mark: _Mark, ft: str, ti: int, found: set[tuple[int, int, int]]
 ) -> None:
-    """:func:`_find_matches` for one needle, occurrence by occurrence through the text."""
+    """:func:`_find_matches` for one needle, through the text: for a needle of letters and
+    digits its whole-word starts are found by a regular expression (:func:`_word_start`, in
+    C), for any other (and a spaceless run) occurrence by occurrence."""
+    if not mark.spaceless and needle.isalnum():
+        count = 0
+        for m in _word_start(needle).finditer(folded):
+            if _word_matches(m[0], mark, ft):
+                found.add((m.start(), m.end(), ti))
+                count += 1
+                if count == _PER_NEEDLE:
+                    break
+        return
     n = len(folded)
     start = 0
     count = 0
@@ -307,6 +320,17 @@ def _scan(
         if _word_matches(folded[i:j], mark, ft):
             found.add((i, j, ti))
             count += 1
+
+
+@functools.lru_cache(maxsize=1024)
+def _word_start(needle: str) -> re.Pattern[str]:
+    """The words (see :data:`_WORD`) that start with ``needle`` (letters and digits only):
+    the needle, not preceded by a word character (the look-behind follows the needle, so the
+    search starts from its literal text), then the rest of the word. A word character never
+    precedes an occurrence inside a word of such a needle, so these are exactly the
+    occurrences the character-by-character scan keeps, none overlapping."""
+    lit = re.escape(needle)
+    return re.compile(lit + r"(?<![^\W_]" + lit + r")[^\W_]*")
 
 
 def _snippet(text: str, marks: list[_Mark], width: int = SNIPPET_WIDTH) -> Snippet | None:
@@ -360,7 +384,9 @@ def _snippet_of(doc: _Prepared, marks: list[_Mark], width: int = SNIPPET_WIDTH) 
         hi += 1
     out: list[str] = ["…" if lo > 0 else ""]
     pos = lo
-    for s, e, _t in matches:
+    # matches starting before the window are skipped below; unfolded, they are found at once
+    k = bisect.bisect_left(matches, (lo,)) if offsets is None else 0
+    for s, e, _t in itertools.islice(matches, k, None):
         os_, oe = orig(s), orig(e)
         if os_ >= hi:
             break  # this and every later match (sorted by start) is past the window
