@@ -1280,8 +1280,10 @@ def test_proximity_counts_the_same_from_either_side() -> None:
 
 
 def test_term_impacts_kept_by_the_memo_score_as_computed_and_follow_the_index(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from goat_core.filestore.search import _ranking
+
     # each term's share of a note's score is kept per index state: a warm search scores to
     # the last bit as a cold one (another index object on the same file), and an edit that
     # changes a note's length changes its score at once
@@ -1311,3 +1313,7 @@ def test_term_impacts_kept_by_the_memo_score_as_computed_and_follow_the_index(
         with SearchIndex(tmp_path / "ix.sqlite") as other:
             fresh = {h.path: h.score.hex() for h in other.search("harbour boats").hits}
         assert moved == fresh
+        # past MEMO_IMPACTS the kept impacts are dropped before a term's are kept
+        monkeypatch.setattr(_ranking, "MEMO_IMPACTS", 4)
+        assert {h.path: h.score.hex() for h in ix.search("harbour boats").hits} == fresh
+        assert ix._memo.impact_count <= 4 and set(ix._memo.impacts) == {"boat"}

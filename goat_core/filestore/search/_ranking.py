@@ -90,6 +90,10 @@ term with more positions than a hundredth of this is read for its candidates onl
 time (reading all its positions would cost more than the memo saves)."""
 MEMO_NOTES = 50_000
 """Most notes whose sizes and paths a :class:`_Memo` keeps (all are dropped past it)."""
+MEMO_IMPACTS = 100_000
+"""Most term impacts on notes (:data:`_Impact`) a :class:`_Memo` keeps, each worked out for a
+note that was a candidate (all are dropped when a term's would pass it; with its offsets by
+column about 300 bytes each, so about 30 MB at most)."""
 WORD_INDEX_SHOWS = 8
 """How many times a kept note is shown before its word index is built. Building one costs
 about as much as 12-20 snippets cut by scanning save against looking words up (measured on the
@@ -104,8 +108,9 @@ characters in all: 10.6 MB), so about 15 MB at most."""
 
 class _Memo:
     """What earlier searches read from one index that does not depend on the query: each
-    term's note count and positions in every note (up to :data:`MEMO_INSTANCES`), notes'
-    column sizes and paths, the column averages, and the notes shown in hits (their row, the
+    term's note count and positions in every note (up to :data:`MEMO_INSTANCES`), its impact
+    on each note it was a candidate for (up to :data:`MEMO_IMPACTS`), notes' column sizes and
+    paths, the column averages, and the notes shown in hits (their row, the
     body ready for snippets: :class:`_Prepared`, its word index built once the note has been
     shown :data:`WORD_INDEX_SHOWS` times). Valid for one state of the index: the owner calls
     :meth:`valid_for` with a key that changes whenever the index may have (another
@@ -119,6 +124,7 @@ class _Memo:
         self.doc_counts: dict[str, int] = {}
         self.postings: dict[str, dict[int, list[tuple[int, list[int]]]]] = {}
         self.impacts: dict[str, dict[int, _Impact]] = {}
+        self.impact_count = 0
         self.instances = 0
         self.sizes: dict[int, list[int]] = {}
         self.paths: dict[int, str] = {}
@@ -183,6 +189,7 @@ class _Scorer:
         if memo.instances + instances > MEMO_INSTANCES:
             memo.postings.clear()
             memo.impacts.clear()
+            memo.impact_count = 0
             memo.instances = 0
         by_doc: dict[int, list[tuple[int, list[int]]]] = {}
         rows = self.db.execute(
@@ -211,6 +218,9 @@ class _Scorer:
         tok = term.tokens[0]
         known = memo.postings.get(tok) if len(term.tokens) == 1 else None
         if known is not None and not term.prefix:
+            if memo.impact_count + len(candidates) > MEMO_IMPACTS:
+                memo.impacts.clear()
+                memo.impact_count = 0
             kept = memo.impacts.get(tok)
             if kept is None:
                 kept = memo.impacts[tok] = {}
@@ -228,6 +238,7 @@ class _Scorer:
                         merged[col] = offs if have is None else have + offs
                     counts = {col: len(offs) for col, offs in merged.items()}
                     got = kept[rid] = _impact(counts, merged, idf, lengths(rid), avg_len)
+                    memo.impact_count += 1
                 out[rid] = got
             return out, True
         counts_of: dict[int, dict[int, int]] = {}
