@@ -115,8 +115,14 @@ class SyncProvider:
     # -- reads --------------------------------------------------------------------------------
     def recall(self, query: str, *, limit: int = 10, max_tokens: int | None = None) -> RecallResult:
         """As :meth:`Provider.recall`; ``max_tokens`` is passed on only when given (to a
-        provider that counts tokens, ``ProviderSpec.counts_tokens``)."""
+        provider that counts tokens, ``ProviderSpec.counts_tokens``). Without it the
+        provider may answer on this thread (``Provider._recall_now``: a folder store whose
+        worker is idle), sparing the hops to the event loop and back."""
         if max_tokens is None:
+            if self._cm is not None and threading.get_ident() != self._loop_thread:
+                now = self.provider._recall_now(query, limit)
+                if now is not None:
+                    return now
             return self.call(self.provider.recall, query, limit=limit)
         return self.call(self.provider.recall, query, limit=limit, max_tokens=max_tokens)
 
