@@ -1317,3 +1317,39 @@ def test_term_impacts_kept_by_the_memo_score_as_computed_and_follow_the_index(
         monkeypatch.setattr(_ranking, "MEMO_IMPACTS", 4)
         assert {h.path: h.score.hex() for h in ix.search("harbour boats").hits} == fresh
         assert ix._memo.impact_count <= 4 and set(ix._memo.impacts) == {"boat"}
+
+
+@pytest.mark.parametrize("depth", [50, 3])
+def test_candidates_from_the_memo_rank_as_those_fts5_finds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, depth: int
+) -> None:
+    # when every term's notes are known from the memo, the notes holding them all are taken
+    # from there (fewer than the re-scoring depth) and the totals counted there; the hits,
+    # scores and totals are those of the FTS5 queries (the memo kept no positions)
+    from goat_core.filestore.search import _ranking
+
+    monkeypatch.setattr(_ranking, "RERANK_DEPTH", depth)
+    words = ["harbour", "boats", "quiet", "wall", "rest", "tide"]
+    bodies = {
+        f"n{i}.md": " ".join(words[j] for j in range(len(words)) if (i >> j) & 1) or "empty"
+        for i in range(40)
+    }
+    stats = [FileStat(p, 1, len(b)) for p, b in sorted(bodies.items())]
+
+    def run() -> list[tuple[object, ...]]:
+        with SearchIndex(tmp_path / f"ix{len(list(tmp_path.iterdir()))}.sqlite") as ix:
+            ix.sync(stats, lambda p: IndexedDoc(p, p, bodies[p]))
+            out: list[tuple[object, ...]] = []
+            for q in ["harbour boats", "harbour", "quiet wall tide", "tide nowhere", "zzz"]:
+                for limit in (2, 10):
+                    got = ix.search(q, limit=limit)
+                    out.append((q, limit, got.total, got.complete))
+                    out += [(h.path, h.score.hex(), h.snippet) for h in got.hits]
+            fts_only = ix._memo.postings == {}
+            return [*out, fts_only]
+
+    from_memo = run()
+    monkeypatch.setattr(_ranking, "MEMO_INSTANCES", 0)  # nothing kept: FTS5 finds them
+    from_fts = run()
+    assert from_memo[-1] is False and from_fts[-1] is True
+    assert from_memo[:-1] == from_fts[:-1]

@@ -182,6 +182,25 @@ class _Scorer:
         row = self.db.execute("SELECT count(*) FROM fts WHERE fts MATCH ?", (term.expr,))
         return int(row.fetchone()[0])
 
+    def notes_of_terms(self) -> list[set[int]] | None:
+        """The notes holding each query term, when every term is one token (not a prefix)
+        whose positions the memo holds or that no note holds (read into the memo here, as
+        the scoring would); else ``None``. FTS5 matches such a term exactly where the
+        index lists its token, so these sets are the notes its ``AND``/``OR`` queries
+        match."""
+        out: list[set[int]] = []
+        for term in self.terms:
+            if len(term.tokens) != 1 or term.prefix:
+                return None
+            if self._doc_count(term) == 0:
+                out.append(set())
+                continue
+            known = self.memo.postings.get(term.tokens[0])
+            if known is None:
+                return None
+            out.append(set(known))
+        return out or None
+
     def _remember_positions(self, tok: str, instances: int) -> None:
         """Read every position of ``tok`` (``instances`` of them) into the memo, by note, each
         note's columns in order."""
@@ -427,6 +446,10 @@ def _near(first: dict[int, list[int]], second: dict[int, list[int]]) -> float:
     return out
 
 
+def _count(db: sqlite3.Connection, count_sql: str, match: str) -> int:
+    return int(db.execute(count_sql, (match,)).fetchone()[0])
+
+
 def _marks(qterms: list[_QueryTerm]) -> list[_Mark]:
     """What a snippet highlights for each query term."""
     return [_Mark(t.text, t.tokens[0] if len(t.tokens) == 1 else None, t.spaceless) for t in qterms]
@@ -450,11 +473,19 @@ def _rank(
     count_sql = "SELECT count(*) FROM fts WHERE fts MATCH ?"
     depth = max(limit, RERANK_DEPTH)
     q_and = fts_query(terms, "AND")
-    candidates = [rid for (rid,) in db.execute(rank_sql, (q_and, depth))]
+    scorer = _Scorer(db, qterms, memo)
+    notes = scorer.notes_of_terms()
+    every = set.intersection(*notes) if notes is not None else None
+    if every is not None and len(every) < depth:
+        # fewer notes hold every term than are re-scored: all of them, in any order (the
+        # ranking below orders them completely), without asking FTS5
+        candidates = sorted(every)
+    else:
+        candidates = [rid for (rid,) in db.execute(rank_sql, (q_and, depth))]
     if len(candidates) < depth:
         total = len(candidates)
     else:
-        total = db.execute(count_sql, (q_and,)).fetchone()[0]
+        total = len(every) if every is not None else _count(db, count_sql, q_and)
     if total < limit and len(terms) > 1:
         # too few notes hold every term: notes holding some of them compete too
         q_or = fts_query(terms, "OR")
@@ -464,8 +495,8 @@ def _rank(
             for (rid,) in db.execute(rank_sql, (q_or, depth + len(candidates)))
             if rid not in have
         ][:depth]
-        total = db.execute(count_sql, (q_or,)).fetchone()[0]
-    scored = _Scorer(db, qterms, memo).score(candidates)
+        total = len(set().union(*notes)) if notes is not None else _count(db, count_sql, q_or)
+    scored = scorer.score(candidates)
     ranked = sorted(candidates, key=scored.order)
     marks = _marks(qterms)
     hits: list[SearchHit] = []
