@@ -1353,3 +1353,30 @@ def test_candidates_from_the_memo_rank_as_those_fts5_finds(
     from_fts = run()
     assert from_memo[-1] is False and from_fts[-1] is True
     assert from_memo[:-1] == from_fts[:-1]
+
+
+@pytest.mark.parametrize(
+    ("text", "term", "stem"),
+    [
+        ("sync_me then sync, resync and synced; sync2 syncing x_sync", "sync", "sync"),
+        ("a note, notes, notebook; anote note_x 1note notes", "notes", "note"),
+        ("library libraries librarian, Library", "library", "librari"),
+        ("2023 x2023 2023-01 v2023b", "2023", None),
+        ("note " * 80, "note", "note"),
+    ],
+)
+def test_a_needle_scanned_by_its_pattern_matches_as_scanned_character_by_character(
+    monkeypatch: pytest.MonkeyPatch, text: str, term: str, stem: str | None
+) -> None:
+    # the first time a needle is looked for its occurrences are found one by one; from the
+    # second on by its compiled pattern: the same matches (first 64 of each needle)
+    from goat_core.filestore.search import _snippets
+
+    monkeypatch.setattr(_snippets, "_PATTERNS", {})
+    mark = _snippets._Mark(term, stem)
+    folded = text.lower()
+    first = _snippets._find_matches(folded, [mark])
+    assert _snippets._PATTERNS and set(_snippets._PATTERNS.values()) == {None}
+    second = _snippets._find_matches(folded, [mark])
+    assert all(p is not None for p in _snippets._PATTERNS.values())
+    assert first == second and first
