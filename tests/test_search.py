@@ -1230,6 +1230,7 @@ def test_snippets_of_a_note_shown_often_are_cut_from_its_word_index_alike(
         scanned = [ix.search(query).hits[0] for _ in range(7)]
         (kept,) = ix._memo.shown.values()
         assert kept[5].words is None and kept[5].shows == 7
+        kept[5].found.clear()  # the needles' kept matches: found again, by the word index
         looked_up = [ix.search(query).hits[0] for _ in range(2)]
         assert kept[5].words is not None and kept[5].shows == 9
         assert {(h.snippet, h.spans) for h in scanned + looked_up} == {(snippet, spans)}
@@ -1380,3 +1381,26 @@ def test_a_needle_scanned_by_its_pattern_matches_as_scanned_character_by_charact
     second = _snippets._find_matches(folded, [mark])
     assert all(p is not None for p in _snippets._PATTERNS.values())
     assert first == second and first
+
+
+def test_a_shown_note_keeps_each_needles_matches_for_the_next_snippet(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a note shown again cuts its snippet from the matches its needles had (the same as
+    # found afresh); past _NEEDLES_KEPT needles the kept matches are dropped
+    from goat_core.filestore.search import _snippets
+
+    body = "Boats rest in the harbour. " * 5 + "A quiet harbour wall shelters boats."
+    with SearchIndex(tmp_path / "ix.sqlite") as ix:
+        ix.sync([FileStat("n.md", 1, len(body))], lambda p: IndexedDoc(p, "Note", body))
+        first = ix.search("quiet harbour boats").hits[0]
+        (kept,) = ix._memo.shown.values()
+        assert {needle for needle, _mark in kept[5].found} >= {"quiet", "harbour", "boat"}
+        again = ix.search("quiet harbour boats").hits[0]
+        assert (again.snippet, again.spans) == (first.snippet, first.spans)
+        assert ix.snippet(body, "quiet harbour boats") == (first.snippet, first.spans)
+        monkeypatch.setattr(_snippets, "_NEEDLES_KEPT", 2)
+        kept[5].found.clear()
+        third = ix.search("quiet harbour boats").hits[0]
+        assert (third.snippet, third.spans) == (first.snippet, first.spans)
+        assert len(kept[5].found) <= 2
