@@ -247,7 +247,7 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
         when it vanished or is unreadable."""
         kept = self._hit_notes
         try:
-            st = os.stat(self.root / rel)
+            st = os.stat(os.path.join(self.root, rel))  # rel is the index's: no pathlib needed
         except OSError:
             kept.pop(rel, None)
             return None
