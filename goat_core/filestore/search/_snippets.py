@@ -11,6 +11,7 @@ import functools
 import itertools
 import re
 import unicodedata
+from collections.abc import Iterable
 from typing import NamedTuple
 
 SNIPPET_OPEN = "=="
@@ -426,10 +427,14 @@ def _snippet_of(doc: _Prepared, marks: list[_Mark], width: int = SNIPPET_WIDTH) 
         hi += 1
     out: list[str] = ["…" if lo > 0 else ""]
     pos = lo
-    # matches starting before the window are skipped below; unfolded, they are found at once
-    k = bisect.bisect_left(matches, (lo,)) if offsets is None else 0
-    for s, e, _t in itertools.islice(matches, k, None):
-        os_, oe = orig(s), orig(e)
+    # each match's original offsets; unfolded, those starting before the window are skipped
+    # at once (they would be below)
+    spans: Iterable[tuple[int, int, int]]
+    if offsets is None:
+        spans = itertools.islice(matches, bisect.bisect_left(matches, (lo,)), None)
+    else:
+        spans = ((orig(s), orig(e), t) for s, e, t in matches)
+    for os_, oe, _t in spans:
         if os_ >= hi:
             break  # this and every later match (sorted by start) is past the window
         if os_ < pos or oe > hi or os_ == oe:
