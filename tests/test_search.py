@@ -1404,3 +1404,42 @@ def test_a_shown_note_keeps_each_needles_matches_for_the_next_snippet(
         third = ix.search("quiet harbour boats").hits[0]
         assert (third.snippet, third.spans) == (first.snippet, first.spans)
         assert len(kept[5].found) <= 2
+
+
+def test_bm25_computed_from_the_memo_is_fts5s_to_the_last_bit(tmp_path: Path) -> None:
+    # the notes matching any term are ordered by FTS5's bm25 computed from the memo's
+    # positions and sizes: each score equals FTS5's own; where equal scores straddle a cut,
+    # the choice is left to FTS5
+    from goat_core.filestore.search import _ranking
+    from goat_core.filestore.search._query import fts_query
+
+    bodies = {
+        f"n{i}.md": ("harbour " * (i % 4 + 1)) + ("boats " * (i % 3)) + "filler words " * i
+        for i in range(30)
+    }
+    bodies["twin1.md"] = bodies["twin2.md"] = "tide tide harbour"
+    stats = [FileStat(p, 1, len(b)) for p, b in sorted(bodies.items())]
+    weights = ", ".join(str(x) for x in _ranking.COLUMN_WEIGHTS)
+    with SearchIndex(tmp_path / "ix.sqlite") as ix:
+        ix.sync(stats, lambda p: IndexedDoc(p, p.removesuffix(".md"), bodies[p]))
+        ix.search("harbour boats tide")  # fills the memo
+        with ix._read() as db:
+            terms = ["harbour", "boats", "tide"]
+            scorer = _ranking._Scorer(db, ix._query_terms(terms), ix._memo)
+            order = scorer.bm25_order()
+            assert order is not None and len(order) == len(bodies)
+            fts5 = dict(
+                db.execute(
+                    f"SELECT rowid, bm25(fts, {weights}) FROM fts WHERE fts MATCH ?",
+                    (fts_query(terms, "OR"),),
+                ).fetchall()
+            )
+        assert {rid: -1.0 * score for score, rid in order} == fts5
+        assert [s for s, _ in order] == sorted((s for s, _ in order), reverse=True)
+        twins = [i for i, (_s, rid) in enumerate(order) if fts5[rid] == order[0][0] * -1.0]
+        top = [rid for _s, rid in order]
+        assert _ranking._best_others(order, 5, set(), 5) == top[:5] or order[4][0] == order[5][0]
+        cut = twins[0] + 1  # one of two equal scores in, the other out: FTS5 decides
+        assert len(twins) == 2 and _ranking._best_others(order, cut, set(), cut) is None
+        assert _ranking._best_others(order, cut + 1, set(), cut + 1) == top[: cut + 1]
+        assert _ranking._best_others(order, 40, {top[0]}, 40) == top[1:]

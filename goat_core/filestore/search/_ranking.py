@@ -45,6 +45,7 @@ PROXIMITY_WINDOW = 3
 
 
 _DOC_COL = operator.itemgetter(0, 1)
+_BY_SCORE = operator.itemgetter(0)
 _STEPS = range(1, PROXIMITY_WINDOW + 1)
 
 
@@ -125,6 +126,7 @@ class _Memo:
         self.postings: dict[str, dict[int, list[tuple[int, list[int]]]]] = {}
         self.impacts: dict[str, dict[int, _Impact]] = {}
         self.impact_count = 0
+        self.fts5: dict[str, list[tuple[int, float]]] = {}
         self.instances = 0
         self.sizes: dict[int, list[int]] = {}
         self.paths: dict[int, str] = {}
@@ -201,6 +203,63 @@ class _Scorer:
             out.append(set(known))
         return out or None
 
+    def bm25_order(self) -> list[tuple[float, int]] | None:
+        """FTS5's ``bm25`` (with :data:`COLUMN_WEIGHTS`) of every note matching any query
+        term, best first, as ``(score, note id)``, computed here as FTS5 computes it (the
+        same operations in the same order, so the same doubles; ``fts5_aux.c``,
+        ``fts5Bm25Function``) from the positions and sizes the memo holds: ``None`` unless
+        :meth:`notes_of_terms` knows every term's notes. Notes with equal scores come in no
+        particular order (the caller checks for ties where order matters)."""
+        memo = self.memo
+        averages = memo.averages
+        ncols = len(COLUMN_WEIGHTS)
+        if self.notes_of_terms() is None or not averages or len(averages) < 1 + ncols:
+            return None
+        n_rows = averages[0]
+        if n_rows <= 0:
+            return None
+        avgdl = float(sum(averages[1 : 1 + ncols])) / float(n_rows)
+        acc: dict[int, float] = {}
+        for term in self.terms:
+            tok = term.tokens[0]
+            known = memo.postings.get(tok)
+            if not known:
+                continue
+            contrib = memo.fts5.get(tok)
+            if contrib is None:
+                contrib = memo.fts5[tok] = self._bm25_parts(known, self._doc_count(term), avgdl)
+            for rid, part in contrib:
+                acc[rid] = acc.get(rid, 0.0) + part
+        return sorted(((sc, rid) for rid, sc in acc.items()), key=_BY_SCORE, reverse=True)
+
+    def _bm25_parts(
+        self, known: dict[int, list[tuple[int, list[int]]]], n_hit: int, avgdl: float
+    ) -> list[tuple[int, float]]:
+        """One term's share of FTS5's ``bm25`` in each note holding it."""
+        memo = self.memo
+        n_rows = memo.averages[0] if memo.averages else 0
+        idf = math.log((n_rows - n_hit + 0.5) / (n_hit + 0.5))
+        if idf <= 0.0:
+            idf = 1e-6
+        missing = [rid for rid in known if rid not in memo.sizes]
+        if missing:
+            if len(memo.sizes) + len(missing) > MEMO_NOTES:
+                memo.sizes.clear()
+                memo.paths.clear()
+                missing = list(known)
+            more = ",".join(str(int(r)) for r in missing)
+            for rid, sz in self.db.execute(f"SELECT id, sz FROM fts_docsize WHERE id IN ({more})"):
+                memo.sizes[rid] = _varints(bytes(sz))
+        k1, b = 1.2, 0.75  # FTS5's own
+        out: list[tuple[int, float]] = []
+        for rid, cols in known.items():
+            freq = 0.0
+            for col, offs in cols:
+                freq += COLUMN_WEIGHTS[col] * len(offs)  # whole numbers: exact in any order
+            d = float(sum(memo.sizes.get(rid, ())))
+            out.append((rid, idf * ((freq * (k1 + 1.0)) / (freq + k1 * (1 - b + b * d / avgdl)))))
+        return out
+
     def _remember_positions(self, tok: str, instances: int) -> None:
         """Read every position of ``tok`` (``instances`` of them) into the memo, by note, each
         note's columns in order."""
@@ -209,6 +268,7 @@ class _Scorer:
             memo.postings.clear()
             memo.impacts.clear()
             memo.impact_count = 0
+            memo.fts5.clear()
             memo.instances = 0
         by_doc: dict[int, list[tuple[int, list[int]]]] = {}
         rows = self.db.execute(
@@ -446,6 +506,23 @@ def _near(first: dict[int, list[int]], second: dict[int, list[int]]) -> float:
     return out
 
 
+def _best_others(
+    ordered: list[tuple[float, int]] | None, top: int, have: set[int], most: int
+) -> list[int] | None:
+    """The notes FTS5 would answer for the ``OR`` query ``LIMIT top`` that are not in
+    ``have``, at most ``most`` of them, in any order, from ``ordered`` (its ``bm25`` order,
+    :meth:`_Scorer.bm25_order`); ``None`` when that is unknown or when equal scores straddle
+    either cut (FTS5's order among equal scores decides then)."""
+    if ordered is None:
+        return None
+    if len(ordered) > top and ordered[top - 1][0] == ordered[top][0]:
+        return None
+    others = [entry for entry in ordered[:top] if entry[1] not in have]
+    if len(others) > most and others[most - 1][0] == others[most][0]:
+        return None
+    return [rid for _score, rid in others[:most]]
+
+
 def _count(db: sqlite3.Connection, count_sql: str, match: str) -> int:
     return int(db.execute(count_sql, (match,)).fetchone()[0])
 
@@ -490,11 +567,14 @@ def _rank(
         # too few notes hold every term: notes holding some of them compete too
         q_or = fts_query(terms, "OR")
         have = set(candidates)
-        candidates += [
-            rid
-            for (rid,) in db.execute(rank_sql, (q_or, depth + len(candidates)))
-            if rid not in have
-        ][:depth]
+        more = _best_others(scorer.bm25_order(), depth + len(candidates), have, depth)
+        if more is None:  # FTS5 orders them (the memo lacks a term, or scores tie)
+            more = [
+                rid
+                for (rid,) in db.execute(rank_sql, (q_or, depth + len(candidates)))
+                if rid not in have
+            ][:depth]
+        candidates += more
         total = len(set().union(*notes)) if notes is not None else _count(db, count_sql, q_or)
     scored = scorer.score(candidates)
     ranked = sorted(candidates, key=scored.order)
