@@ -109,9 +109,10 @@ characters in all: 10.6 MB), so about 15 MB at most."""
 
 class _Memo:
     """What earlier searches read from one index that does not depend on the query: each
-    term's note count and positions in every note (up to :data:`MEMO_INSTANCES`), its impact
-    on each note it was a candidate for (up to :data:`MEMO_IMPACTS`), notes' column sizes and
-    paths, the column averages, and the notes shown in hits (their row, the
+    term's note count and positions in every note (up to :data:`MEMO_INSTANCES`), its share
+    of FTS5's ``bm25`` in each of those notes (one number a note, dropped with the
+    positions), its impact on each note it was a candidate for (up to :data:`MEMO_IMPACTS`),
+    notes' column sizes and paths, the column averages, and the notes shown in hits (their row, the
     body ready for snippets: :class:`_Prepared`, its word index built once the note has been
     shown :data:`WORD_INDEX_SHOWS` times). Valid for one state of the index: the owner calls
     :meth:`valid_for` with a key that changes whenever the index may have (another
