@@ -1230,6 +1230,7 @@ def test_snippets_of_a_note_shown_often_are_cut_from_its_word_index_alike(
         scanned = [ix.search(query).hits[0] for _ in range(7)]
         (kept,) = ix._memo.shown.values()
         assert kept[5].words is None and kept[5].shows == 7
+        kept[5].found.clear()  # the needles' kept matches: found again, by the word index
         looked_up = [ix.search(query).hits[0] for _ in range(2)]
         assert kept[5].words is not None and kept[5].shows == 9
         assert {(h.snippet, h.spans) for h in scanned + looked_up} == {(snippet, spans)}
@@ -1268,10 +1269,177 @@ def test_a_shown_note_kept_for_snippets_is_dropped_when_the_index_changes(
 
 
 def test_proximity_counts_the_same_from_either_side() -> None:
-    from goat_core.filestore.search._ranking import _Scorer
+    from goat_core.filestore.search._ranking import _near
 
-    # fewer offsets of the first term: the offsets that may follow it are listed
-    assert _Scorer._near({(1, 4): [0, 10]}, {(1, 4): [1, 2, 3, 4, 11, 20]}) == {1: 4.0}
+    # fewer offsets of the first term: the offsets that may follow it are listed (body: 1)
+    assert _near({4: [0, 10]}, {4: [1, 2, 3, 4, 11, 20]}) == 4.0
     # fewer of the second: each is checked against the first's (title weight 10)
-    assert _Scorer._near({(1, 0): [0, 1, 2, 10, 11]}, {(1, 0): [4, 13], (2, 0): [1]}) == {1: 20.0}
-    assert _Scorer._near({(1, 0): [5, 6, 7]}, {(1, 0): [4]}) == {}
+    assert _near({0: [0, 1, 2, 10, 11]}, {0: [4, 13]}) == 20.0
+    assert _near({0: [0, 1, 2, 10, 11], 4: [3]}, {0: [4, 13], 4: [5, 9]}) == 21.0
+    assert _near({4: [1]}, {0: [2]}) == 0.0  # another column
+    assert _near({0: [5, 6, 7]}, {0: [4]}) == 0.0
+
+
+def test_term_impacts_kept_by_the_memo_score_as_computed_and_follow_the_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from goat_core.filestore.search import _ranking
+
+    # each term's share of a note's score is kept per index state: a warm search scores to
+    # the last bit as a cold one (another index object on the same file), and an edit that
+    # changes a note's length changes its score at once
+    notes = {
+        "a.md": ("Harbour", "harbour boats in the harbour, boats at rest"),
+        "b.md": ("Boats", "boats and more boats near a harbour wall"),
+        "c.md": ("Other", "a quiet harbour"),
+    }
+
+    def load(p: str) -> IndexedDoc:
+        title, body = notes[p]
+        return IndexedDoc(p, title, body)
+
+    stats = [FileStat(p, 1, len(notes[p][1])) for p in sorted(notes)]
+    with SearchIndex(tmp_path / "ix.sqlite") as ix:
+        ix.sync(stats, load)
+        cold = [(h.path, h.score.hex()) for h in ix.search("harbour boats").hits]
+        assert set(ix._memo.impacts) == {"harbour", "boat"}
+        warm = [(h.path, h.score.hex()) for h in ix.search("harbour boats").hits]
+        assert warm == cold and len(cold) == 3
+        with SearchIndex(tmp_path / "ix.sqlite") as other:
+            assert [(h.path, h.score.hex()) for h in other.search("harbour boats").hits] == cold
+        notes["c.md"] = ("Other", "a quiet harbour " + "and nothing else " * 20)
+        ix.sync([*stats[:2], FileStat("c.md", 2, len(notes["c.md"][1]))], load)
+        moved = dict((h.path, h.score.hex()) for h in ix.search("harbour boats").hits)
+        assert moved["c.md"] != dict(cold)["c.md"] and moved["a.md"] != dict(cold)["a.md"]
+        with SearchIndex(tmp_path / "ix.sqlite") as other:
+            fresh = {h.path: h.score.hex() for h in other.search("harbour boats").hits}
+        assert moved == fresh
+        # past MEMO_IMPACTS the kept impacts are dropped before a term's are kept
+        monkeypatch.setattr(_ranking, "MEMO_IMPACTS", 4)
+        assert {h.path: h.score.hex() for h in ix.search("harbour boats").hits} == fresh
+        assert ix._memo.impact_count <= 4 and set(ix._memo.impacts) == {"boat"}
+
+
+@pytest.mark.parametrize("depth", [50, 3])
+def test_candidates_from_the_memo_rank_as_those_fts5_finds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, depth: int
+) -> None:
+    # when every term's notes are known from the memo, the notes holding them all are taken
+    # from there (fewer than the re-scoring depth) and the totals counted there; the hits,
+    # scores and totals are those of the FTS5 queries (the memo kept no positions)
+    from goat_core.filestore.search import _ranking
+
+    monkeypatch.setattr(_ranking, "RERANK_DEPTH", depth)
+    words = ["harbour", "boats", "quiet", "wall", "rest", "tide"]
+    bodies = {
+        f"n{i}.md": " ".join(words[j] for j in range(len(words)) if (i >> j) & 1) or "empty"
+        for i in range(40)
+    }
+    stats = [FileStat(p, 1, len(b)) for p, b in sorted(bodies.items())]
+
+    def run() -> list[tuple[object, ...]]:
+        with SearchIndex(tmp_path / f"ix{len(list(tmp_path.iterdir()))}.sqlite") as ix:
+            ix.sync(stats, lambda p: IndexedDoc(p, p, bodies[p]))
+            out: list[tuple[object, ...]] = []
+            for q in ["harbour boats", "harbour", "quiet wall tide", "tide nowhere", "zzz"]:
+                for limit in (2, 10):
+                    got = ix.search(q, limit=limit)
+                    out.append((q, limit, got.total, got.complete))
+                    out += [(h.path, h.score.hex(), h.snippet) for h in got.hits]
+            fts_only = ix._memo.postings == {}
+            return [*out, fts_only]
+
+    from_memo = run()
+    monkeypatch.setattr(_ranking, "MEMO_INSTANCES", 0)  # nothing kept: FTS5 finds them
+    from_fts = run()
+    assert from_memo[-1] is False and from_fts[-1] is True
+    assert from_memo[:-1] == from_fts[:-1]
+
+
+@pytest.mark.parametrize(
+    ("text", "term", "stem"),
+    [
+        ("sync_me then sync, resync and synced; sync2 syncing x_sync", "sync", "sync"),
+        ("a note, notes, notebook; anote note_x 1note notes", "notes", "note"),
+        ("library libraries librarian, Library", "library", "librari"),
+        ("2023 x2023 2023-01 v2023b", "2023", None),
+        ("note " * 80, "note", "note"),
+    ],
+)
+def test_a_needle_scanned_by_its_pattern_matches_as_scanned_character_by_character(
+    monkeypatch: pytest.MonkeyPatch, text: str, term: str, stem: str | None
+) -> None:
+    # the first time a needle is looked for its occurrences are found one by one; from the
+    # second on by its compiled pattern: the same matches (first 64 of each needle)
+    from goat_core.filestore.search import _snippets
+
+    monkeypatch.setattr(_snippets, "_PATTERNS", {})
+    mark = _snippets._Mark(term, stem)
+    folded = text.lower()
+    first = _snippets._find_matches(folded, [mark])
+    assert _snippets._PATTERNS and set(_snippets._PATTERNS.values()) == {None}
+    second = _snippets._find_matches(folded, [mark])
+    assert all(p is not None for p in _snippets._PATTERNS.values())
+    assert first == second and first
+
+
+def test_a_shown_note_keeps_each_needles_matches_for_the_next_snippet(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a note shown again cuts its snippet from the matches its needles had (the same as
+    # found afresh); past _NEEDLES_KEPT needles the kept matches are dropped
+    from goat_core.filestore.search import _snippets
+
+    body = "Boats rest in the harbour. " * 5 + "A quiet harbour wall shelters boats."
+    with SearchIndex(tmp_path / "ix.sqlite") as ix:
+        ix.sync([FileStat("n.md", 1, len(body))], lambda p: IndexedDoc(p, "Note", body))
+        first = ix.search("quiet harbour boats").hits[0]
+        (kept,) = ix._memo.shown.values()
+        assert {needle for needle, _mark in kept[5].found} >= {"quiet", "harbour", "boat"}
+        again = ix.search("quiet harbour boats").hits[0]
+        assert (again.snippet, again.spans) == (first.snippet, first.spans)
+        assert ix.snippet(body, "quiet harbour boats") == (first.snippet, first.spans)
+        monkeypatch.setattr(_snippets, "_NEEDLES_KEPT", 2)
+        kept[5].found.clear()
+        third = ix.search("quiet harbour boats").hits[0]
+        assert (third.snippet, third.spans) == (first.snippet, first.spans)
+        assert len(kept[5].found) <= 2
+
+
+def test_bm25_computed_from_the_memo_is_fts5s_to_the_last_bit(tmp_path: Path) -> None:
+    # the notes matching any term are ordered by FTS5's bm25 computed from the memo's
+    # positions and sizes: each score equals FTS5's own; where equal scores straddle a cut,
+    # the choice is left to FTS5
+    from goat_core.filestore.search import _ranking
+    from goat_core.filestore.search._query import fts_query
+
+    bodies = {
+        f"n{i}.md": ("harbour " * (i % 4 + 1)) + ("boats " * (i % 3)) + "filler words " * i
+        for i in range(30)
+    }
+    bodies["twin1.md"] = bodies["twin2.md"] = "tide tide harbour"
+    stats = [FileStat(p, 1, len(b)) for p, b in sorted(bodies.items())]
+    weights = ", ".join(str(x) for x in _ranking.COLUMN_WEIGHTS)
+    with SearchIndex(tmp_path / "ix.sqlite") as ix:
+        ix.sync(stats, lambda p: IndexedDoc(p, p.removesuffix(".md"), bodies[p]))
+        ix.search("harbour boats tide")  # fills the memo
+        with ix._read() as db:
+            terms = ["harbour", "boats", "tide"]
+            scorer = _ranking._Scorer(db, ix._query_terms(terms), ix._memo)
+            order = scorer.bm25_order()
+            assert order is not None and len(order) == len(bodies)
+            fts5 = dict(
+                db.execute(
+                    f"SELECT rowid, bm25(fts, {weights}) FROM fts WHERE fts MATCH ?",
+                    (fts_query(terms, "OR"),),
+                ).fetchall()
+            )
+        assert {rid: -1.0 * score for score, rid in order} == fts5
+        assert [s for s, _ in order] == sorted((s for s, _ in order), reverse=True)
+        twins = [i for i, (_s, rid) in enumerate(order) if fts5[rid] == order[0][0] * -1.0]
+        top = [rid for _s, rid in order]
+        assert _ranking._best_others(order, 5, set(), 5) == top[:5] or order[4][0] == order[5][0]
+        cut = twins[0] + 1  # one of two equal scores in, the other out: FTS5 decides
+        assert len(twins) == 2 and _ranking._best_others(order, cut, set(), cut) is None
+        assert _ranking._best_others(order, cut + 1, set(), cut + 1) == top[: cut + 1]
+        assert _ranking._best_others(order, 40, {top[0]}, 40) == top[1:]

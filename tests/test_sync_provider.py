@@ -85,3 +85,39 @@ def test_it_runs_a_provider_and_proxies_nothing_else(tmp_path: Path) -> None:
     with pytest.raises(RuntimeError, match="SyncProvider is closed"):
         sp.recall("quokkas")
     sp.close()  # idempotent
+
+
+def test_calls_run_on_the_facade_loop_and_errors_come_back_typed(tmp_path: Path) -> None:
+    """A call runs as a task on the facade's own event loop thread (never the caller's), anyio
+    works inside it, a provider's typed error reaches the caller as raised, and a call made
+    from that loop's own thread is refused rather than waiting on itself."""
+    import threading
+
+    import anyio.to_thread
+
+    from goat_core.errors import NotFound
+
+    context = ProviderContext(
+        scope=Scope.global_(),
+        binding=Binding(id="default", provider="reference"),
+        settings=ref.ReferenceSettings(root=str(tmp_path / "store")),
+        home=GoatHome.at(tmp_path / "home"),
+    )
+    with SyncProvider(lambda: ref.SPEC.factory(context)) as sp:
+        caller = threading.get_ident()
+
+        async def where() -> tuple[int, int]:
+            worker = await anyio.to_thread.run_sync(threading.get_ident)
+            return threading.get_ident(), worker
+
+        loop_thread, worker_thread = sp.call(where)
+        assert loop_thread != caller and worker_thread not in (caller, loop_thread)
+        with pytest.raises(NotFound):
+            sp.get_page("no such page")
+
+        async def reenter() -> None:
+            sp.check()
+
+        with pytest.raises(RuntimeError, match="its own event loop's thread"):
+            sp.call(reenter)
+        assert sp.check().ok  # the facade still works after the refusal

@@ -9,6 +9,8 @@ Like the host's facade (``goat_core/host/_sync.py``), it is typed: every corouti
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
@@ -35,9 +37,12 @@ T = TypeVar("T")
 class SyncProvider:
     """Synchronous facade over a :class:`Provider` for the CLI and scripts.
 
-    Runs an event loop in a portal thread (anyio blocking portal); each method blocks until
-    the provider's coroutine has run there and returns its result. :attr:`provider` is the
-    provider itself. Use as a context manager, or call :meth:`close`.
+    Runs an event loop in a portal thread (anyio blocking portal, asyncio); each method
+    blocks until the provider's coroutine has run there and returns its result. A call is
+    handed to that loop with ``asyncio.run_coroutine_threadsafe`` (a task of its own, as
+    the portal would start one, for about a third of the portal's own cost per call); the
+    portal starts and stops the loop. :attr:`provider` is the provider itself. Use as a
+    context manager, or call :meth:`close`.
 
     :param factory: the provider, or ``factory() -> Provider`` (called on this thread).
     """
@@ -46,6 +51,8 @@ class SyncProvider:
         self._cm: Any = anyio.from_thread.start_blocking_portal()
         self._portal = self._cm.__enter__()
         try:
+            self._loop: asyncio.AbstractEventLoop = self._portal.call(asyncio.get_running_loop)
+            self._loop_thread: int = self._portal.call(threading.get_ident)
             self.provider = factory if isinstance(factory, Provider) else factory()
         except BaseException:
             self._cm.__exit__(None, None, None)
@@ -58,15 +65,18 @@ class SyncProvider:
         """Await ``fn(*args, **kwargs)`` on the portal's event loop and return its result
         (for a provider's own coroutine methods: ``sp.call(sp.provider.lint, fix=True)``).
 
-        :raises RuntimeError: the facade is closed.
+        :raises RuntimeError: the facade is closed, or the call comes from its own event
+            loop's thread (it would wait on itself forever).
         """
         if self._cm is None:
             raise RuntimeError("SyncProvider is closed")
+        if threading.get_ident() == self._loop_thread:
+            raise RuntimeError("SyncProvider cannot be called from its own event loop's thread")
 
         async def run() -> T:
             return await fn(*args, **kwargs)
 
-        return self._portal.call(run)  # type: ignore[no-any-return]
+        return asyncio.run_coroutine_threadsafe(run(), self._loop).result()
 
     # -- identity -----------------------------------------------------------------------------
     @property
@@ -105,8 +115,14 @@ class SyncProvider:
     # -- reads --------------------------------------------------------------------------------
     def recall(self, query: str, *, limit: int = 10, max_tokens: int | None = None) -> RecallResult:
         """As :meth:`Provider.recall`; ``max_tokens`` is passed on only when given (to a
-        provider that counts tokens, ``ProviderSpec.counts_tokens``)."""
+        provider that counts tokens, ``ProviderSpec.counts_tokens``). Without it the
+        provider may answer on this thread (``Provider._recall_now``: a folder store whose
+        worker is idle), sparing the hops to the event loop and back."""
         if max_tokens is None:
+            if self._cm is not None and threading.get_ident() != self._loop_thread:
+                now = self.provider._recall_now(query, limit)
+                if now is not None:
+                    return now
             return self.call(self.provider.recall, query, limit=limit)
         return self.call(self.provider.recall, query, limit=limit, max_tokens=max_tokens)
 

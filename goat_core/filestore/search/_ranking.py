@@ -8,6 +8,7 @@ import math
 import operator
 import sqlite3
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -44,6 +45,7 @@ PROXIMITY_WINDOW = 3
 
 
 _DOC_COL = operator.itemgetter(0, 1)
+_BY_SCORE = operator.itemgetter(0)
 _STEPS = range(1, PROXIMITY_WINDOW + 1)
 
 
@@ -89,6 +91,10 @@ term with more positions than a hundredth of this is read for its candidates onl
 time (reading all its positions would cost more than the memo saves)."""
 MEMO_NOTES = 50_000
 """Most notes whose sizes and paths a :class:`_Memo` keeps (all are dropped past it)."""
+MEMO_IMPACTS = 100_000
+"""Most term impacts on notes (:data:`_Impact`) a :class:`_Memo` keeps, each worked out for a
+note that was a candidate (all are dropped when a term's would pass it; with its offsets by
+column about 300 bytes each, so about 30 MB at most)."""
 WORD_INDEX_SHOWS = 8
 """How many times a kept note is shown before its word index is built. Building one costs
 about as much as 12-20 snippets cut by scanning save against looking words up (measured on the
@@ -103,8 +109,10 @@ characters in all: 10.6 MB), so about 15 MB at most."""
 
 class _Memo:
     """What earlier searches read from one index that does not depend on the query: each
-    term's note count and positions in every note (up to :data:`MEMO_INSTANCES`), notes'
-    column sizes and paths, the column averages, and the notes shown in hits (their row, the
+    term's note count and positions in every note (up to :data:`MEMO_INSTANCES`), its share
+    of FTS5's ``bm25`` in each of those notes (one number a note, dropped with the
+    positions), its impact on each note it was a candidate for (up to :data:`MEMO_IMPACTS`),
+    notes' column sizes and paths, the column averages, and the notes shown in hits (their row, the
     body ready for snippets: :class:`_Prepared`, its word index built once the note has been
     shown :data:`WORD_INDEX_SHOWS` times). Valid for one state of the index: the owner calls
     :meth:`valid_for` with a key that changes whenever the index may have (another
@@ -117,6 +125,9 @@ class _Memo:
     def clear(self) -> None:
         self.doc_counts: dict[str, int] = {}
         self.postings: dict[str, dict[int, list[tuple[int, list[int]]]]] = {}
+        self.impacts: dict[str, dict[int, _Impact]] = {}
+        self.impact_count = 0
+        self.fts5: dict[str, list[tuple[int, float]]] = {}
         self.instances = 0
         self.sizes: dict[int, list[int]] = {}
         self.paths: dict[int, str] = {}
@@ -174,12 +185,91 @@ class _Scorer:
         row = self.db.execute("SELECT count(*) FROM fts WHERE fts MATCH ?", (term.expr,))
         return int(row.fetchone()[0])
 
+    def notes_of_terms(self) -> list[set[int]] | None:
+        """The notes holding each query term, when every term is one token (not a prefix)
+        whose positions the memo holds or that no note holds (read into the memo here, as
+        the scoring would); else ``None``. FTS5 matches such a term exactly where the
+        index lists its token, so these sets are the notes its ``AND``/``OR`` queries
+        match."""
+        out: list[set[int]] = []
+        for term in self.terms:
+            if len(term.tokens) != 1 or term.prefix:
+                return None
+            if self._doc_count(term) == 0:
+                out.append(set())
+                continue
+            known = self.memo.postings.get(term.tokens[0])
+            if known is None:
+                return None
+            out.append(set(known))
+        return out or None
+
+    def bm25_order(self) -> list[tuple[float, int]] | None:
+        """FTS5's ``bm25`` (with :data:`COLUMN_WEIGHTS`) of every note matching any query
+        term, best first, as ``(score, note id)``, computed here as FTS5 computes it (the
+        same operations in the same order, so the same doubles; ``fts5_aux.c``,
+        ``fts5Bm25Function``) from the positions and sizes the memo holds: ``None`` unless
+        :meth:`notes_of_terms` knows every term's notes. Notes with equal scores come in no
+        particular order (the caller checks for ties where order matters)."""
+        memo = self.memo
+        averages = memo.averages
+        ncols = len(COLUMN_WEIGHTS)
+        if self.notes_of_terms() is None or not averages or len(averages) < 1 + ncols:
+            return None
+        n_rows = averages[0]
+        if n_rows <= 0:
+            return None
+        avgdl = float(sum(averages[1 : 1 + ncols])) / float(n_rows)
+        acc: dict[int, float] = {}
+        for term in self.terms:
+            tok = term.tokens[0]
+            known = memo.postings.get(tok)
+            if not known:
+                continue
+            contrib = memo.fts5.get(tok)
+            if contrib is None:
+                contrib = memo.fts5[tok] = self._bm25_parts(known, self._doc_count(term), avgdl)
+            for rid, part in contrib:
+                acc[rid] = acc.get(rid, 0.0) + part
+        return sorted(((sc, rid) for rid, sc in acc.items()), key=_BY_SCORE, reverse=True)
+
+    def _bm25_parts(
+        self, known: dict[int, list[tuple[int, list[int]]]], n_hit: int, avgdl: float
+    ) -> list[tuple[int, float]]:
+        """One term's share of FTS5's ``bm25`` in each note holding it."""
+        memo = self.memo
+        n_rows = memo.averages[0] if memo.averages else 0
+        idf = math.log((n_rows - n_hit + 0.5) / (n_hit + 0.5))
+        if idf <= 0.0:
+            idf = 1e-6
+        missing = [rid for rid in known if rid not in memo.sizes]
+        if missing:
+            if len(memo.sizes) + len(missing) > MEMO_NOTES:
+                memo.sizes.clear()
+                memo.paths.clear()
+                missing = list(known)
+            more = ",".join(str(int(r)) for r in missing)
+            for rid, sz in self.db.execute(f"SELECT id, sz FROM fts_docsize WHERE id IN ({more})"):
+                memo.sizes[rid] = _varints(bytes(sz))
+        k1, b = 1.2, 0.75  # FTS5's own
+        out: list[tuple[int, float]] = []
+        for rid, cols in known.items():
+            freq = 0.0
+            for col, offs in cols:
+                freq += COLUMN_WEIGHTS[col] * len(offs)  # whole numbers: exact in any order
+            d = float(sum(memo.sizes.get(rid, ())))
+            out.append((rid, idf * ((freq * (k1 + 1.0)) / (freq + k1 * (1 - b + b * d / avgdl)))))
+        return out
+
     def _remember_positions(self, tok: str, instances: int) -> None:
         """Read every position of ``tok`` (``instances`` of them) into the memo, by note, each
         note's columns in order."""
         memo = self.memo
         if memo.instances + instances > MEMO_INSTANCES:
             memo.postings.clear()
+            memo.impacts.clear()
+            memo.impact_count = 0
+            memo.fts5.clear()
             memo.instances = 0
         by_doc: dict[int, list[tuple[int, list[int]]]] = {}
         rows = self.db.execute(
@@ -190,23 +280,64 @@ class _Scorer:
         memo.postings[tok] = by_doc
         memo.instances += len(rows)
 
-    def _freqs(
-        self, term: _QueryTerm, ids: str, candidates: list[int]
-    ) -> tuple[dict[tuple[int, int], int], dict[tuple[int, int], list[int]]]:
-        """``(note id, column) -> occurrences`` of the term among the notes ``ids``, and for a
-        one-token term ``(note id, column) -> token offsets`` (for proximity); from the memo
-        when it holds the term's positions."""
-        per_token: list[dict[tuple[int, int], int]] = []
-        offsets: dict[tuple[int, int], list[int]] = {}
-        known = self.memo.postings.get(term.tokens[0]) if len(term.tokens) == 1 else None
+    def _per_note(
+        self,
+        term: _QueryTerm,
+        ids: str,
+        candidates: list[int],
+        idf: float,
+        lengths: Callable[[int], list[float]],
+        avg_len: list[float],
+    ) -> tuple[dict[int, _Impact], bool]:
+        """The term's :class:`_Impact` on each candidate note holding it (in note id order),
+        and whether its offsets are known (a one-token term: for proximity). A term whose
+        positions the memo holds is read from there, and each note's impact is kept in the
+        memo (valid for the index state, like the positions it comes from); any other term
+        is read from the index for these candidates."""
+        memo = self.memo
+        tok = term.tokens[0]
+        known = memo.postings.get(tok) if len(term.tokens) == 1 else None
         if known is not None and not term.prefix:
-            for rid in sorted(set(candidates)):  # as the table lists them: by note, column
-                for col, offs in known.get(rid, ()):
-                    key = (rid, col)
-                    have = offsets.get(key)
-                    # the memo's lists are shared: never extended in place
-                    offsets[key] = offs if have is None else have + offs
-            return {k: len(v) for k, v in offsets.items()}, offsets
+            if memo.impact_count + len(candidates) > MEMO_IMPACTS:
+                memo.impacts.clear()
+                memo.impact_count = 0
+            kept = memo.impacts.get(tok)
+            if kept is None:
+                kept = memo.impacts[tok] = {}
+            out: dict[int, _Impact] = {}
+            for rid in sorted(candidates):  # as the table lists them: by note, column
+                got = kept.get(rid)
+                if got is None:
+                    cols = known.get(rid)
+                    if cols is None:
+                        continue
+                    merged: dict[int, list[int]] = {}
+                    for col, offs in cols:
+                        have = merged.get(col)
+                        # the memo's lists are shared: never extended in place
+                        merged[col] = offs if have is None else have + offs
+                    counts = {col: len(offs) for col, offs in merged.items()}
+                    got = kept[rid] = _impact(counts, merged, idf, lengths(rid), avg_len)
+                    memo.impact_count += 1
+                out[rid] = got
+            return out, True
+        counts_of: dict[int, dict[int, int]] = {}
+        offsets_of: dict[int, dict[int, list[int]]] = {}
+        single = len(term.tokens) == 1 and not term.prefix
+        for (rid, col), cnt in self._freqs(term, ids, offsets_of).items():
+            counts_of.setdefault(rid, {})[col] = cnt
+        return {
+            rid: _impact(counts, offsets_of.get(rid), idf, lengths(rid), avg_len)
+            for rid, counts in counts_of.items()
+        }, single
+
+    def _freqs(
+        self, term: _QueryTerm, ids: str, offsets_of: dict[int, dict[int, list[int]]]
+    ) -> dict[tuple[int, int], int]:
+        """``(note id, column) -> occurrences`` of the term among the notes ``ids``, read from
+        the index, by note and column; for a one-token term each note's column offsets are
+        put in ``offsets_of`` (for proximity)."""
+        per_token: list[dict[tuple[int, int], int]] = []
         for tok in term.tokens:
             args: tuple[str, ...]
             if term.prefix:
@@ -221,14 +352,17 @@ class _Scorer:
                 ).fetchall()
                 # rows come grouped by note and column; a key seen again is merged all the same
                 for (doc, col), group in itertools.groupby(rows, key=_DOC_COL):
-                    key = (doc, self._COLS.get(col, 4))
+                    c = self._COLS.get(col, 4)
                     offs = [r[2] for r in group]
-                    have = offsets.get(key)
+                    cols = offsets_of.setdefault(doc, {})
+                    have = cols.get(c)
                     if have is None:
-                        offsets[key] = offs
+                        cols[c] = offs
                     else:
                         have.extend(offs)
-                return {k: len(v) for k, v in offsets.items()}, offsets
+                return {
+                    (rid, c): len(o) for rid, cols in offsets_of.items() for c, o in cols.items()
+                }
             for doc, col, cnt in self.db.execute(
                 f"SELECT doc, col, count(*) FROM temp.fts_where WHERE {where}"
                 f" AND doc IN ({ids}) GROUP BY doc, col",
@@ -237,36 +371,12 @@ class _Scorer:
                 got[(doc, self._COLS.get(col, 4))] = cnt
             per_token.append(got)
         if not per_token:
-            return {}, offsets
+            return {}
         if len(per_token) == 1:
-            return per_token[0], offsets
+            return per_token[0]
         # a phrase of pairs: as often as its rarest pair
         keys = set(per_token[0]).intersection(*per_token[1:])
-        return {k: min(p[k] for p in per_token) for k in keys}, offsets
-
-    @staticmethod
-    def _near(
-        first: dict[tuple[int, int], list[int]], second: dict[tuple[int, int], list[int]]
-    ) -> dict[int, float]:
-        """Per note: how often the second term follows the first within
-        :data:`PROXIMITY_WINDOW` tokens in one column, weighted by the column's weight."""
-        out: dict[int, float] = {}
-        for key, offs in second.items():
-            before = first.get(key)
-            if not before:
-                continue
-            # how many of the second term's offsets follow one of the first's closely enough
-            # (a term's offsets in a column are distinct), from whichever side is shorter
-            if len(before) <= len(offs):
-                after = {o + d for o in before for d in _STEPS}
-                n = len(after.intersection(offs))
-            else:
-                first_at = set(before)
-                n = sum(1 for o in offs if any(o - d in first_at for d in _STEPS))
-            if n:
-                rid, col = key
-                out[rid] = out.get(rid, 0.0) + COLUMN_WEIGHTS[col] * n
-        return out
+        return {k: min(p[k] for p in per_token) for k in keys}
 
     def score(self, candidates: list[int]) -> _Scored:
         out = _Scored(scores={}, title_terms={}, paths={})
@@ -299,13 +409,18 @@ class _Scorer:
                 memo.paths[rid] = path
         sizes = memo.sizes
         out.paths = {rid: memo.paths[rid] for rid in candidates if rid in memo.paths}
-        k1, b = BM25_K1, BM25_B
+
+        def lengths(rid: int) -> list[float]:
+            size = sizes.get(rid)
+            return [size[col] if size and len(size) > col else avg_len[col] for col in range(ncols)]
+
+        k1 = BM25_K1
         scores = dict.fromkeys(candidates, 0.0)
-        title_hits: dict[int, int] = dict.fromkeys(candidates, 0)
-        title_idf: dict[int, float] = dict.fromkeys(candidates, 0.0)
-        matched: dict[int, int] = dict.fromkeys(candidates, 0)
+        title_hits: dict[int, int] = {}
+        title_idf: dict[int, float] = {}
+        matched: dict[int, int] = {}
         usable = 0
-        previous: dict[tuple[int, int], list[int]] = {}
+        previous: dict[int, _Impact] | None = None
         previous_idf = 0.0
         for term in self.terms:
             if not term.tokens:
@@ -313,28 +428,24 @@ class _Scorer:
             usable += 1
             n = self._doc_count(term)
             idf = math.log(1.0 + (n_docs - n + 0.5) / (n + 0.5))
-            weighted: dict[int, float] = {}
-            freqs, offsets = self._freqs(term, ids, candidates)
-            near = self._near(previous, offsets) if previous else {}
-            previous = offsets
-            for rid, count in near.items():
-                pidf = (idf + previous_idf) / 2.0
-                scores[rid] += PROXIMITY_WEIGHT * pidf * count * (k1 + 1.0) / (count + k1)
-            previous_idf = idf
-            for (rid, col), cnt in freqs.items():
-                size = sizes.get(rid)
-                length = size[col] if size and len(size) > col else avg_len[col]
-                # BM25F: each column's frequency normalised by that column's length
-                norm = 1.0 - b + b * length / avg_len[col]
-                weighted[rid] = weighted.get(rid, 0.0) + COLUMN_WEIGHTS[col] * cnt / norm
-                if col == 0:
-                    title_hits[rid] = title_hits.get(rid, 0) + cnt
+            per, positioned = self._per_note(term, ids, candidates, idf, lengths, avg_len)
+            pidf = (idf + previous_idf) / 2.0
+            for rid, (bm, tcnt, alias, offsets) in per.items():
+                if previous and offsets:
+                    before = previous.get(rid)
+                    if before is not None and before[3]:
+                        near = _near(before[3], offsets)
+                        if near:
+                            scores[rid] += PROXIMITY_WEIGHT * pidf * near * (k1 + 1.0) / (near + k1)
+                if tcnt:
+                    title_hits[rid] = title_hits.get(rid, 0) + tcnt
                     title_idf[rid] = title_idf.get(rid, 0.0) + idf
-                elif col == 1:
-                    scores[rid] = scores.get(rid, 0.0) + ALIAS_BONUS * idf
-            for rid, wtf in weighted.items():
+                if alias:
+                    scores[rid] += ALIAS_BONUS * idf
                 matched[rid] = matched.get(rid, 0) + 1
-                scores[rid] = scores.get(rid, 0.0) + idf * wtf * (k1 + 1.0) / (wtf + k1)
+                scores[rid] += bm
+            previous = per if positioned else None
+            previous_idf = idf
         for rid, tidf in title_idf.items():
             if tidf <= 0:
                 continue
@@ -348,6 +459,73 @@ class _Scorer:
         out.scores = scores
         out.title_terms = {rid: c for rid, c in title_hits.items() if c}
         return out
+
+
+#: A term's share of a note's score, worked out once per note and index state: the saturated
+#: BM25F part, its occurrences in the title, whether an alias holds it, and its token offsets
+#: by column (``None`` for a term of several tokens or a prefix: no proximity).
+_Impact = tuple[float, int, bool, "dict[int, list[int]] | None"]
+
+
+def _impact(
+    counts: dict[int, int],
+    offsets: dict[int, list[int]] | None,
+    idf: float,
+    length: list[float],
+    avg_len: list[float],
+) -> _Impact:
+    """BM25F of one term in one note: each column's count (``counts``, in the index's column
+    order) divided by ``1 - b + b * length / average length``, weighted, summed, and
+    saturated with ``k1``, times ``idf``."""
+    b, k1 = BM25_B, BM25_K1
+    wtf = 0.0
+    for col, cnt in counts.items():
+        norm = 1.0 - b + b * length[col] / avg_len[col]
+        wtf = wtf + COLUMN_WEIGHTS[col] * cnt / norm
+    return idf * wtf * (k1 + 1.0) / (wtf + k1), counts.get(0, 0), 1 in counts, offsets
+
+
+def _near(first: dict[int, list[int]], second: dict[int, list[int]]) -> float:
+    """How often, in one note, the second term follows the first within
+    :data:`PROXIMITY_WINDOW` tokens in one column, weighted by the column's weight (summed in
+    the second term's column order)."""
+    out = 0.0
+    for col, offs in second.items():
+        before = first.get(col)
+        if not before:
+            continue
+        # how many of the second term's offsets follow one of the first's closely enough
+        # (a term's offsets in a column are distinct), from whichever side is shorter
+        if len(before) <= len(offs):
+            after = {o + d for o in before for d in _STEPS}
+            n = len(after.intersection(offs))
+        else:  # the second's offsets that some step back lands on one of the first's
+            first_at = set(before)
+            n = len({o + d for d in _STEPS for o in first_at.intersection([x - d for x in offs])})
+        if n:
+            out = out + COLUMN_WEIGHTS[col] * n
+    return out
+
+
+def _best_others(
+    ordered: list[tuple[float, int]] | None, top: int, have: set[int], most: int
+) -> list[int] | None:
+    """The notes FTS5 would answer for the ``OR`` query ``LIMIT top`` that are not in
+    ``have``, at most ``most`` of them, in any order, from ``ordered`` (its ``bm25`` order,
+    :meth:`_Scorer.bm25_order`); ``None`` when that is unknown or when equal scores straddle
+    either cut (FTS5's order among equal scores decides then)."""
+    if ordered is None:
+        return None
+    if len(ordered) > top and ordered[top - 1][0] == ordered[top][0]:
+        return None
+    others = [entry for entry in ordered[:top] if entry[1] not in have]
+    if len(others) > most and others[most - 1][0] == others[most][0]:
+        return None
+    return [rid for _score, rid in others[:most]]
+
+
+def _count(db: sqlite3.Connection, count_sql: str, match: str) -> int:
+    return int(db.execute(count_sql, (match,)).fetchone()[0])
 
 
 def _marks(qterms: list[_QueryTerm]) -> list[_Mark]:
@@ -373,22 +551,33 @@ def _rank(
     count_sql = "SELECT count(*) FROM fts WHERE fts MATCH ?"
     depth = max(limit, RERANK_DEPTH)
     q_and = fts_query(terms, "AND")
-    candidates = [rid for (rid,) in db.execute(rank_sql, (q_and, depth))]
+    scorer = _Scorer(db, qterms, memo)
+    notes = scorer.notes_of_terms()
+    every = set.intersection(*notes) if notes is not None else None
+    if every is not None and len(every) < depth:
+        # fewer notes hold every term than are re-scored: all of them, in any order (the
+        # ranking below orders them completely), without asking FTS5
+        candidates = sorted(every)
+    else:
+        candidates = [rid for (rid,) in db.execute(rank_sql, (q_and, depth))]
     if len(candidates) < depth:
         total = len(candidates)
     else:
-        total = db.execute(count_sql, (q_and,)).fetchone()[0]
+        total = len(every) if every is not None else _count(db, count_sql, q_and)
     if total < limit and len(terms) > 1:
         # too few notes hold every term: notes holding some of them compete too
         q_or = fts_query(terms, "OR")
         have = set(candidates)
-        candidates += [
-            rid
-            for (rid,) in db.execute(rank_sql, (q_or, depth + len(candidates)))
-            if rid not in have
-        ][:depth]
-        total = db.execute(count_sql, (q_or,)).fetchone()[0]
-    scored = _Scorer(db, qterms, memo).score(candidates)
+        more = _best_others(scorer.bm25_order(), depth + len(candidates), have, depth)
+        if more is None:  # FTS5 orders them (the memo lacks a term, or scores tie)
+            more = [
+                rid
+                for (rid,) in db.execute(rank_sql, (q_or, depth + len(candidates)))
+                if rid not in have
+            ][:depth]
+        candidates += more
+        total = len(set().union(*notes)) if notes is not None else _count(db, count_sql, q_or)
+    scored = scorer.score(candidates)
     ranked = sorted(candidates, key=scored.order)
     marks = _marks(qterms)
     hits: list[SearchHit] = []
