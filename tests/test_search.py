@@ -1275,3 +1275,26 @@ def test_proximity_counts_the_same_from_either_side() -> None:
     # fewer of the second: each is checked against the first's (title weight 10)
     assert _Scorer._near({(1, 0): [0, 1, 2, 10, 11]}, {(1, 0): [4, 13], (2, 0): [1]}) == {1: 20.0}
     assert _Scorer._near({(1, 0): [5, 6, 7]}, {(1, 0): [4]}) == {}
+
+
+# -- adversarial review findings (branch adv-findings): each test fails on the reviewed code ---
+
+
+def test_adv_a_note_larger_than_the_memo_bound_is_never_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``MEMO_SHOWN_CHARS`` bounds the shown notes kept for snippets ("about 15 MB at most"),
+    but a note longer than the bound alone was kept anyway (the memo is emptied, then the note
+    is added): a 10-million-character note stayed in the memo, and its 8th recall built its
+    word index: that recall took 3.7 s (0.3 to 12 ms before and after) and left 73 MB more
+    resident in the process."""
+    from goat_core.filestore.search import _ranking
+
+    monkeypatch.setattr(_ranking, "MEMO_SHOWN_CHARS", 100)
+    body = "harbour " + "filler words " * 50  # 658 characters, over the bound
+    with SearchIndex(tmp_path / "ix.sqlite") as ix:
+        ix.sync([FileStat("n.md", 1, len(body))], lambda p: IndexedDoc(p, "Note", body))
+        for _ in range(_ranking.WORD_INDEX_SHOWS):
+            assert ix.search("harbour").hits[0].snippet.startswith("harbour")
+        assert ix._memo.shown_chars <= 100
+        assert all(kept[5].words is None for kept in ix._memo.shown.values())

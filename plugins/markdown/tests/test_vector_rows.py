@@ -309,3 +309,240 @@ def test_compaction_removes_an_interrupted_compactions_file(
     assert Path(f"{path}-rows1").stat().st_size == 60 * DIM
     assert index.search("body of n002.md", 1)[0].path == "n002.md"
     index.close()
+
+
+# -- adversarial review findings (branch adv-findings): each test fails on the reviewed code ---
+
+
+class _HookedDb:
+    """The index's SQLite connection, running ``action`` (another process's commit) just
+    before the ``nth`` statement that starts with ``trigger``: the window between two
+    statements of one search, where a concurrent writer can commit."""
+
+    def __init__(self, db: sqlite3.Connection, trigger: str, action: Any, nth: int = 1) -> None:
+        self.db, self.trigger, self.action, self.left = db, trigger, action, nth
+
+    def execute(self, sql: str, *args: Any) -> Any:
+        if self.left and sql.startswith(self.trigger):
+            self.left -= 1
+            if not self.left:
+                self.action()
+        return self.db.execute(sql, *args)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.db, name)
+
+
+def test_adv_a_write_committed_while_a_search_loads_its_map_is_no_crash(
+    filled: tuple[Path, FakeEmbedder],
+) -> None:
+    """Another process appends a note between ``_row_map``'s ``max(slot)`` and its listing of
+    the rows (two statements, two snapshots): the slot listed past the arrays sized from the
+    first made the search raise a bare ``IndexError`` (a recall then fails with an internal
+    error). Seen with two writer and two reader processes: 20 ``IndexError`` in 25 s."""
+    path, _ = filled
+    writer = VectorIndex(path, NoteEmbedder())
+    reader = VectorIndex(path, NoteEmbedder())
+    reader._db = _HookedDb(  # type: ignore[assignment]
+        reader._db,
+        "SELECT slot, path, kind",
+        lambda: writer.sync([*LISTING, ("new.md", 1, 1)], _load),
+    )
+    try:
+        hits = reader.search("body of n030.md", 1)
+    finally:
+        reader._db = reader._db.db  # type: ignore[attr-defined]
+    assert hits[0].path == "n030.md"
+    assert reader.note_count() == 41  # nothing dropped: nothing was damaged
+    writer.close()
+    reader.close()
+
+
+def test_adv_a_compaction_by_another_process_during_a_search_is_no_damage(
+    filled: tuple[Path, FakeEmbedder],
+) -> None:
+    """Another process compacts between the search's map (old slots) and its lookup of the
+    row file (the new generation): the search reported ``IndexDamaged`` ("holds only 60 rows;
+    the 0 notes it holds were dropped") though nothing is damaged; with a longer new file
+    the checksum test drops healthy notes, picked by slot numbers of the old generation."""
+    path, _ = filled
+    writer = VectorIndex(path, NoteEmbedder())
+    reader = VectorIndex(path, NoteEmbedder())
+    reader._db = _HookedDb(  # type: ignore[assignment]
+        reader._db,
+        "SELECT value FROM meta WHERE key = 'rows'",
+        lambda: writer.sync(LISTING[20:], _load),  # 20 removed: compacted into rows1
+        nth=2,
+    )
+    try:
+        hits = reader.search("body of n030.md", 1)
+    finally:
+        reader._db = reader._db.db  # type: ignore[attr-defined]
+    assert hits[0].path == "n030.md"
+    writer.close()
+    reader.close()
+
+
+class _NaNQuery(FakeEmbedder):
+    def embed_query(self, text: str) -> Any:
+        return np.full(self.dimensions, np.nan, dtype=np.float32)
+
+
+class _FewerVectors(FakeEmbedder):
+    def embed_documents(self, texts: Any) -> Any:
+        return np.asarray(super().embed_documents(texts))[:-1]
+
+
+class _NarrowQuery(FakeEmbedder):
+    def embed_query(self, text: str) -> Any:
+        return super().embed_query(text)[:32]
+
+
+class _NarrowDocuments(FakeEmbedder):
+    def embed_documents(self, texts: Any) -> Any:
+        return np.asarray(super().embed_documents(texts))[:, :32]
+
+
+class _NaNDocument(FakeEmbedder):
+    def embed_documents(self, texts: Any) -> Any:
+        vecs = np.asarray(super().embed_documents(texts), dtype=np.float32)
+        vecs[0, :] = np.nan
+        return vecs
+
+
+@pytest.mark.parametrize(
+    "embedder",
+    [_FewerVectors, _NarrowQuery],
+    ids=["fewer-vectors-than-texts", "query-of-the-wrong-dimension"],
+)
+def test_adv_a_hostile_embedder_makes_recall_degraded_not_a_crash(
+    stores: Any, vault: Path, embedder: type
+) -> None:
+    """An embedder returning one vector fewer than the texts it was given made
+    ``VectorIndex.sync`` raise ``IndexError`` (``scales[i]``); a query vector of 32 dimensions
+    for a 64-dimension index made the search raise ``ValueError`` (``matmul``). Neither is
+    caught by the recall (it catches ``GoatError``, ``OSError``, ``sqlite3.Error``): the
+    exception reaches the caller (CLI: "unexpected IndexError", exit 1). The contract: the
+    keyword hits, ``complete=False``, the reason in ``degraded``."""
+    store = stores(vault, "fake", _spec(embedder()))
+    result = store.recall("phone", limit=3)
+    assert result.items[0].path == "Phone tips.md"  # the keyword side still answers
+    assert not result.complete
+    assert any("embedder 'fake'" in why for why in result.degraded)
+
+
+def test_adv_a_nan_query_vector_is_not_a_silent_keyword_only_answer(
+    stores: Any, vault: Path
+) -> None:
+    """A query vector of NaN: every score is NaN, the vector search returns no hit, and the
+    recall answered the keyword hits alone as ``complete=True``, ``degraded=()``: a
+    keyword-only answer passed off as a complete hybrid one."""
+    store = stores(vault, "fake", _spec(_NaNQuery()))
+    result = store.recall("phone", limit=10)
+    assert not result.complete and result.degraded
+
+
+def test_adv_document_vectors_of_the_wrong_dimension_are_refused_typed(tmp_path: Path) -> None:
+    """An embedder declaring 64 dimensions that returns 32-dimension document vectors: the
+    sync wrote them (half a row each, misaligned) and committed their slots; every search
+    then found "the rows file ends before row N", dropped those notes and re-embedded them,
+    at every recall, with a reason blaming the row file. A sync must refuse such vectors
+    with a typed error naming the embedder, writing nothing."""
+    from goat_core.errors import GoatError
+
+    path = tmp_path / "home" / "v.sqlite"
+    index = VectorIndex(path, _NarrowDocuments())
+    with pytest.raises(GoatError, match="dimension"):
+        index.sync(LISTING, _load)
+    assert index.note_count() == 0
+    index.close()
+
+
+def test_adv_a_nan_document_vector_is_a_typed_error(tmp_path: Path) -> None:
+    """NaN in one document vector: its scale is NaN, stored by SQLite as NULL, and the sync
+    raised ``sqlite3.IntegrityError`` (NOT NULL constraint failed: chunks.scale), rolled back
+    the whole batch, and did so again at every recall (semantic recall of every note gone,
+    the reason an SQL message); ``reindex`` lets the ``IntegrityError`` through (it catches
+    ``GoatError`` and ``OSError`` only). A sync must raise a typed error naming the embedder
+    (or skip that note and say so)."""
+    from goat_core.errors import GoatError
+
+    index = VectorIndex(tmp_path / "home" / "v.sqlite", _NaNDocument())
+    with pytest.raises(GoatError):
+        index.sync(LISTING, _load)
+    index.close()
+
+
+def test_adv_a_full_home_during_a_sync_is_store_unwritable(tmp_path: Path) -> None:
+    """``VectorIndex.sync`` says it raises ``StoreUnwritable`` for a full home; when the row
+    file still took a batch but SQLite could not, it raised a bare
+    ``sqlite3.OperationalError`` ("database or disk is full"), which ``reindex`` does not
+    type (exit 1, "unexpected OperationalError", instead of ``StoreUnwritable``, exit 6)."""
+    from goat_core.errors import StoreUnwritable
+    from goat_core.testing.fixtures import small_tmpfs
+
+    with small_tmpfs(tmp_path / "mnt", "1m") as mnt:
+        index = VectorIndex(mnt / "v.sqlite", NoteEmbedder())
+        index.sync(LISTING, _load)
+        more = [(f"x{i:04}.md", 1, 1) for i in range(3000)]
+        with pytest.raises(StoreUnwritable):
+            index.sync([*LISTING, *more], _load)
+        assert index.search("body of n007.md", 1)[0].path == "n007.md"
+        index.close()
+
+
+def test_adv_semantic_recall_on_a_read_only_home_uses_the_vectors_held(
+    tmp_path: Path, vault: Path
+) -> None:
+    """design.md: on a read-only GOAT home "a semantic recall ranks with the vectors already
+    held and says so". The vector index's SQLite file could not even be opened there
+    (``PRAGMA journal_mode=WAL`` wants its ``-shm``: "unable to open database file"), so
+    recall answered keyword results only (``RowFile``'s read-only fallback is never reached).
+    The keyword index does read a read-only home."""
+    import subprocess
+
+    from goat_core.testing.fixtures import small_tmpfs
+    from test_hybrid import _store
+
+    def lookup(name: str) -> Any:
+        return _spec(FakeEmbedder())
+
+    with small_tmpfs(tmp_path / "mnt", "8m") as mnt:
+        home = GoatHome.from_env(mnt / "home")
+        store = _store(home, vault, "fake", lookup)
+        query = "between laptop and desktop"  # no keyword hit: synonyms, semantic only
+        assert store.recall(query, limit=3).items[0].path == "Sync across devices.md"
+        store.close()
+        subprocess.run(["mount", "-o", "remount,ro", str(mnt)], check=True)
+        try:
+            store = _store(home, vault, "fake", lookup)
+            result = store.recall(query, limit=3)
+            store.close()
+        finally:
+            subprocess.run(["mount", "-o", "remount,rw", str(mnt)], check=True)
+        assert result.items and result.items[0].path == "Sync across devices.md"
+        assert not any("is unavailable" in why for why in result.degraded), result.degraded
+
+
+def test_adv_rows_written_after_the_row_file_was_deleted_reach_the_file(
+    filled: tuple[Path, FakeEmbedder],
+) -> None:
+    """The row file deleted (a user clearing the GOAT home's index folder) while an index is
+    open, e.g. in ``goat serve``: the open index keeps its descriptor and appends the next
+    sync's rows to the unlinked file, commits their slots and reports them embedded; no other
+    process can ever read them (each drops those notes as lost and re-embeds them, while the
+    open one, reading the unlinked file, finds the others' rows mismatched: they take turns
+    re-embedding). The rows of a committed sync must be in the file the index names."""
+    path, _ = filled
+    index = VectorIndex(path, NoteEmbedder())
+    assert index.search("body of n001.md", 1)[0].path == "n001.md"
+    Path(f"{path}-rows0").unlink()
+    index.sync([*LISTING, ("new.md", 1, 1)], _load)
+    names = [p.name[len(path.name) :] for p in _rows_files(path)]
+    db = sqlite3.connect(path)
+    (generation,) = db.execute("SELECT value FROM meta WHERE key = 'rows'").fetchone()
+    db.close()
+    assert f"-rows{generation}" in names
+    rows = Path(f"{path}-rows{generation}")
+    assert rows.stat().st_size >= (max(_slots(path, "new.md")) + 1) * DIM
+    index.close()
