@@ -546,3 +546,41 @@ def test_adv_rows_written_after_the_row_file_was_deleted_reach_the_file(
     rows = Path(f"{path}-rows{generation}")
     assert rows.stat().st_size >= (max(_slots(path, "new.md")) + 1) * DIM
     index.close()
+
+
+def test_adv_a_row_file_cut_short_during_a_compaction_is_no_bare_short_read(
+    filled: tuple[Path, FakeEmbedder],
+) -> None:
+    """The row file cut short by someone else after the compaction's size check (seen with a
+    process rewriting the file in place while another searched and synced: ``ShortRead:
+    32768`` out of ``VectorIndex.sync``): ``_compact_if_sparse`` let ``copy_rows``'s
+    ``ShortRead`` (a plain ``Exception``) out of ``sync``, and a recall lets it out to the
+    caller (it catches ``GoatError``, ``OSError``, ``sqlite3.Error``). Expected: the damage
+    found typed (``IndexDamaged``) or the compaction left for later."""
+    from goat_core.errors import GoatError
+
+    path, _ = filled
+    index = VectorIndex(path, NoteEmbedder())
+    rows = Path(f"{path}-rows0")
+    index._db = _HookedDb(  # type: ignore[assignment]
+        index._db, "SELECT slot FROM chunks ORDER BY slot", lambda: os.truncate(rows, 10 * DIM)
+    )
+    try:
+        index.sync(LISTING[20:], _load)  # 20 removed: compaction
+    except GoatError:
+        pass
+    finally:
+        index._db = index._db.db  # type: ignore[attr-defined]
+    index.close()
+
+
+def test_adv_a_query_vector_of_zeros_adds_no_hits(stores: Any, vault: Path) -> None:
+    """(Low; arguable.) A query the embedder maps to the zero vector (the fake one for
+    ``...``; a hostile or broken embedder for any query): every note's cosine is 0 and the
+    vector side returned every note as a hit; recall answered all four notes,
+    ``complete=True``, though neither side matched anything (keyword-only recall of ``...``
+    answers none). A zero query vector carries no ranking: it should add no hits (or say
+    ``degraded``)."""
+    store = stores(vault, "fake", _spec(FakeEmbedder()))
+    result = store.recall("...", limit=10)
+    assert not result.items or not result.complete
