@@ -584,3 +584,28 @@ def test_adv_a_query_vector_of_zeros_adds_no_hits(stores: Any, vault: Path) -> N
     store = stores(vault, "fake", _spec(FakeEmbedder()))
     result = store.recall("...", limit=10)
     assert not result.items or not result.complete
+
+
+def test_adv_a_process_left_on_the_old_embedder_never_deletes_the_new_rows(
+    filled: tuple[Path, FakeEmbedder],
+) -> None:
+    """The embedder's identity changes (a model upgrade) while another process (``goat
+    serve``) still has the index open with the old model: the new one deletes and rebuilds
+    both files; the old one keeps working on its deleted SQLite file, and its next compaction
+    deletes every row file but its own old one (``_delete_rows``), the new index's live
+    ``rows0`` included, and writes its old-model rows1 beside it. The new index then lost
+    every row ("holds 0 rows ... the 40 notes whose rows were lost are re-embedded"): a whole
+    store re-embedded with the real model."""
+    path, _ = filled
+    old = VectorIndex(path, NoteEmbedder())  # still open with fake@1
+    new = VectorIndex(path, NoteEmbedder("fake@2"))
+    assert new.rebuilt is not None and "fake@2" in new.rebuilt
+    new.sync(LISTING, _load)
+    new.close()
+    old.sync(LISTING[20:], _load)  # 20 removed: the old process compacts
+    old.close()
+    again = VectorIndex(path, NoteEmbedder("fake@2"))
+    assert again.rebuilt is None
+    assert again.sync(LISTING, _load)["embedded"] == 0
+    assert again.search("body of n005.md", 1)[0].path == "n005.md"
+    again.close()
