@@ -638,3 +638,33 @@ def test_adv_a_damaged_page_that_passes_quick_check_is_rebuilt(
     index.sync(LISTING, _load)
     assert index.search("body of n001.md", 1)[0].path == "n001.md"
     index.close()
+
+
+class _InfDocument(FakeEmbedder):
+    def embed_documents(self, texts: Any) -> Any:
+        vecs = np.asarray(super().embed_documents(texts), dtype=np.float32)
+        vecs[-1, 0] = np.inf  # one component of the batch's last text
+        return vecs
+
+
+def test_adv_an_infinite_document_vector_is_not_a_silently_lost_note(
+    stores: Any, vault: Path
+) -> None:
+    """One ``inf`` component in the vector of a note's title row: its scale is ``inf``, its
+    score NaN, and the note is left out of every semantic ranking, while the recall says
+    ``complete=True``, ``degraded=()``: "between laptop and desktop" (synonyms only: the
+    vector side's query) no longer finds "Sync across devices.md"."""
+    store = stores(vault, "fake", _spec(_InfDocument()))
+    result = store.recall("between laptop and desktop", limit=5)
+    paths = [item.path for item in result.items]
+    assert "Sync across devices.md" in paths or not result.complete
+
+
+def test_adv_reindex_types_a_hostile_embedders_failure(stores: Any, vault: Path) -> None:
+    """``reindex`` with an embedder returning NaN: ``_reindex_all`` catches ``GoatError`` and
+    ``OSError`` only, so the sync's ``sqlite3.IntegrityError`` (NOT NULL constraint failed:
+    chunks.scale) reached the caller (CLI: "unexpected IntegrityError", exit 1) instead of
+    ``ProviderUnavailable`` saying the keyword index is up to date."""
+    store = stores(vault, "fake", _spec(_NaNDocument()))
+    with pytest.raises(ProviderUnavailable, match="keyword index"):
+        store.reindex()
