@@ -410,10 +410,20 @@ class _NaNDocument(FakeEmbedder):
         return vecs
 
 
+class _ZeroDimensions(FakeEmbedder):
+    dimensions = 0
+
+    def embed_documents(self, texts: Any) -> Any:
+        return np.zeros((len(texts), 0), dtype=np.float32)
+
+    def embed_query(self, text: str) -> Any:
+        return np.zeros(0, dtype=np.float32)
+
+
 @pytest.mark.parametrize(
     "embedder",
-    [_FewerVectors, _NarrowQuery],
-    ids=["fewer-vectors-than-texts", "query-of-the-wrong-dimension"],
+    [_FewerVectors, _NarrowQuery, _ZeroDimensions],
+    ids=["fewer-vectors-than-texts", "query-of-the-wrong-dimension", "zero-dimensions"],
 )
 def test_adv_a_hostile_embedder_makes_recall_degraded_not_a_crash(
     stores: Any, vault: Path, embedder: type
@@ -421,7 +431,8 @@ def test_adv_a_hostile_embedder_makes_recall_degraded_not_a_crash(
     """An embedder returning one vector fewer than the texts it was given made
     ``VectorIndex.sync`` raise ``IndexError`` (``scales[i]``); a query vector of 32 dimensions
     for a 64-dimension index made the search raise ``ValueError`` (``matmul``). Neither is
-    caught by the recall (it catches ``GoatError``, ``OSError``, ``sqlite3.Error``): the
+    caught by the recall (it catches ``GoatError``, ``OSError``, ``sqlite3.Error``), nor is
+    the ``ValueError`` of an embedder of 0 dimensions (``np.abs(vecs).max(axis=1)``): the
     exception reaches the caller (CLI: "unexpected IndexError", exit 1). The contract: the
     keyword hits, ``complete=False``, the reason in ``degraded``."""
     store = stores(vault, "fake", _spec(embedder()))
