@@ -679,3 +679,33 @@ def test_adv_reindex_types_a_hostile_embedders_failure(stores: Any, vault: Path)
     store = stores(vault, "fake", _spec(_NaNDocument()))
     with pytest.raises(ProviderUnavailable, match="keyword index"):
         store.reindex()
+
+
+def test_adv_a_compaction_racing_a_search_never_drops_healthy_notes(
+    filled: tuple[Path, FakeEmbedder],
+) -> None:
+    """As above, with the other process adding 40 notes after its compaction (the new file
+    then holds more rows than the search's old map): the search compared the new file's rows
+    with the old slots' checksums, found 120 "damaged", and dropped 40 healthy notes of 60
+    (re-embedded by the recall that follows: with a real model, most of a store)."""
+    path, _ = filled
+    writer = VectorIndex(path, NoteEmbedder())
+    reader = VectorIndex(path, NoteEmbedder())
+    more = [(f"m{i:03}.md", 1, 1) for i in range(40)]
+
+    def other_process() -> None:
+        writer.sync(LISTING[20:], _load)  # compacted into rows1
+        writer.sync([*LISTING[20:], *more], _load)
+
+    reader._db = _HookedDb(  # type: ignore[assignment]
+        reader._db, "SELECT value FROM meta WHERE key = 'rows'", other_process, nth=2
+    )
+    try:
+        reader.search("body of n030.md", 1)
+    except IndexDamaged:
+        pass
+    finally:
+        reader._db = reader._db.db  # type: ignore[attr-defined]
+    assert reader.note_count() == 60
+    writer.close()
+    reader.close()
