@@ -1277,10 +1277,10 @@ def test_proximity_counts_the_same_from_either_side() -> None:
     assert _Scorer._near({(1, 0): [5, 6, 7]}, {(1, 0): [4]}) == {}
 
 
-# -- adversarial review findings (branch adv-findings): each test fails on the reviewed code ---
+# -- the snippet memo's bound -----------------------------------------------------------------
 
 
-def test_adv_a_note_larger_than_the_memo_bound_is_never_kept(
+def test_a_note_larger_than_the_memo_bound_is_never_kept(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """``MEMO_SHOWN_CHARS`` bounds the shown notes kept for snippets ("about 15 MB at most"),
