@@ -311,7 +311,7 @@ def test_compaction_removes_an_interrupted_compactions_file(
     index.close()
 
 
-# -- adversarial review findings (branch adv-findings): each test fails on the reviewed code ---
+# -- races with other processes, hostile embedders, damage SQLite's check on open misses ------
 
 
 class _HookedDb:
@@ -333,7 +333,7 @@ class _HookedDb:
         return getattr(self.db, name)
 
 
-def test_adv_a_write_committed_while_a_search_loads_its_map_is_no_crash(
+def test_a_write_committed_while_a_search_loads_its_map_is_no_crash(
     filled: tuple[Path, FakeEmbedder],
 ) -> None:
     """Another process appends a note between ``_row_map``'s ``max(slot)`` and its listing of
@@ -358,26 +358,39 @@ def test_adv_a_write_committed_while_a_search_loads_its_map_is_no_crash(
     reader.close()
 
 
-def test_adv_a_compaction_by_another_process_during_a_search_is_no_damage(
+class _RacingEmbedder(NoteEmbedder):
+    """Runs ``before_query`` (another process's sync) once, as the search embeds its query:
+    after the search read its slots' map, before it reads the rows."""
+
+    def __init__(self, before_query: Any) -> None:
+        super().__init__()
+        self.before_query = before_query
+
+    def embed_query(self, text: str) -> Any:
+        action, self.before_query = self.before_query, None
+        if action is not None:
+            action()
+        return super().embed_query(text)
+
+
+def test_a_compaction_by_another_process_during_a_search_is_no_damage(
     filled: tuple[Path, FakeEmbedder],
 ) -> None:
-    """Another process compacts between the search's map (old slots) and its lookup of the
-    row file (the new generation): the search reported ``IndexDamaged`` ("holds only 60 rows;
-    the 0 notes it holds were dropped") though nothing is damaged; with a longer new file
-    the checksum test drops healthy notes, picked by slot numbers of the old generation."""
+    """Another process compacts between the search's map (old slots) and its read of the
+    rows (the old file is deleted, the new generation named): the search reported
+    ``IndexDamaged`` ("holds only 60 rows; the 0 notes it holds were dropped") though nothing
+    is damaged. The map keeps its generation's file open, so the search reads the rows its
+    slots refer to. (The other process ran at the search's second read of the generation;
+    the search now reads it once, inside the map's snapshot, so it runs as the query is
+    embedded: the window between the map and the rows.)"""
     path, _ = filled
     writer = VectorIndex(path, NoteEmbedder())
-    reader = VectorIndex(path, NoteEmbedder())
-    reader._db = _HookedDb(  # type: ignore[assignment]
-        reader._db,
-        "SELECT value FROM meta WHERE key = 'rows'",
-        lambda: writer.sync(LISTING[20:], _load),  # 20 removed: compacted into rows1
-        nth=2,
+    reader = VectorIndex(
+        path,
+        _RacingEmbedder(lambda: writer.sync(LISTING[20:], _load)),  # 20 removed: compacted
     )
-    try:
-        hits = reader.search("body of n030.md", 1)
-    finally:
-        reader._db = reader._db.db  # type: ignore[attr-defined]
+    hits = reader.search("body of n030.md", 1)
+    assert Path(f"{path}-rows1").exists() and not Path(f"{path}-rows0").exists()
     assert hits[0].path == "n030.md"
     writer.close()
     reader.close()
@@ -425,7 +438,7 @@ class _ZeroDimensions(FakeEmbedder):
     [_FewerVectors, _NarrowQuery, _ZeroDimensions],
     ids=["fewer-vectors-than-texts", "query-of-the-wrong-dimension", "zero-dimensions"],
 )
-def test_adv_a_hostile_embedder_makes_recall_degraded_not_a_crash(
+def test_a_hostile_embedder_makes_recall_degraded_not_a_crash(
     stores: Any, vault: Path, embedder: type
 ) -> None:
     """An embedder returning one vector fewer than the texts it was given made
@@ -442,9 +455,7 @@ def test_adv_a_hostile_embedder_makes_recall_degraded_not_a_crash(
     assert any("embedder 'fake'" in why for why in result.degraded)
 
 
-def test_adv_a_nan_query_vector_is_not_a_silent_keyword_only_answer(
-    stores: Any, vault: Path
-) -> None:
+def test_a_nan_query_vector_is_not_a_silent_keyword_only_answer(stores: Any, vault: Path) -> None:
     """A query vector of NaN: every score is NaN, the vector search returns no hit, and the
     recall answered the keyword hits alone as ``complete=True``, ``degraded=()``: a
     keyword-only answer passed off as a complete hybrid one."""
@@ -453,7 +464,7 @@ def test_adv_a_nan_query_vector_is_not_a_silent_keyword_only_answer(
     assert not result.complete and result.degraded
 
 
-def test_adv_document_vectors_of_the_wrong_dimension_are_refused_typed(tmp_path: Path) -> None:
+def test_document_vectors_of_the_wrong_dimension_are_refused_typed(tmp_path: Path) -> None:
     """An embedder declaring 64 dimensions that returns 32-dimension document vectors: the
     sync wrote them (half a row each, misaligned) and committed their slots; every search
     then found "the rows file ends before row N", dropped those notes and re-embedded them,
@@ -469,7 +480,7 @@ def test_adv_document_vectors_of_the_wrong_dimension_are_refused_typed(tmp_path:
     index.close()
 
 
-def test_adv_a_nan_document_vector_is_a_typed_error(tmp_path: Path) -> None:
+def test_a_nan_document_vector_is_a_typed_error(tmp_path: Path) -> None:
     """NaN in one document vector: its scale is NaN, stored by SQLite as NULL, and the sync
     raised ``sqlite3.IntegrityError`` (NOT NULL constraint failed: chunks.scale), rolled back
     the whole batch, and did so again at every recall (semantic recall of every note gone,
@@ -484,7 +495,7 @@ def test_adv_a_nan_document_vector_is_a_typed_error(tmp_path: Path) -> None:
     index.close()
 
 
-def test_adv_a_full_home_during_a_sync_is_store_unwritable(tmp_path: Path) -> None:
+def test_a_full_home_during_a_sync_is_store_unwritable(tmp_path: Path) -> None:
     """``VectorIndex.sync`` says it raises ``StoreUnwritable`` for a full home; when the row
     file still took a batch but SQLite could not, it raised a bare
     ``sqlite3.OperationalError`` ("database or disk is full"), which ``reindex`` does not
@@ -502,7 +513,7 @@ def test_adv_a_full_home_during_a_sync_is_store_unwritable(tmp_path: Path) -> No
         index.close()
 
 
-def test_adv_semantic_recall_on_a_read_only_home_uses_the_vectors_held(
+def test_semantic_recall_on_a_read_only_home_uses_the_vectors_held(
     tmp_path: Path, vault: Path
 ) -> None:
     """design.md: on a read-only GOAT home "a semantic recall ranks with the vectors already
@@ -535,7 +546,7 @@ def test_adv_semantic_recall_on_a_read_only_home_uses_the_vectors_held(
         assert not any("is unavailable" in why for why in result.degraded), result.degraded
 
 
-def test_adv_rows_written_after_the_row_file_was_deleted_reach_the_file(
+def test_rows_written_after_the_row_file_was_deleted_reach_the_file(
     filled: tuple[Path, FakeEmbedder],
 ) -> None:
     """The row file deleted (a user clearing the GOAT home's index folder) while an index is
@@ -559,7 +570,7 @@ def test_adv_rows_written_after_the_row_file_was_deleted_reach_the_file(
     index.close()
 
 
-def test_adv_a_row_file_cut_short_during_a_compaction_is_no_bare_short_read(
+def test_a_row_file_cut_short_during_a_compaction_is_no_bare_short_read(
     filled: tuple[Path, FakeEmbedder],
 ) -> None:
     """The row file cut short by someone else after the compaction's size check (seen with a
@@ -585,7 +596,7 @@ def test_adv_a_row_file_cut_short_during_a_compaction_is_no_bare_short_read(
     index.close()
 
 
-def test_adv_a_query_vector_of_zeros_adds_no_hits(stores: Any, vault: Path) -> None:
+def test_a_query_vector_of_zeros_adds_no_hits(stores: Any, vault: Path) -> None:
     """(Low; arguable.) A query the embedder maps to the zero vector (the fake one for
     ``...``; a hostile or broken embedder for any query): every note's cosine is 0 and the
     vector side returned every note as a hit; recall answered all four notes,
@@ -597,7 +608,7 @@ def test_adv_a_query_vector_of_zeros_adds_no_hits(stores: Any, vault: Path) -> N
     assert not result.items or not result.complete
 
 
-def test_adv_a_process_left_on_the_old_embedder_never_deletes_the_new_rows(
+def test_a_process_left_on_the_old_embedder_never_deletes_the_new_rows(
     filled: tuple[Path, FakeEmbedder],
 ) -> None:
     """The embedder's identity changes (a model upgrade) while another process (``goat
@@ -622,7 +633,7 @@ def test_adv_a_process_left_on_the_old_embedder_never_deletes_the_new_rows(
     again.close()
 
 
-def test_adv_a_damaged_page_that_passes_quick_check_is_rebuilt(
+def test_a_damaged_page_that_passes_quick_check_is_rebuilt(
     filled: tuple[Path, FakeEmbedder],
 ) -> None:
     """One flipped bit in the vector SQLite file (here a cell of an index page; 5 of 300
@@ -658,9 +669,7 @@ class _InfDocument(FakeEmbedder):
         return vecs
 
 
-def test_adv_an_infinite_document_vector_is_not_a_silently_lost_note(
-    stores: Any, vault: Path
-) -> None:
+def test_an_infinite_document_vector_is_not_a_silently_lost_note(stores: Any, vault: Path) -> None:
     """One ``inf`` component in the vector of a note's title row: its scale is ``inf``, its
     score NaN, and the note is left out of every semantic ranking, while the recall says
     ``complete=True``, ``degraded=()``: "between laptop and desktop" (synonyms only: the
@@ -671,7 +680,7 @@ def test_adv_an_infinite_document_vector_is_not_a_silently_lost_note(
     assert "Sync across devices.md" in paths or not result.complete
 
 
-def test_adv_reindex_types_a_hostile_embedders_failure(stores: Any, vault: Path) -> None:
+def test_reindex_types_a_hostile_embedders_failure(stores: Any, vault: Path) -> None:
     """``reindex`` with an embedder returning NaN: ``_reindex_all`` catches ``GoatError`` and
     ``OSError`` only, so the sync's ``sqlite3.IntegrityError`` (NOT NULL constraint failed:
     chunks.scale) reached the caller (CLI: "unexpected IntegrityError", exit 1) instead of
@@ -681,7 +690,7 @@ def test_adv_reindex_types_a_hostile_embedders_failure(stores: Any, vault: Path)
         store.reindex()
 
 
-def test_adv_a_compaction_racing_a_search_never_drops_healthy_notes(
+def test_a_compaction_racing_a_search_never_drops_healthy_notes(
     filled: tuple[Path, FakeEmbedder],
 ) -> None:
     """As above, with the other process adding 40 notes after its compaction (the new file
@@ -690,22 +699,16 @@ def test_adv_a_compaction_racing_a_search_never_drops_healthy_notes(
     (re-embedded by the recall that follows: with a real model, most of a store)."""
     path, _ = filled
     writer = VectorIndex(path, NoteEmbedder())
-    reader = VectorIndex(path, NoteEmbedder())
     more = [(f"m{i:03}.md", 1, 1) for i in range(40)]
 
     def other_process() -> None:
         writer.sync(LISTING[20:], _load)  # compacted into rows1
         writer.sync([*LISTING[20:], *more], _load)
 
-    reader._db = _HookedDb(  # type: ignore[assignment]
-        reader._db, "SELECT value FROM meta WHERE key = 'rows'", other_process, nth=2
-    )
-    try:
-        reader.search("body of n030.md", 1)
-    except IndexDamaged:
-        pass
-    finally:
-        reader._db = reader._db.db  # type: ignore[attr-defined]
+    reader = VectorIndex(path, _RacingEmbedder(other_process))
+    assert reader.search("body of n030.md", 1)[0].path == "n030.md"
     assert reader.note_count() == 60
+    # the next search reads the new generation
+    assert reader.search("body of n025.md", 1)[0].path == "n025.md"
     writer.close()
     reader.close()
