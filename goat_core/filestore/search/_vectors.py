@@ -35,6 +35,7 @@ row holds what, and one flat file beside it holds the rows
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import sqlite3
 from collections.abc import Callable, Iterable
@@ -145,8 +146,12 @@ class VectorIndex:
         self._rows: RowFile | None = None
         self._db = self._open()
         self._file = self._identity()
-        with self._faults("it was opened"):
-            lost = self._check_rows()
+        try:
+            with self._faults("it was opened"):
+                lost = self._check_rows()
+        except BaseException:
+            self.close()
+            raise
         if lost and self.rebuilt is None:
             self.rebuilt = lost
 
@@ -287,8 +292,26 @@ class VectorIndex:
                 self._rows.close()
                 self._rows = None
                 self._map = None  # it read the file just closed
-            self._rows = RowFile(name, self.embedder.dimensions)
+            self._rows = self._open_rows(name)
         return self._rows
+
+    def _open_rows(self, name: str) -> RowFile:
+        """The row file ``name``. A symbolic link in its place is removed, never followed (the
+        rows it stood for are lost: the notes they held are re-embedded).
+
+        :raises IndexDamaged: something else than a file is in its place (a folder)."""
+        try:
+            return RowFile(name, self.embedder.dimensions)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP and self.read_only is None:
+                os.unlink(name)
+                return RowFile(name, self.embedder.dimensions)
+            if exc.errno in (errno.EISDIR, errno.ELOOP):
+                raise IndexDamaged(
+                    f"{name} is not the vector rows file (a folder or a symbolic link is in its "
+                    "place); move it away to let the vector index rebuild its rows"
+                ) from exc
+            raise
 
     def _identity(self) -> tuple[int, int] | None:
         try:

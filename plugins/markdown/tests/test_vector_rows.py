@@ -712,3 +712,87 @@ def test_a_compaction_racing_a_search_never_drops_healthy_notes(
     assert reader.search("body of n025.md", 1)[0].path == "n025.md"
     writer.close()
     reader.close()
+
+
+def test_a_process_on_a_rebuilt_index_refuses_to_append_rows(
+    filled: tuple[Path, FakeEmbedder],
+) -> None:
+    """The process left on the old embedder (as above) syncs a new note: its SQLite file was
+    deleted by the rebuild, so it refuses, typed, and writes nothing into the new index's
+    row file."""
+    path, _ = filled
+    old = VectorIndex(path, NoteEmbedder())
+    new = VectorIndex(path, NoteEmbedder("fake@2"))
+    new.sync(LISTING, _load)
+    new.close()
+    size = Path(f"{path}-rows0").stat().st_size
+    with pytest.raises(ProviderUnavailable, match="rebuilt by another process"):
+        old.sync([*LISTING, ("new.md", 1, 1)], _load)
+    old.close()
+    assert Path(f"{path}-rows0").stat().st_size == size
+    again = VectorIndex(path, NoteEmbedder("fake@2"))
+    assert again.rebuilt is None and again.search("body of n005.md", 1)[0].path == "n005.md"
+    again.close()
+
+
+def test_a_compaction_between_the_generation_read_and_its_file_open_is_read_again(
+    filled: tuple[Path, FakeEmbedder], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another process compacts after the search's snapshot named generation 0 and before the
+    search opened its file: the file is gone (opening creates an empty one), the rows look
+    missing, but the generation moved on: the search reads the map again, drops nothing."""
+    from goat_core.filestore.search import _vectors
+
+    path, _ = filled
+    writer = VectorIndex(path, NoteEmbedder())
+    reader = VectorIndex(path, NoteEmbedder())
+    reader._rows.close()  # type: ignore[union-attr]
+    reader._rows = None  # the next map opens its row file again
+    opened = _vectors.RowFile
+    racing = [lambda: writer.sync(LISTING[20:], _load)]  # 20 removed: compacted into rows1
+
+    def row_file(name: str, dimensions: int) -> Any:
+        if racing and name.endswith("-rows0"):
+            racing.pop()()
+        return opened(name, dimensions)
+
+    monkeypatch.setattr(_vectors, "RowFile", row_file)
+    assert reader.search("body of n030.md", 1)[0].path == "n030.md"
+    assert not racing  # the other process did run in that window
+    assert reader.note_count() == 20
+    writer.close()
+    reader.close()
+
+
+def test_a_symlink_in_place_of_the_row_file_is_never_followed(
+    filled: tuple[Path, FakeEmbedder], tmp_path: Path
+) -> None:
+    """The row file replaced by a symbolic link to a file elsewhere: the index never writes
+    through it; the link is removed and the notes whose rows it stood for are re-embedded."""
+    path, _ = filled
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.write_bytes(b"keep")
+    rows = Path(f"{path}-rows0")
+    rows.unlink()
+    rows.symlink_to(elsewhere)
+    index = VectorIndex(path, NoteEmbedder())
+    assert index.rebuilt is not None and "re-embedded" in index.rebuilt
+    assert index.sync(LISTING, _load)["embedded"] == 40
+    assert index.search("body of n007.md", 1)[0].path == "n007.md"
+    index.close()
+    assert not rows.is_symlink() and elsewhere.read_bytes() == b"keep"
+
+
+def test_a_folder_in_place_of_the_row_file_is_a_typed_error(
+    filled: tuple[Path, FakeEmbedder],
+) -> None:
+    """A folder where the row file should be: typed ``IndexDamaged`` saying so (a recall
+    answers degraded), not a bare ``IsADirectoryError``; the folder is left alone."""
+    path, _ = filled
+    rows = Path(f"{path}-rows0")
+    rows.unlink()
+    rows.mkdir()
+    (rows / "user file").write_text("mine")
+    with pytest.raises(IndexDamaged, match="not the vector rows file"):
+        VectorIndex(path, NoteEmbedder())
+    assert (rows / "user file").read_text() == "mine"
