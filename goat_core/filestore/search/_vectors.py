@@ -14,12 +14,25 @@ row holds what, and one flat file beside it holds the rows
   quarter of the live ones (:data:`COMPACT_DEAD`); the live rows are then copied into a new
   file whose name is committed with their new slots in one transaction.
 - Rebuilt when the embedder's ``identity`` (model id, revision, weights sha256) changes,
-  when the schema changes, and when SQLite reports its file damaged (both files are deleted
-  and rebuilt; :attr:`VectorIndex.rebuilt` says why). A row file that is missing or shorter
-  than the rows it should hold loses the notes whose rows are gone, so the next sync
-  re-embeds them (said in ``rebuilt`` on open); a search that finds a row past the file's end
-  or a row whose checksum does not match drops that row's notes and raises
+  when the schema changes, and when SQLite reports its file damaged, on open or later, in a
+  sync or a search (both files are deleted and rebuilt; :attr:`VectorIndex.rebuilt` says
+  why; past the open, :class:`~goat_core.errors.IndexDamaged` is raised). A row file that is
+  missing or shorter than the rows it should hold loses the notes whose rows are gone, so the
+  next sync re-embeds them (said in ``rebuilt`` on open); a search that finds a row past the
+  file's end or a row whose checksum does not match drops that row's notes and raises
   :class:`~goat_core.errors.IndexDamaged`.
+- Safe beside other processes: a search reads the generation, its row file and every slot in
+  one SQLite snapshot and keeps that file open, so a commit or a compaction by another process
+  neither mixes two states nor looks like damage (damage found while the generation moved on
+  re-reads the map, dropping nothing). A row file deleted or replaced while open is reopened
+  before rows are appended; a symbolic link in its place is removed, never followed. A process
+  whose SQLite file another process deleted and rebuilt (a new embedder) touches none of the
+  new index's row files.
+- Typed failures: vectors from the embedder are checked where they enter (one finite vector of
+  its dimensions per text; a finite, non-zero query vector), else
+  :class:`~goat_core.errors.ProviderUnavailable` naming the embedder, nothing of the batch
+  stored; a full or read-only disk is :class:`~goat_core.errors.StoreUnwritable`. On a
+  read-only GOAT home the SQLite file is opened read-only and searched as it is.
 - Plain SQLite only (no extension): vectors are int8 rows with one float scale each
   (about a quarter of float32's size); search is a brute-force dot product in NumPy over
   blocks of rows read from the file into one reused buffer, so memory stays flat with the

@@ -796,3 +796,44 @@ def test_a_folder_in_place_of_the_row_file_is_a_typed_error(
     with pytest.raises(IndexDamaged, match="not the vector rows file"):
         VectorIndex(path, NoteEmbedder())
     assert (rows / "user file").read_text() == "mine"
+
+
+def test_a_note_changed_while_the_home_is_read_only_ranks_with_the_vectors_held(
+    tmp_path: Path, vault: Path
+) -> None:
+    """On a read-only GOAT home a note added since the vectors' last sync (the keyword index
+    took it, through a binding without the embedder) cannot be embedded: the recall ranks
+    with the vectors held and says the vector index could not take the change
+    (``complete=False``), never "unavailable", never a bare SQLite error."""
+    import subprocess
+
+    from goat_core.testing.fixtures import small_tmpfs
+    from test_hybrid import _store
+
+    def lookup(name: str) -> Any:
+        return _spec(FakeEmbedder())
+
+    with small_tmpfs(tmp_path / "mnt", "8m") as mnt:
+        home = GoatHome.from_env(mnt / "home")
+        store = _store(home, vault, "fake", lookup)
+        query = "between laptop and desktop"
+        assert store.recall(query, limit=3).items[0].path == "Sync across devices.md"
+        store.close()
+        (vault / "Added.md").write_text("# Added\n\nRefunds of a phone.\n", encoding="utf-8")
+        keyword_only = _store(home, vault, None, lookup)  # the keyword index takes the note
+        assert keyword_only.recall("refunds phone", limit=3).complete
+        keyword_only.close()
+        subprocess.run(["mount", "-o", "remount,ro", str(mnt)], check=True)
+        try:
+            store = _store(home, vault, "fake", lookup)
+            result = store.recall(query, limit=3)
+            store.close()
+        finally:
+            subprocess.run(["mount", "-o", "remount,rw", str(mnt)], check=True)
+    assert result.items[0].path == "Sync across devices.md"
+    assert not result.complete
+    assert any(
+        "the vector index could not take the notes' latest changes" in why and "read-only" in why
+        for why in result.degraded
+    ), result.degraded
+    assert not any("is unavailable" in why for why in result.degraded), result.degraded
