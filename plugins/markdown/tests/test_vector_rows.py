@@ -741,22 +741,20 @@ def test_a_compaction_between_the_generation_read_and_its_file_open_is_read_agai
     """Another process compacts after the search's snapshot named generation 0 and before the
     search opened its file: the file is gone (opening creates an empty one), the rows look
     missing, but the generation moved on: the search reads the map again, drops nothing."""
-    from goat_core.filestore.search import _vectors
-
     path, _ = filled
     writer = VectorIndex(path, NoteEmbedder())
     reader = VectorIndex(path, NoteEmbedder())
     reader._rows.close()  # type: ignore[union-attr]
     reader._rows = None  # the next map opens its row file again
-    opened = _vectors.RowFile
+    opened = reader._open_rows
     racing = [lambda: writer.sync(LISTING[20:], _load)]  # 20 removed: compacted into rows1
 
-    def row_file(name: str, dimensions: int) -> Any:
+    def row_file(name: str) -> Any:
         if racing and name.endswith("-rows0"):
             racing.pop()()
-        return opened(name, dimensions)
+        return opened(name)
 
-    monkeypatch.setattr(_vectors, "RowFile", row_file)
+    monkeypatch.setattr(reader, "_open_rows", row_file)
     assert reader.search("body of n030.md", 1)[0].path == "n030.md"
     assert not racing  # the other process did run in that window
     assert reader.note_count() == 20
