@@ -57,7 +57,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from goat_core.contract import Embedder
-from goat_core.errors import IndexDamaged, ProviderUnavailable, StoreUnwritable
+from goat_core.errors import GoatError, IndexDamaged, ProviderUnavailable, StoreUnwritable
 from goat_core.filestore.search._chunks import chunk_note, note_text
 from goat_core.filestore.search._faults import write_fault
 from goat_core.filestore.search._rowfile import RowFile, ShortRead, checksums
@@ -492,7 +492,7 @@ class VectorIndex:
                 return
             texts = [t for _, _, cs, nt in batch for t in (*(c.embed_text for c in cs), nt)]
             owner = [p for p, _, cs, _ in batch for _ in range(len(cs) + 1)]
-            vecs = self._checked(self.embedder.embed_documents(texts), owner)
+            vecs = self._checked(self._call(self.embedder.embed_documents, texts), owner)
             scales = np.abs(vecs).max(axis=1) / np.float32(127.0)
             scales[scales == 0] = 1.0
             ints = np.round(vecs / scales[:, None]).astype(np.int8)
@@ -560,6 +560,19 @@ class VectorIndex:
             f"embedder {self.embedder.identity!r} returned {what}; nothing of them was stored"
         )
 
+    def _call(self, embed: Callable[[Any], Any], texts: Any) -> Any:
+        """``embed(texts)``, the embedder plugin's own failure typed.
+
+        :raises ProviderUnavailable: the embedder raised something else than a GoatError."""
+        try:
+            return embed(texts)
+        except GoatError:
+            raise
+        except Exception as exc:  # a plugin's bug or its runtime's: typed, named
+            raise ProviderUnavailable(
+                f"embedder {self.embedder.identity!r} failed ({type(exc).__name__}: {exc})"
+            ) from exc
+
     def _checked(self, got: Any, owner: list[str]) -> Any:
         """The document vectors ``got`` for the texts of the notes ``owner`` (one per text), as
         float32, once they are one finite vector of the embedder's dimensions per text.
@@ -595,8 +608,9 @@ class VectorIndex:
         import numpy as np
 
         dim = self.embedder.dimensions
+        got = self._call(self.embedder.embed_query, query)
         try:
-            q = np.asarray(self.embedder.embed_query(query), dtype=np.float32).reshape(-1)
+            q = np.asarray(got, dtype=np.float32).reshape(-1)
         except (TypeError, ValueError) as exc:
             raise self._refused(f"a query vector that is not numbers ({exc})") from exc
         if q.shape != (dim,):

@@ -835,3 +835,25 @@ def test_a_note_changed_while_the_home_is_read_only_ranks_with_the_vectors_held(
         for why in result.degraded
     ), result.degraded
     assert not any("is unavailable" in why for why in result.degraded), result.degraded
+
+
+class _Failing(FakeEmbedder):
+    def embed_documents(self, texts: Any) -> Any:
+        raise RuntimeError("the runtime's session died")
+
+    def embed_query(self, text: str) -> Any:
+        raise RuntimeError("the runtime's session died")
+
+
+def test_an_embedder_that_raises_makes_recall_degraded_and_reindex_typed(
+    stores: Any, vault: Path
+) -> None:
+    """An embedder plugin raising its runtime's own exception: the recall answers the
+    keyword hits degraded naming it, and reindex raises ``ProviderUnavailable`` (never a bare
+    ``RuntimeError`` reaching the CLI as "unexpected")."""
+    store = stores(vault, "fake", _spec(_Failing()))
+    result = store.recall("phone", limit=3)
+    assert result.items[0].path == "Phone tips.md" and not result.complete
+    assert any("RuntimeError: the runtime's session died" in why for why in result.degraded)
+    with pytest.raises(ProviderUnavailable, match="keyword index"):
+        store.reindex()
