@@ -490,11 +490,13 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
         counts = self._reindex(progress)
         if self._embedder is None:
             return counts
+        import sqlite3
+
         from goat_core.errors import GoatError, ProviderUnavailable
 
         try:
             stats = self._sync_vectors(self._vector_open())
-        except (GoatError, OSError) as exc:
+        except (GoatError, OSError, sqlite3.Error) as exc:
             raise ProviderUnavailable(
                 f"the keyword index of {self.label()} is up to date, but semantic recall with "
                 f"embedder {self._embedder!r} is unavailable ({exc}); recall answers keyword "
@@ -523,7 +525,12 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
         try:
             vectors = self._vector_open()
             try:
-                self._sync_vectors(vectors)
+                try:
+                    self._sync_vectors(vectors)
+                except IndexDamaged:
+                    # found damaged while synced, and rebuilt: embed the notes again
+                    self._vectors_synced = None
+                    self._sync_vectors(vectors)
             except (sqlite3.OperationalError, StoreUnwritable) as exc:
                 # a full or read-only GOAT home: rank with the vectors it holds, and say so
                 behind = (

@@ -616,7 +616,8 @@ def _shown(
 ) -> tuple[str, str, str, str, str, _Prepared] | None:
     """Path, title, aliases, meta, extra and the prepared body of note ``rid``, from the memo
     when an earlier search of this index state showed it; its word index is built when it is
-    shown the :data:`WORD_INDEX_SHOWS`-th time (until then its snippets are cut by scanning)."""
+    shown the :data:`WORD_INDEX_SHOWS`-th time (until then its snippets are cut by scanning). A
+    note longer than :data:`MEMO_SHOWN_CHARS` is read each time and never kept."""
     got = memo.shown.get(rid)
     if got is None:
         row = db.execute(
@@ -627,6 +628,8 @@ def _shown(
         path, title, aliases, meta, extra, blob = row
         body = _Prepared(zlib.decompress(blob).decode("utf-8", "surrogatepass"))
         got = (path, title, aliases, meta, extra, body)
+        if len(body.text) > MEMO_SHOWN_CHARS:
+            return got  # never kept (nor its word index built): alone it passes the bound
         if memo.shown_chars + len(body.text) > MEMO_SHOWN_CHARS:
             memo.shown.clear()
             memo.shown_chars = 0

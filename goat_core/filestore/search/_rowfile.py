@@ -71,10 +71,12 @@ class RowFile:
         self.path = path
         self.dimensions = dimensions
         self.writable = True
-        try:
-            self.fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-        except PermissionError:
-            self.fd = os.open(path, os.O_RDONLY)  # a read-only home: search only
+        try:  # never through a symbolic link: the rows are the index's own file
+            self.fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        except OSError as exc:
+            if exc.errno not in (errno.EACCES, errno.EPERM, errno.EROFS):
+                raise
+            self.fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)  # a read-only home: search only
             self.writable = False
         self._map: mmap.mmap | None = None
         self._floats: Any = None
@@ -82,6 +84,18 @@ class RowFile:
     def close(self) -> None:
         self._unmap()
         os.close(self.fd)
+
+    def replaced(self) -> bool:
+        """Whether the open file is no longer the one at :attr:`path` (deleted, or another
+        file put in its place)."""
+        st = os.fstat(self.fd)
+        if st.st_nlink == 0:
+            return True
+        try:
+            at = os.stat(self.path, follow_symlinks=False)
+        except OSError:
+            return True
+        return (at.st_dev, at.st_ino) != (st.st_dev, st.st_ino)
 
     def rows(self) -> int:
         """Whole rows in the file."""

@@ -352,7 +352,7 @@ def test_failed_batch_leaves_the_index_consistent(tmp_path: Path) -> None:
 
     listing = [(f"n{i}.md", 1, 1) for i in range(100)]
     index = VectorIndex(tmp_path / "v.sqlite", Failing())
-    with pytest.raises(RuntimeError):
+    with pytest.raises(ProviderUnavailable, match="RuntimeError: boom"):
         index.sync(listing, lambda p: (p, "body " + p, ""))
     done = index.note_count()
     assert 0 < done < 100
