@@ -415,6 +415,8 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
         from goat_core.filestore._pages import folder_health
 
         healthy = self.healthy.format(root=self.root)
+        if self._embedder is not None:
+            healthy += f"; semantic recall with embedder {self._embedder!r}"
         return folder_health(
             self.root, noun=self.noun, healthy=healthy, index_path=self._index_path
         )

@@ -80,6 +80,9 @@ def test_a_binding_whose_embedder_is_gone_warns_and_recalls_degraded(
         semantic = json.loads(goat("recall", "laptop", "--pen", "docs", "--json").stdout)
         assert [i["path"] for i in semantic["items"]][:1] == ["Sync across devices.md"]
         assert semantic["degraded"] == []
+        listed = json.loads(goat("status", "--json").stdout)
+        row = next(r for r in listed["bindings"] if r["scope"] == "pen:docs")
+        assert row["reason"] == f"markdown notes in {vault}; semantic recall with embedder 'fake'"
     # the plugin is uninstalled: its module and entry point are gone
     monkeypatch.delitem(__import__("sys").modules, "goat_fakeembed", raising=False)
     status = json.loads(goat("status", "--json").stdout)
