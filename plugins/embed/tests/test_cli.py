@@ -33,3 +33,133 @@ def test_fetch_refuses_without_url_and_non_https(tmp_path: Path, no_network: lis
     result = runner.invoke(cli, ["embedders", "fetch", "nope", *home])
     assert result.exit_code == 3
     assert no_network == []
+
+
+# -- adversarial review (adv2): semantic recall through the CLI and the model tools when the
+# -- cached graph is damaged or the query cannot be tokenised, and `goat embedders fetch`
+# -- with hostile URLs
+
+import hashlib  # noqa: E402
+
+import pytest  # noqa: E402
+
+
+def _semantic_pen(tmp_path: Path) -> tuple[list[str], Path]:
+    """A pen bound with ``embedder=minilm-en-fp32`` over a four-note vault, recalled once
+    (so the fp32 graph is built and cached); returns the ``--home`` option and the graph."""
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    for i in range(3):
+        (vault / f"n{i}.md").write_text(
+            f"# Note {i}\n\nSyncing notes between phone and desktop, item {i}.\n", "utf-8"
+        )
+    (vault / "cats.md").write_text("# Cats\n\nFelines sleep a lot.\n", "utf-8")
+    home = ["--home", str(tmp_path / "home")]
+    runner = CliRunner()
+    bound = runner.invoke(
+        cli,
+        ["bind", "--pen", "docs", "markdown", "--set", f"root={vault}",
+         "--set", "embedder=minilm-en-fp32", *home],
+    )
+    assert bound.exit_code == 0, bound.output
+    first = runner.invoke(cli, ["recall", "kittens", "--pen", "docs", "--json", *home])
+    assert first.exit_code == 0, first.output
+    graphs = list((tmp_path / "home").rglob("minilm-fp32-*.onnx"))
+    assert len(graphs) == 1, graphs
+    return home, graphs[0]
+
+
+@pytest.mark.parametrize("damage", ["non-ascii-record", "truncated-with-record", "wrong-width"])
+def test_adv2_recall_with_a_damaged_cached_graph_answers_degraded(
+    damage: str, tmp_path: Path
+) -> None:
+    """docs/design.md, Semantic recall: "when the embedder cannot be loaded, recall answers
+    the keyword results with complete=false and the reason in degraded". Found: a ``.sha256``
+    record that is not ASCII (``UnicodeDecodeError``), a damaged graph whose record matches
+    it (``InvalidProtobuf``) and a graph with MiniLM's names but another output width
+    (NumPy ``ValueError`` in the vector search) each make ``goat recall`` exit 1 with
+    "unexpected ...", on every recall, until the user finds and deletes the file."""
+    from test_graph_cache import _fake_graph
+
+    home, graph = _semantic_pen(tmp_path)
+    record = graph.with_name(graph.name + ".sha256")
+    if damage == "non-ascii-record":
+        record.write_bytes(b"\xff\xfe")
+    else:
+        data = graph.read_bytes()[:1000] if damage == "truncated-with-record" else _fake_graph(3)
+        graph.write_bytes(data)
+        record.write_text(hashlib.sha256(data).hexdigest() + "\n", encoding="ascii")
+    result = CliRunner().invoke(cli, ["recall", "kittens", "--pen", "docs", "--json", *home])
+    assert result.exit_code == 0, result.output
+    answer = json.loads(result.output)
+    rebuilt = answer["complete"] and not answer["degraded"]
+    said = any("minilm-en-fp32" in d for d in answer["degraded"]) and not answer["complete"]
+    assert rebuilt or said, answer
+
+
+def test_adv2_semantic_recall_of_an_undecodable_argument_is_not_an_internal_error(
+    tmp_path: Path,
+) -> None:
+    """``goat recall $'kit\\xfftens'``: Python hands an undecodable argv byte over as a lone
+    surrogate (``\\udcff``); an MCP client's ``"\\ud800"`` arrives the same way. The keyword
+    index answers it (Global, keyword-only: exit 0). Found: with an embedder the tokenizer
+    raises ``TypeError: TextInputSequence must be str``, which escapes the store: the CLI exits
+    1 ("unexpected TypeError"), the MCP tool answers ``InternalError``; expected the keyword
+    results, or a degraded answer, as for any other embedder fault."""
+    home, _ = _semantic_pen(tmp_path)
+    result = CliRunner().invoke(
+        cli, ["recall", "kit\udcfftens", "--pen", "docs", "--json", *home]
+    )
+    assert result.exit_code == 0, result.output
+
+
+def test_adv2_fetch_never_echoes_a_password_in_the_url(
+    tmp_path: Path, no_network: list[str]
+) -> None:
+    """docs/design.md, Credentials and egress: secrets are never in exceptions or messages
+    (and a URL with a password refuses a save). Found: ``goat embedders fetch minilm-en
+    https://user:PW@host/model.safetensors`` is accepted, its request is then refused by the
+    egress guard (which compares the URL without its user info), and the error quotes the
+    whole URL, password included: "fetching https://user:PW@... answered HTTP 403"."""
+    result = CliRunner().invoke(
+        cli,
+        ["embedders", "fetch", "minilm-en",
+         "https://user:s3cretPW@127.0.0.1:9/model.safetensors", "--home", str(tmp_path)],
+    )
+    assert result.exit_code != 0
+    assert "s3cretPW" not in result.output
+    assert no_network == []
+
+
+@pytest.mark.parametrize(
+    ("url", "code"),
+    [
+        ("https://[::1/model.safetensors", 2),  # not a URL: bad input
+        ("https://127.0.0.1:9/model.safetensors", 6),  # nothing listens: unavailable
+    ],
+)
+def test_adv2_fetch_faults_are_typed(url: str, code: int, tmp_path: Path) -> None:
+    """docs/design.md: errors are typed (exit 2 bad input, exit 6 unavailable). Found: a URL
+    that does not parse is "unexpected ValueError: Invalid IPv6 URL" and a refused connection
+    "unexpected ConnectError", both exit 1 (an internal error)."""
+    result = CliRunner().invoke(
+        cli, ["embedders", "fetch", "minilm-en", url, "--home", str(tmp_path)]
+    )
+    assert result.exit_code == code, result.output
+    assert "unexpected" not in result.output
+
+
+def test_adv2_fetch_refused_by_the_guard_is_not_reported_as_the_servers_answer(
+    tmp_path: Path, no_network: list[str]
+) -> None:
+    """``https://127.0.0.1:9/..``: the client normalises the path to ``/``, which is not the
+    URL the guard was told to allow, so the guard refuses it (logged ``egress.refused``).
+    Found: the error says "fetching https://127.0.0.1:9/.. answered HTTP 403", as if the
+    server had answered; nothing was sent. Expected: the message says the egress guard
+    refused the request."""
+    result = CliRunner().invoke(
+        cli, ["embedders", "fetch", "minilm-en", "https://127.0.0.1:9/..", "--home", str(tmp_path)]
+    )
+    assert result.exit_code != 0
+    assert "answered HTTP" not in result.output, result.output
+    assert no_network == []
