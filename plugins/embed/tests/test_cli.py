@@ -104,8 +104,8 @@ def test_adv2_semantic_recall_of_an_undecodable_argument_is_not_an_internal_erro
     surrogate (``\\udcff``); an MCP client's ``"\\ud800"`` arrives the same way. The keyword
     index answers it (Global, keyword-only: exit 0). Found: with an embedder the tokenizer
     raises ``TypeError: TextInputSequence must be str``, which escapes the store: the CLI exits
-    1 ("unexpected TypeError"), the MCP tool answers ``InternalError``; expected the keyword
-    results, or a degraded answer, as for any other embedder fault."""
+    1 ("unexpected TypeError"); expected the keyword results, degraded, as for any other
+    embedder fault."""
     home, _ = _semantic_pen(tmp_path)
     result = CliRunner().invoke(
         cli, ["recall", "kit\udcfftens", "--pen", "docs", "--json", *home]
@@ -163,3 +163,24 @@ def test_adv2_fetch_refused_by_the_guard_is_not_reported_as_the_servers_answer(
     assert result.exit_code != 0
     assert "answered HTTP" not in result.output, result.output
     assert no_network == []
+
+
+def test_adv2_host_recall_with_a_lone_surrogate_answers(tmp_path: Path) -> None:
+    """The host API (what ``goat serve``'s tools and the hook's server use) recalling a query
+    holding a lone surrogate (an MCP client's JSON ``"\\ud800"``, an undecodable argv byte):
+    Global (keyword-only) answers it ``complete``. Found: with an embedder the tokenizer's
+    ``TypeError: TextInputSequence must be str`` escapes ``MemoryContext.recall`` (not caught
+    with the other embedder faults in ``_ranked``), so the recall fails instead of answering
+    the keyword results, degraded."""
+    import anyio
+    from goat_core.host import Chat, GoatHome, MemoryHost
+
+    home, _ = _semantic_pen(tmp_path)
+
+    async def main() -> object:
+        async with MemoryHost(home=GoatHome.at(Path(home[1]))) as host:
+            context = host.context_for(Chat(project_id="docs"))
+            return await context.recall("kit\ud800tens", limit=5)
+
+    result = anyio.run(main)
+    assert result is not None
