@@ -101,7 +101,7 @@ def test_adv2_semantic_recall_of_an_undecodable_argument_is_not_an_internal_erro
     tmp_path: Path,
 ) -> None:
     """``goat recall $'kit\\xfftens'``: Python hands an undecodable argv byte over as a lone
-    surrogate (``\\udcff``); an MCP client's ``"\\ud800"`` arrives the same way. The keyword
+    surrogate (``\\udcff``). The keyword
     index answers it (Global, keyword-only: exit 0). Found: with an embedder the tokenizer
     raises ``TypeError: TextInputSequence must be str``, which escapes the store: the CLI exits
     1 ("unexpected TypeError"); expected the keyword results, degraded, as for any other
@@ -167,7 +167,9 @@ def test_adv2_fetch_refused_by_the_guard_is_not_reported_as_the_servers_answer(
 
 def test_adv2_host_recall_with_a_lone_surrogate_answers(tmp_path: Path) -> None:
     """The host API (what ``goat serve``'s tools and the hook's server use) recalling a query
-    holding a lone surrogate (an MCP client's JSON ``"\\ud800"``, an undecodable argv byte):
+    holding a lone surrogate (a hook's stdin JSON ``"\\ud800"``, which ``json.loads`` accepts
+    and the hook passes on to the running server; an undecodable argv byte; a Python caller;
+    the MCP transport's JSON parser refuses it before any tool runs):
     Global (keyword-only) answers it ``complete``. Found: with an embedder the tokenizer's
     ``TypeError: TextInputSequence must be str`` escapes ``MemoryContext.recall`` (not caught
     with the other embedder faults in ``_ranked``), so the recall fails instead of answering
