@@ -213,3 +213,19 @@ def test_only_a_bad_copy_is_not_offline_and_names_the_mismatch(
     assert spec.available(cache) is False
     with pytest.raises(ProviderUnavailable, match=r"has sha256 .* expected"):
         spec.factory(cache)
+
+
+def test_a_lone_surrogate_is_embedded_as_a_question_mark(minilm) -> None:  # type: ignore[no-untyped-def]
+    """A lone surrogate (an undecodable argv byte, a JSON ``"\\ud800"``), which the
+    tokenizers refuse, is embedded as ``?`` by both models."""
+    from goat_embed._use import UseMultilingual
+    from goat_embed._weights import use_resources_dir
+
+    resources = use_resources_dir()
+    assert resources is not None
+    use = UseMultilingual(resources)
+    for model in (minilm, use):
+        assert np.array_equal(model.embed_query("kit\udcfftens"), model.embed_query("kit?tens"))
+        docs = model.embed_documents(["a\ud800b", "plain"])
+        # within 1e-5: a batch of two runs other kernels than a batch of one
+        assert np.allclose(docs[0], model.embed_documents(["a?b"])[0], atol=1e-5)

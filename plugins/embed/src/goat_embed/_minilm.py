@@ -27,6 +27,7 @@ import numpy as np
 from goat_core.errors import ProviderUnavailable
 
 from goat_embed import _meta
+from goat_embed._text import encodable
 from goat_embed._weights import OFFLINE_ENV, go_offline, verify
 
 MODEL_ID = _meta.MINILM_ID
@@ -212,7 +213,7 @@ class MiniLM:
         :data:`MAX_TOKENS`)."""
         if not texts:
             return np.zeros((0, DIMENSIONS), dtype=np.float32)
-        encodings = self.tokenizer.encode_batch([_encodable(t) for t in texts])
+        encodings = self.tokenizer.encode_batch([encodable(t) for t in texts])
         order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
         out = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
         for lo in range(0, len(order), self.batch):
@@ -221,14 +222,4 @@ class MiniLM:
         return out
 
     def embed_query(self, text: str) -> Any:
-        return self._run([self.tokenizer.encode(_encodable(text)).ids])[0]
-
-
-def _encodable(text: str) -> str:
-    """``text`` with what UTF-8 cannot encode (a lone surrogate: an undecodable argv byte, a
-    JSON ``"\\ud800"``) replaced by ``?``, which the tokenizer takes."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return text.encode("utf-8", "replace").decode("utf-8")
-    return text
+        return self._run([self.tokenizer.encode(encodable(text)).ids])[0]
