@@ -316,3 +316,30 @@ def test_hung_builder_is_stopped_and_unavailable(
     monkeypatch.setattr(_minilm, "BUILD_TIMEOUT", 0.01)
     with pytest.raises(ProviderUnavailable, match=r"took more than 0.01 s; it was stopped"):
         _minilm._build(model_dir, "fp32", tmp_path / "graph.onnx")
+
+
+def test_full_goat_home_uses_the_built_graph_from_memory(
+    built: tuple[Path, bytes, object],
+    model_dir: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Writing the record fails with ``ENOSPC`` (a full GOAT home) after the graph was built
+    into the cache folder: the graph is built again in a temporary folder and used from
+    memory, as for a folder that cannot be written, and nothing half-written stays."""
+    import errno
+
+    from goat_embed import _cache
+
+    _, data, vec = built
+
+    def build(model_dir: Path, variant: str, out: Path) -> None:
+        out.write_bytes(data)
+
+    def full(path: Path, data: bytes) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(_minilm, "_build", build)
+    monkeypatch.setattr(_cache, "_write_atomic", full)
+    assert np.array_equal(MiniLM(model_dir, tmp_path, "fp32").embed_query(TEXT), vec)
+    assert list((tmp_path / "onnx").iterdir()) == []
