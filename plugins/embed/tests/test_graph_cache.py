@@ -343,3 +343,15 @@ def test_full_goat_home_uses_the_built_graph_from_memory(
     monkeypatch.setattr(_cache, "_write_atomic", full)
     assert np.array_equal(MiniLM(model_dir, tmp_path, "fp32").embed_query(TEXT), vec)
     assert list((tmp_path / "onnx").iterdir()) == []
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+def test_builder_out_of_space_is_an_oserror(model_dir: Path) -> None:
+    """The builder child writing into a full folder (``/dev/full`` answers every write with
+    ``ENOSPC``) is an ``OSError`` with that errno, which the cache answers by building the
+    graph in a temporary folder and using it from memory, as for a folder it cannot write."""
+    import errno
+
+    with pytest.raises(OSError, match="ran out of space") as caught:
+        _minilm._build(model_dir, "fp32", Path("/dev/full"))
+    assert caught.value.errno == errno.ENOSPC

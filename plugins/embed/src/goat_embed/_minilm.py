@@ -16,6 +16,7 @@ nothing is downloaded.
 
 from __future__ import annotations
 
+import errno
 import os
 import subprocess
 import sys
@@ -94,6 +95,7 @@ def _build(model_dir: Path, variant: str, out: Path) -> None:
     :func:`child_env`, and is stopped after :data:`BUILD_TIMEOUT` seconds.
 
     :raises ProviderUnavailable: the build failed or timed out (its error output is quoted).
+    :raises OSError: the child ran out of space writing ``out`` (``ENOSPC``, ``EDQUOT``).
     """
     try:
         done = subprocess.run(
@@ -115,6 +117,12 @@ def _build(model_dir: Path, variant: str, out: Path) -> None:
         ) from exc
     if done.returncode != 0:
         tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
+        full = (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC))
+        if any(f"[Errno {n}]" in line for line in tail for n in full):
+            # the graph's folder is full: an OSError, so the cache builds it elsewhere
+            raise OSError(
+                errno.ENOSPC, f"building the {variant} ONNX graph ran out of space", str(out)
+            )
         raise ProviderUnavailable(
             f"{MODEL_ID}: building the {variant} ONNX graph failed "
             f"(exit {done.returncode}): {' / '.join(tail)}"
