@@ -146,11 +146,9 @@ async def _download(url: str, target: Path, sha256: str | None) -> str:
         async with guarded_http_client(_registry(), binding, follow_redirects=False) as client:
             async with client.stream("GET", url) as response:
                 if response.headers.get(EGRESS_HEADER) == "refused":
-                    await response.aread()
                     raise ProviderUnavailable(
                         f"the egress guard refused fetching {url} as the client sends it "
-                        f"({response.url}); nothing was sent: "
-                        f"{response.json().get('error', 'refused')}"
+                        f"({response.url}); nothing was sent"
                     )
                 if response.status_code != 200:
                     raise ProviderUnavailable(
