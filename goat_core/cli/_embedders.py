@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -94,8 +95,7 @@ def fetch_cmd(name: str, url: str | None, home: Path | None, as_json: bool) -> N
             f"embedder {name!r} takes no download: its weights come with {spec.source}; "
             "give a URL to fetch anyway"
         )
-    if urlsplit(url).scheme != "https":
-        raise BadInput(f"only https URLs are fetched, got {url!r}")
+    _check_url(url)
     target_dir = embedder_cache_dir(_home(home).data_dir, name)
     target_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     filename = os.path.basename(urlsplit(url).path) or "weights"
@@ -107,28 +107,65 @@ def fetch_cmd(name: str, url: str | None, home: Path | None, as_json: bool) -> N
         click.echo(f"{name}: {target} (sha256 {digest})")
 
 
+def _redacted(url: str) -> str:
+    """``url`` with anything between ``//`` and ``@`` (user info) replaced by ``***``."""
+    return re.sub(r"//[^/?#]*@", "//***@", url)
+
+
+def _check_url(url: str) -> None:
+    """:raises BadInput: ``url`` does not parse, is not https, or carries user info (a
+    password in a URL is refused outright, and never echoed)."""
+    from goat_core.errors import BadInput
+
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 -- parses the port: "host:x" raises here
+    except ValueError as exc:
+        raise BadInput(f"{_redacted(url)!r} is not a valid URL ({exc})") from None
+    if "@" in parts.netloc:
+        raise BadInput(
+            f"{_redacted(url)!r} carries user info (user:password@): a credential is never "
+            "put in a URL; fetch from a URL without one"
+        )
+    if parts.scheme != "https" or not parts.hostname:
+        raise BadInput(f"only https URLs are fetched, got {url!r}")
+
+
 async def _download(url: str, target: Path, sha256: str | None) -> str:
+    import httpx2
+
     from goat_core.contract import Binding
     from goat_core.errors import ProviderUnavailable
-    from goat_core.host import guarded_http_client
+    from goat_core.host import EGRESS_HEADER, guarded_http_client
 
     # The guard allows this URL, for this command only: a binding that exists nowhere else.
     binding = Binding(id=FETCH_BINDING, provider="embedder", egress=(url,))
     partial = target.with_name(target.name + ".part")
     hasher = hashlib.sha256()
-    async with guarded_http_client(_registry(), binding, follow_redirects=False) as client:
-        async with client.stream("GET", url) as response:
-            if response.status_code != 200:
-                raise ProviderUnavailable(f"fetching {url} answered HTTP {response.status_code}")
-            total = int(response.headers.get("content-length") or 0) or None
-            bar: Any = click.progressbar(length=total, label=f"fetching {target.name}")
-            with open(partial, "wb") as out, bar:
-                async for block in response.aiter_bytes():
-                    out.write(block)
-                    hasher.update(block)
-                    bar.update(len(block))
-                out.flush()
-                os.fsync(out.fileno())
+    try:
+        async with guarded_http_client(_registry(), binding, follow_redirects=False) as client:
+            async with client.stream("GET", url) as response:
+                if response.headers.get(EGRESS_HEADER) == "refused":
+                    raise ProviderUnavailable(
+                        f"the egress guard refused fetching {url} as the client sends it "
+                        f"({response.url}); nothing was sent"
+                    )
+                if response.status_code != 200:
+                    raise ProviderUnavailable(
+                        f"fetching {url}: the server answered HTTP {response.status_code}"
+                    )
+                total = int(response.headers.get("content-length") or 0) or None
+                bar: Any = click.progressbar(length=total, label=f"fetching {target.name}")
+                with open(partial, "wb") as out, bar:
+                    async for block in response.aiter_bytes():
+                        out.write(block)
+                        hasher.update(block)
+                        bar.update(len(block))
+                    out.flush()
+                    os.fsync(out.fileno())
+    except (httpx2.HTTPError, httpx2.InvalidURL, OSError) as exc:
+        partial.unlink(missing_ok=True)
+        raise ProviderUnavailable(f"fetching {url} failed ({type(exc).__name__}: {exc})") from exc
     digest = hasher.hexdigest()
     if sha256 is not None and digest != sha256:
         partial.unlink(missing_ok=True)

@@ -435,10 +435,12 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
         """The store's vector index for its embedder, opened (and loaded) on first use.
 
         :raises GoatError: the embedder is not installed or its weights are missing or do not
-            match their recorded sha256.
+            match their recorded sha256; any other exception of the embedder's factory is a
+            ``ProviderUnavailable`` naming it.
         """
         if self._vectors is None:
             from goat_core.contract import embedder_cache_dir
+            from goat_core.errors import GoatError
             from goat_core.filestore.search import VectorIndex
 
             name = self._embedder
@@ -449,7 +451,14 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
 
                 lookup = Registry.load().get_embedder
             spec = lookup(name)
-            embedder = spec.factory(embedder_cache_dir(self.context.home.data_dir, name))
+            try:
+                embedder = spec.factory(embedder_cache_dir(self.context.home.data_dir, name))
+            except GoatError:
+                raise
+            except Exception as exc:  # a plugin's bug or its runtime's: typed, named
+                raise ProviderUnavailable(
+                    f"embedder {name!r} failed to load ({type(exc).__name__}: {exc})"
+                ) from exc
             # one file per embedder name: switching a binding's embedder back and forth does
             # not re-embed; a new model under the same name (identity) rebuilds it
             path = self.context.home.index_path(self.root, f"{self.index_name}-vectors-{name}")

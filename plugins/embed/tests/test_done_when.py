@@ -16,11 +16,12 @@ from goat_core.testing.fixtures import copy_test_vault
 
 # Loaded by every Python process the test starts (``sitecustomize`` on PYTHONPATH): the CLI
 # and any child it runs, such as the ONNX graph builder (goat_embed/_minilm.py). Each process
-# records that it ran under the audit, and every connection or name lookup it tries.
+# records that it ran under the audit, and every connection or name lookup it tries. The log's
+# path is written into the file (the builder child gets no GOAT_* variable).
 SITECUSTOMIZE = textwrap.dedent(
     """
     import os, socket, sys
-    _log = os.environ.get("GOAT_TEST_SOCKET_AUDIT")
+    _log = AUDIT_LOG
     if _log:
         def _note(line):
             with open(_log, "a", encoding="utf-8") as f:
@@ -75,10 +76,11 @@ def _audit(tmp_path: Path, env: dict[str, str]) -> Path:
     """Put the socket audit on ``env``'s PYTHONPATH; return the log it writes."""
     site = tmp_path / "audit-site"
     site.mkdir()
-    (site / "sitecustomize.py").write_text(SITECUSTOMIZE, encoding="utf-8")
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(site), env.get("PYTHONPATH")) if p)
     log = tmp_path / "socket-audit.log"
-    env["GOAT_TEST_SOCKET_AUDIT"] = str(log)
+    (site / "sitecustomize.py").write_text(
+        f"AUDIT_LOG = {str(log)!r}\n{SITECUSTOMIZE}", encoding="utf-8"
+    )
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(site), env.get("PYTHONPATH")) if p)
     return log
 
 

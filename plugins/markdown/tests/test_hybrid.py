@@ -280,6 +280,33 @@ def test_missing_embedder_answers_degraded_never_silently(stores: Any, vault: Pa
     assert not result.complete and any("no embedder named 'nope'" in d for d in result.degraded)
 
 
+def test_an_embedder_that_fails_to_load_with_its_own_exception_answers_degraded(
+    stores: Any, vault: Path
+) -> None:
+    """An embedder factory raising something else than a GoatError (a runtime's own error,
+    such as ONNX Runtime's ``InvalidProtobuf`` for a damaged graph): the keyword hits,
+    ``complete=False``, the reason naming the embedder and the exception."""
+
+    def factory(cache: Path) -> FakeEmbedder:
+        raise RuntimeError("[ONNXRuntimeError] : 7 : INVALID_PROTOBUF : Protobuf parsing failed")
+
+    spec = EmbedderSpec(
+        name="fake",
+        dimensions=64,
+        languages=("en",),
+        source="test",
+        factory=factory,
+        available=lambda cache: True,
+    )
+    result = stores(vault, "fake", spec).recall("phone", limit=5)
+    assert result.items and not result.complete
+    assert any(
+        "embedder 'fake' failed to load (RuntimeError: [ONNXRuntimeError]" in d
+        and "keyword results only" in d
+        for d in result.degraded
+    ), result.degraded
+
+
 @pytest.mark.parametrize(
     "message", ["database or disk is full", "attempt to write a readonly database"]
 )

@@ -9,11 +9,14 @@ sentence-transformers as an ONNX graph built from the upstream ``model.safetenso
 
 Both files are checked by sha256 before anything is built. The built graph is cached under the
 embedder's folder of the GOAT home, keyed by the weights' sha256, the variant and
-:data:`BUILDER_VERSION` (``goat_embed/_cache.py``); nothing is downloaded.
+:data:`BUILDER_VERSION` (``goat_embed/_cache.py``), and checked at every load (its inputs and
+output, and a probe embedding that must be one finite unit vector of :data:`DIMENSIONS`);
+nothing is downloaded.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import subprocess
 import sys
@@ -25,6 +28,7 @@ import numpy as np
 from goat_core.errors import ProviderUnavailable
 
 from goat_embed import _meta
+from goat_embed._text import encodable
 from goat_embed._weights import OFFLINE_ENV, go_offline, verify
 
 MODEL_ID = _meta.MINILM_ID
@@ -47,6 +51,18 @@ BATCH = 2
 #: ONNX Runtime intra-op threads. One: on 2 shared cores a second thread made neither a
 #: query nor bulk embedding faster, and cost CPU (``benchmarks/bench_query_embed.py``).
 THREADS = 1
+#: Seconds the builder child may take before it is stopped (a build takes well under a
+#: minute; a hung child would otherwise block the recall that started it for good).
+BUILD_TIMEOUT = 600.0
+#: Environment variables the builder child keeps (with :data:`OFFLINE_ENV`): what Python and
+#: its locale need, and ``PYTHONPATH`` (absolute entries only). Nothing else, so no credential
+#: (``GOAT_API_KEY_*``, a provider's key) reaches it.
+CHILD_ENV = (
+    "PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "TEMP", "TMP",
+    "SYSTEMROOT", "PYTHONPATH",
+)  # fmt: skip
+#: Text embedded to check a loaded graph.
+PROBE = "Sync your notes across devices"
 
 
 def graph_file(cache_dir: Path, variant: str) -> Path:
@@ -54,21 +70,59 @@ def graph_file(cache_dir: Path, variant: str) -> Path:
     return cache_dir / "onnx" / f"minilm-{variant}-{WEIGHTS_SHA256[:16]}-b{BUILDER_VERSION}.onnx"
 
 
+def graph_key(variant: str) -> str:
+    """What a cached graph of ``variant`` was built from (written in its record)."""
+    return f"{MODEL_ID} weights={WEIGHTS_SHA256} variant={variant} builder={BUILDER_VERSION}"
+
+
+def child_env() -> dict[str, str]:
+    """The builder child's environment: :data:`CHILD_ENV` from this one, and
+    :data:`OFFLINE_ENV`."""
+    env = {k: os.environ[k] for k in CHILD_ENV if k in os.environ}
+    if "PYTHONPATH" in env:
+        kept = [p for p in env["PYTHONPATH"].split(os.pathsep) if p and os.path.isabs(p)]
+        env["PYTHONPATH"] = os.pathsep.join(kept)
+        if not kept:
+            del env["PYTHONPATH"]
+    return {**env, **OFFLINE_ENV}
+
+
 def _build(model_dir: Path, variant: str, out: Path) -> None:
     """Build the graph of ``variant`` into ``out`` in a child process (``goat_embed._graph``
     run as a script), so the builder's working memory (several copies of the model: a peak
-    RSS of 580 MB for int8, 400 MB for fp32) is never part of this process.
+    RSS of 580 MB for int8, 400 MB for fp32) is never part of this process. The child runs
+    with ``-P`` (the working folder is not on its ``sys.path``) in ``out``'s folder, with
+    :func:`child_env`, and is stopped after :data:`BUILD_TIMEOUT` seconds.
 
-    :raises ProviderUnavailable: the build failed (its error output is quoted).
+    :raises ProviderUnavailable: the build failed or timed out (its error output is quoted).
+    :raises OSError: the child ran out of space writing ``out`` (``ENOSPC``, ``EDQUOT``).
     """
-    done = subprocess.run(
-        [sys.executable, "-m", "goat_embed._graph", str(model_dir), variant, str(out)],
-        capture_output=True,
-        text=True,
-        env={**os.environ, **OFFLINE_ENV},
-    )
+    try:
+        done = subprocess.run(
+            [sys.executable, "-P", "-m", "goat_embed._graph", str(model_dir), variant, str(out)],
+            capture_output=True,
+            text=True,
+            env=child_env(),
+            cwd=out.parent,
+            timeout=BUILD_TIMEOUT,
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise ProviderUnavailable(
+            f"{MODEL_ID}: building the {variant} ONNX graph took more than "
+            f"{exc.timeout:g} s; it was stopped"
+        ) from exc
+    except OSError as exc:
+        raise ProviderUnavailable(
+            f"{MODEL_ID}: the {variant} ONNX graph builder could not start ({exc})"
+        ) from exc
     if done.returncode != 0:
         tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
+        full = (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC))
+        if any(f"[Errno {n}]" in line for line in tail for n in full):
+            # the graph's folder is full: an OSError, so the cache builds it elsewhere
+            raise OSError(
+                errno.ENOSPC, f"building the {variant} ONNX graph ran out of space", str(out)
+            )
         raise ProviderUnavailable(
             f"{MODEL_ID}: building the {variant} ONNX graph failed "
             f"(exit {done.returncode}): {' / '.join(tail)}"
@@ -107,9 +161,10 @@ class MiniLM:
         self.identity = (
             f"{MODEL_ID}@{REVISION}#sha256={WEIGHTS_SHA256[:16]}+onnx-{variant}-b{BUILDER_VERSION}"
         )
-        graph = cached_graph(
-            graph_file(cache_dir, variant), lambda out: _build(model_dir, variant, out)
-        )
+        tok = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+        tok.enable_truncation(MAX_TOKENS)
+        tok.no_padding()
+        self.tokenizer = tok
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
@@ -118,15 +173,37 @@ class MiniLM:
         # no memory arena: it keeps the largest batch's activations for good (about 80 MB
         # more peak RSS with it), for no measurable speed here
         options.enable_cpu_mem_arena = False
-        self.session = ort.InferenceSession(
-            str(graph) if isinstance(graph, Path) else graph,
-            options,
-            providers=["CPUExecutionProvider"],
+
+        def load(graph: Path | bytes) -> Any:
+            session = ort.InferenceSession(
+                str(graph) if isinstance(graph, Path) else graph,
+                options,
+                providers=["CPUExecutionProvider"],
+            )
+            self._check(session)
+            return session
+
+        self.session = cached_graph(
+            graph_file(cache_dir, variant),
+            graph_key(variant),
+            lambda out: _build(model_dir, variant, out),
+            load,
         )
-        tok = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
-        tok.enable_truncation(MAX_TOKENS)
-        tok.no_padding()
-        self.tokenizer = tok
+
+    def _check(self, session: Any) -> None:
+        """:raises ValueError: ``session`` is not a graph of this model's signature, or its
+        embedding of :data:`PROBE` is not one finite unit vector of :data:`DIMENSIONS`."""
+        inputs = sorted(i.name for i in session.get_inputs())
+        outputs = [o.name for o in session.get_outputs()]
+        if inputs != ["attention_mask", "input_ids"] or outputs != ["embeddings"]:
+            raise ValueError(f"inputs {inputs} and outputs {outputs} are not MiniLM's")
+        ids = np.asarray([self.tokenizer.encode(PROBE).ids], dtype=np.int64)
+        got = session.run(["embeddings"], {"input_ids": ids, "attention_mask": np.ones_like(ids)})
+        vec = np.asarray(got[0])
+        if vec.shape != (1, DIMENSIONS):
+            raise ValueError(f"an embedding of shape {vec.shape}, not (1, {DIMENSIONS})")
+        if not np.isfinite(vec).all() or abs(float(np.linalg.norm(vec)) - 1.0) > 1e-3:
+            raise ValueError("an embedding that is not a finite unit vector")
 
     def _run(self, rows: list[list[int]]) -> Any:
         length = max(len(r) for r in rows)
@@ -144,7 +221,7 @@ class MiniLM:
         :data:`MAX_TOKENS`)."""
         if not texts:
             return np.zeros((0, DIMENSIONS), dtype=np.float32)
-        encodings = self.tokenizer.encode_batch(list(texts))
+        encodings = self.tokenizer.encode_batch([encodable(t) for t in texts])
         order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
         out = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
         for lo in range(0, len(order), self.batch):
@@ -153,4 +230,4 @@ class MiniLM:
         return out
 
     def embed_query(self, text: str) -> Any:
-        return self._run([self.tokenizer.encode(text).ids])[0]
+        return self._run([self.tokenizer.encode(encodable(text)).ids])[0]

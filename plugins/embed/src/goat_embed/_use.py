@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from goat_embed import _meta
+from goat_embed._text import encodable
 from goat_embed._weights import go_offline, verify
 
 MODEL_ID = _meta.USE_ID
@@ -38,7 +39,7 @@ class UseMultilingual:
     def embed_documents(self, texts: Sequence[str]) -> Any:
         if not texts:
             return np.zeros((0, DIMENSIONS), dtype=np.float32)
-        out = np.asarray(self._model.encode(list(texts)), dtype=np.float32)
+        out = np.asarray(self._model.encode([encodable(t) for t in texts]), dtype=np.float32)
         return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
 
     def embed_query(self, text: str) -> Any:

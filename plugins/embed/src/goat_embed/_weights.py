@@ -58,19 +58,43 @@ def verify(path: Path, expected: str, what: str) -> None:
         )
 
 
+def _verified(folder: Path) -> bool:
+    """Whether ``folder`` holds the pinned ``model.safetensors`` and ``tokenizer.json``."""
+    try:
+        return (
+            sha256_of(folder / "model.safetensors") == _meta.MINILM_WEIGHTS_SHA256
+            and sha256_of(folder / "tokenizer.json") == _meta.MINILM_TOKENIZER_SHA256
+        )
+    except OSError:
+        return False
+
+
 def find_model_dir(cache_dir: Path | None = None) -> Path | None:
-    """The first folder holding ``model.safetensors`` and ``tokenizer.json``: the fetch cache,
-    then the packages of :data:`PACKAGES`."""
+    """The first folder holding ``model.safetensors`` and ``tokenizer.json`` whose sha256 are
+    the pinned ones (:mod:`goat_embed._meta`): the fetch cache, then the packages of
+    ``MINILM_PACKAGES``. A folder whose files fail their sha256 (a copy fetched from another
+    URL, a damaged one) is passed over for the next; when none verifies, the first folder
+    holding both files is returned, so that loading it names the mismatch."""
     candidates: list[Path | None] = [cache_dir] if cache_dir is not None else []
     candidates += [package_dir(m, *parts) for m, parts in _meta.MINILM_PACKAGES]
-    for d in candidates:
-        if (
-            d is not None
-            and (d / "model.safetensors").is_file()
-            and (d / "tokenizer.json").is_file()
-        ):
+    present = [
+        d
+        for d in candidates
+        if d is not None
+        and (d / "model.safetensors").is_file()
+        and (d / "tokenizer.json").is_file()
+    ]
+    for d in present:
+        if _verified(d):
             return d
-    return None
+    return present[0] if present else None
+
+
+def minilm_available(cache_dir: Path | None = None) -> bool:
+    """Whether a verifiable copy of the MiniLM files is on disk (``goat embedders``
+    OFFLINE)."""
+    found = find_model_dir(cache_dir)
+    return found is not None and _verified(found)
 
 
 def use_resources_dir() -> Path | None:

