@@ -17,7 +17,6 @@ than :data:`STALE_AFTER`.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import tempfile
@@ -27,6 +26,8 @@ from pathlib import Path
 from typing import TypeVar
 
 from goat_core.errors import GoatError, ProviderUnavailable
+
+from goat_embed._weights import file_sha256
 
 log = logging.getLogger(__name__)
 
@@ -38,14 +39,6 @@ STALE_AFTER = 3600.0
 #: First line of a record; a record without it (such as the bare sha256 written before) is
 #: rebuilt.
 RECORD_VERSION = "goat-embed graph record 2"
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _tmp(path: Path) -> Path:
@@ -123,7 +116,7 @@ def _record_matches(path: Path, sha_path: Path, key: str) -> bool:
     ):
         log.warning("the record of %s is not one for %s; rebuilding it", path, key)
         return False
-    if lines[2][len("sha256 ") :] != _sha256(path):
+    if lines[2][len("sha256 ") :] != file_sha256(path):
         log.warning("%s does not match its recorded sha256; rebuilding it", path)
         return False
     return True
@@ -199,7 +192,7 @@ def _build_cached(
         build(tmp)
         with open(tmp, "rb+") as f:
             os.fsync(f.fileno())
-        digest = _sha256(tmp)
+        digest = file_sha256(tmp)
         os.replace(tmp, path)
         _write_atomic(sha_path, _record(digest, key))
     except OSError as exc:  # a full GOAT home, say: keep nothing half-written

@@ -35,15 +35,19 @@ def package_dir(module: str, *parts: str) -> Path | None:
 _VERIFIED: dict[tuple[str, int, int], str] = {}
 
 
+def file_sha256(path: Path) -> str:
+    """The sha256 of ``path``'s bytes, read now (hex). :raises OSError: unreadable."""
+    with open(path, "rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
+
+
 def sha256_of(path: Path) -> str:
+    """:func:`file_sha256`, kept per ``(path, mtime_ns, size)`` for the process (the weights
+    are 88 MB; listing and loading both verify them)."""
     st = path.stat()
     key = (str(path), st.st_mtime_ns, st.st_size)
     if key not in _VERIFIED:
-        h = hashlib.sha256()
-        with open(path, "rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                h.update(block)
-        _VERIFIED[key] = h.hexdigest()
+        _VERIFIED[key] = file_sha256(path)
     return _VERIFIED[key]
 
 
