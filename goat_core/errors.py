@@ -172,9 +172,18 @@ class StoreUnwritable(ProviderUnavailable):
         self.reason = reason
 
     @classmethod
-    def from_os_error(cls, exc: OSError, path: object) -> StoreUnwritable | None:
+    def from_os_error(
+        cls,
+        exc: OSError,
+        path: object,
+        *,
+        target: str = "the store",
+        outcome: str = "nothing was stored",
+    ) -> StoreUnwritable | None:
         """The typed error for ``exc`` raised while writing ``path``, or ``None`` when
-        ``exc`` is not a full or read-only store (re-raise it then)."""
+        ``exc`` is not a full or read-only store (re-raise it then). The message reads
+        ``cannot write {target} at {path}: the disk is full|it is read-only (...); {outcome}``.
+        """
         if exc.errno in cls.FULL_ERRNOS:
             reason = "full"
         elif exc.errno in cls.READ_ONLY_ERRNOS or isinstance(exc, PermissionError):
@@ -183,8 +192,8 @@ class StoreUnwritable(ProviderUnavailable):
             return None
         what = "the disk is full" if reason == "full" else "it is read-only"
         return cls(
-            f"cannot write the store at {path}: {what} ({exc.strerror or type(exc).__name__});"
-            " nothing was stored",
+            f"cannot write {target} at {path}: {what} ({exc.strerror or type(exc).__name__}); "
+            f"{outcome}",
             path=str(path),
             reason=reason,
         )

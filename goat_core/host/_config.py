@@ -569,13 +569,12 @@ def config_unwritable(exc: OSError, path: Path) -> GoatError:
     or its lock): :class:`StoreUnwritable` (exit 6) naming ``path`` when the home is full
     or read-only, else :class:`ConfigError`. Nothing of the change landed either way."""
     where = getattr(exc, "filename", None) or path
-    if StoreUnwritable.from_os_error(exc, where) is None:
-        return ConfigError(f"cannot write {where}: {exc.strerror or exc}; nothing was changed")
-    full = exc.errno in StoreUnwritable.FULL_ERRNOS
-    return StoreUnwritable(
-        f"cannot write the GOAT home's configuration at {where}: "
-        f"{'the disk is full' if full else 'it is read-only'} "
-        f"({exc.strerror or type(exc).__name__}); memory.json was not changed",
-        path=str(where),
-        reason="full" if full else "read-only",
+    typed = StoreUnwritable.from_os_error(
+        exc,
+        where,
+        target="the GOAT home's configuration",
+        outcome="memory.json was not changed",
     )
+    if typed is None:
+        return ConfigError(f"cannot write {where}: {exc.strerror or exc}; nothing was changed")
+    return typed

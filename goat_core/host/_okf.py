@@ -184,16 +184,12 @@ def write_bundle(
         made.clear()
     except OSError as exc:
         where = getattr(exc, "filename", None) or directory
-        if StoreUnwritable.from_os_error(exc, where) is None:
+        typed = StoreUnwritable.from_os_error(
+            exc, where, target="the export", outcome=f"{directory} was left as it was"
+        )
+        if typed is None:
             raise
-        full = exc.errno in StoreUnwritable.FULL_ERRNOS
-        raise StoreUnwritable(
-            f"cannot write the export at {where}: "
-            f"{'the disk is full' if full else 'it is read-only'} "
-            f"({exc.strerror or type(exc).__name__}); {directory} was left as it was",
-            path=str(where),
-            reason="full" if full else "read-only",
-        ) from None
+        raise typed from None
     finally:
         if staging is not None:
             shutil.rmtree(staging, ignore_errors=True)
