@@ -128,6 +128,42 @@ def test_int8_vectors_do_not_depend_on_the_other_texts(minilm) -> None:  # type:
     assert np.array_equal(minilm.embed_query(texts[5]), together[5])
 
 
+@pytest.mark.parametrize("variant", ["minilm", "minilm_fp32"])
+def test_bulk_vectors_do_not_depend_on_the_worker_threads(
+    variant: str, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``embed_documents`` runs its batches on several threads at once (each call on one
+    intra-op thread): the same bits as on one thread, and the calls did spread over them."""
+    import threading
+
+    model = request.getfixturevalue(variant)
+    texts = [*_texts(9), "sync", " ".join(["synchronisation"] * 300)]
+    monkeypatch.setattr(model, "workers", 1)
+    alone = model.embed_documents(texts)
+    seen: set[str] = set()
+    run = model._run
+
+    def spy(rows):  # type: ignore[no-untyped-def]
+        seen.add(threading.current_thread().name)
+        return run(rows)
+
+    monkeypatch.setattr(model, "_run", spy)
+    monkeypatch.setattr(model, "workers", 3)
+    pooled = model.embed_documents(texts)
+    assert np.array_equal(pooled, alone)
+    assert len(seen) > 1 and all(name.startswith("goat-embed") for name in seen)
+
+
+def test_workers_default_to_the_usable_cores_at_most_four(
+    cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from goat_embed import _minilm
+
+    for cores, want in ((1, 1), (2, 2), (64, 4)):
+        monkeypatch.setattr(_minilm, "usable_cores", lambda cores=cores: cores)
+        assert _minilm.MiniLM(find_model_dir(), cache).workers == want
+
+
 def test_batches_pad_to_their_longest_and_keep_the_window(minilm_fp32) -> None:  # type: ignore[no-untyped-def]
     """Texts of very different lengths in one call (sorted into batches, each padded to its
     longest) embed as each text alone; a text longer than 128 word pieces is cut at 128."""

@@ -21,6 +21,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -48,9 +49,27 @@ VARIANTS = ("fp32", "int8")
 #: scale per call, so texts sharing a call would shift each other's vectors (MRR@10 of a
 #: question set moved by 0.02 between batches of 16 and of 2).
 BATCH = 2
-#: ONNX Runtime intra-op threads. One: on 2 shared cores a second thread made neither a
-#: query nor bulk embedding faster, and cost CPU (``benchmarks/bench_query_embed.py``).
+#: ONNX Runtime intra-op threads per ``run`` call. One: a second intra-op thread made a query
+#: no faster on 2 shared cores and cost CPU on the short texts of a vault's sections
+#: (``benchmarks/bench_query_embed.py``, plugins/embed/README.md).
 THREADS = 1
+#: Most threads :meth:`MiniLM.embed_documents` runs calls on at once (each call one text, or
+#: :data:`BATCH` for fp32, on one intra-op thread; ``InferenceSession.run`` may be called
+#: from several threads). Bulk embedding is what cold embedding waits for: two such threads
+#: on 2 cores embedded a vault's sections 1.6-2.2x faster for the same CPU time, where one
+#: call on two intra-op threads gained 1.3-1.4x for 35% more CPU. At most four, so that a
+#: large machine keeps cores for its host and other work.
+MAX_WORKERS = 4
+
+
+def usable_cores() -> int:
+    """CPUs this process may run on (its affinity where the platform tells, else the count)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
 #: Seconds the builder child may take before it is stopped (a build takes well under a
 #: minute; a hung child would otherwise block the recall that started it for good).
 BUILD_TIMEOUT = 600.0
@@ -136,6 +155,8 @@ class MiniLM:
         ``onnx/``).
     :param variant: ``fp32`` or ``int8``.
     :param threads: ONNX Runtime intra-op threads per call.
+    :param workers: threads :meth:`embed_documents` runs calls on; default
+        ``min(usable_cores(), MAX_WORKERS)``.
     :raises ProviderUnavailable: no folder with the upstream files, or a sha256 mismatch.
     :raises ValueError: an unknown variant.
     """
@@ -143,7 +164,12 @@ class MiniLM:
     dimensions = DIMENSIONS
 
     def __init__(
-        self, model_dir: Path, cache_dir: Path, variant: str = "int8", threads: int = THREADS
+        self,
+        model_dir: Path,
+        cache_dir: Path,
+        variant: str = "int8",
+        threads: int = THREADS,
+        workers: int | None = None,
     ) -> None:
         if variant not in VARIANTS:
             raise ValueError(f"unknown MiniLM variant {variant!r}: one of {', '.join(VARIANTS)}")
@@ -158,6 +184,7 @@ class MiniLM:
         self.model_dir = model_dir
         self.variant = variant
         self.batch = 1 if variant == "int8" else BATCH
+        self.workers = max(1, workers if workers is not None else min(usable_cores(), MAX_WORKERS))
         self.identity = (
             f"{MODEL_ID}@{REVISION}#sha256={WEIGHTS_SHA256[:16]}+onnx-{variant}-b{BUILDER_VERSION}"
         )
@@ -218,15 +245,26 @@ class MiniLM:
     def embed_documents(self, texts: Sequence[str]) -> Any:
         """L2-normalised embeddings, one row per text: texts sorted by token count, each
         batch (:data:`BATCH` texts for fp32, one for int8) padded to its longest (at most
-        :data:`MAX_TOKENS`)."""
+        :data:`MAX_TOKENS`), the batches run on :attr:`workers` threads. A text's vector does
+        not depend on the thread count (each batch is one call on one intra-op thread)."""
         if not texts:
             return np.zeros((0, DIMENSIONS), dtype=np.float32)
         encodings = self.tokenizer.encode_batch([encodable(t) for t in texts])
         order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
+        batches = [order[lo : lo + self.batch] for lo in range(0, len(order), self.batch)]
+
+        def run(idx: list[int]) -> Any:
+            return self._run([encodings[i].ids for i in idx])
+
         out = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
-        for lo in range(0, len(order), self.batch):
-            idx = order[lo : lo + self.batch]
-            out[idx] = self._run([encodings[i].ids for i in idx])
+        workers = min(self.workers, len(batches))
+        if workers <= 1:
+            for idx in batches:
+                out[idx] = run(idx)
+            return out
+        with ThreadPoolExecutor(workers, thread_name_prefix="goat-embed") as pool:
+            for idx, vecs in zip(batches, pool.map(run, batches), strict=True):
+                out[idx] = vecs
         return out
 
     def embed_query(self, text: str) -> Any:
