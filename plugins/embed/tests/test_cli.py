@@ -192,3 +192,36 @@ def test_host_recall_with_a_lone_surrogate_answers(tmp_path: Path) -> None:
 
     result: Any = anyio.run(main)
     assert result.complete and result.degraded == (), result
+
+
+def test_first_use_says_it_is_embedding_before_the_graph_is_built(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first semantic recall of a store builds the ONNX graph (several seconds) and then
+    embeds every note: the CLI's ``goat: embedding N notes…`` line comes before the build,
+    so a first use is never silent while it prepares the model."""
+    import sys
+
+    from goat_embed import _minilm
+
+    build = _minilm._build
+
+    def announced(model_dir: Path, variant: str, out: Path) -> None:
+        sys.stderr.write("<graph build starts>\n")
+        build(model_dir, variant, out)
+
+    monkeypatch.setattr(_minilm, "_build", announced)
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    for i in range(25):
+        (vault / f"n{i}.md").write_text(f"# Note {i}\n\nPhone and desktop, item {i}.\n", "utf-8")
+    home = ["--home", str(tmp_path / "home")]
+    runner = CliRunner()
+    bind = ["bind", "--pen", "docs", "markdown", "--set", f"root={vault}"]
+    bound = runner.invoke(cli, [*bind, "--set", "embedder=minilm-en-fp32", *home])
+    assert bound.exit_code == 0, bound.output
+    result = runner.invoke(cli, ["recall", "kittens", "--pen", "docs", "--json", *home])
+    assert result.exit_code == 0, result.output
+    said = result.stderr.index("goat: embedding 25 notes for semantic recall")
+    assert said < result.stderr.index("<graph build starts>"), result.stderr
+    assert json.loads(result.stdout)["degraded"] == [], result.stdout  # ranked semantically

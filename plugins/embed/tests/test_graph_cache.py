@@ -305,7 +305,7 @@ def test_record_of_another_variant_is_rebuilt(
 
     monkeypatch.setattr(_minilm, "_build", build)
     with pytest.raises(ProviderUnavailable, match="rebuilt"):
-        MiniLM(model_dir, tmp_path, "fp32")
+        MiniLM(model_dir, tmp_path, "fp32").embed_query(TEXT)
 
 
 def test_hung_builder_is_stopped_and_unavailable(

@@ -20,6 +20,7 @@ import errno
 import os
 import subprocess
 import sys
+import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -157,7 +158,8 @@ class MiniLM:
     :param threads: ONNX Runtime intra-op threads per call.
     :param workers: threads :meth:`embed_documents` runs calls on; default
         ``min(usable_cores(), MAX_WORKERS)``.
-    :raises ProviderUnavailable: no folder with the upstream files, or a sha256 mismatch.
+    :raises ProviderUnavailable: no folder with the upstream files, or a sha256 mismatch
+        (the graph is built or loaded on the first embedding: :attr:`session`).
     :raises ValueError: an unknown variant.
     """
 
@@ -210,12 +212,32 @@ class MiniLM:
             self._check(session)
             return session
 
-        self.session = cached_graph(
-            graph_file(cache_dir, variant),
-            graph_key(variant),
-            lambda out: _build(model_dir, variant, out),
-            load,
-        )
+        def open_graph() -> Any:
+            return cached_graph(
+                graph_file(cache_dir, variant),
+                graph_key(variant),
+                lambda out: _build(model_dir, variant, out),
+                load,
+            )
+
+        self._open_graph = open_graph
+        self._session: Any = None
+        self._session_lock = threading.Lock()
+
+    @property
+    def session(self) -> Any:
+        """The ONNX Runtime session, loaded on the first embedding rather than at
+        construction: on first use the graph is built (several seconds), and a store that
+        opens its embedder before it counts the notes to embed can report its progress first.
+
+        :raises ProviderUnavailable: the graph cannot be built or loaded (``_cache.py``:
+            a damaged cache is rebuilt once first). The next embedding tries again.
+        """
+        if self._session is None:
+            with self._session_lock:
+                if self._session is None:
+                    self._session = self._open_graph()
+        return self._session
 
     def _check(self, session: Any) -> None:
         """:raises ValueError: ``session`` is not a graph of this model's signature, or its
@@ -257,6 +279,7 @@ class MiniLM:
             return self._run([encodings[i].ids for i in idx])
 
         out = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
+        _ = self.session  # loaded (or its failure raised) once, before any worker starts
         workers = min(self.workers, len(batches))
         if workers <= 1:
             for idx in batches:
