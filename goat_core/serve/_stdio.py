@@ -71,6 +71,7 @@ async def _serve(
     from goat_core.logs import get_logger
     from goat_core.plugins import PluginSettings, Registry
     from goat_core.serve._local import socket_path
+    from goat_core.serve._progress import ServeEmbedProgress
     from goat_core.serve._scope import resolve_serve_scope
     from goat_core.serve._server import build_server
     from goat_core.serve._tools import ServedScope
@@ -82,7 +83,9 @@ async def _serve(
     )
     out = io.TextIOWrapper(os.fdopen(protocol_fd, "wb", buffering=0), encoding="utf-8")
     stdout: Any = anyio.wrap_file(out)
-    async with MemoryHost(home=home, registry=registry) as host:
+    async with MemoryHost(
+        home=home, registry=registry, embed_progress=ServeEmbedProgress()
+    ) as host:
         served = ServedScope(host, served_scope)
         server = build_server(served)
         if not gc.isenabled():  # `goat serve` paused it for start-up (goat_core.cli)

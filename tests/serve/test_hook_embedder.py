@@ -144,6 +144,42 @@ def test_goat_serve_http_answers_the_hook_of_each_scope_it_serves(
     assert not any(p is not None and p.exists() for p in paths)  # removed on the way out
 
 
+def test_goat_serve_says_on_stderr_while_it_embeds_a_store(
+    home: Path, tmp_path: Path, bound: dict[str, str]
+) -> None:
+    """A store's first semantic recall through a server embeds every note: the server says
+    so on its stderr (start, quarters, done with the time), and stdout carries nothing."""
+    for i in range(30):
+        (tmp_path / "vault" / f"extra {i}.md").write_text(f"# Extra {i}\n\nItem {i}.\n", "utf-8")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = int(s.getsockname()[1])
+    err_file, out_file = tmp_path / "serve.err", tmp_path / "serve.out"
+    with err_file.open("wb") as err, out_file.open("wb") as out:
+        proc = subprocess.Popen(
+            [GOAT, "serve", "--http", f"127.0.0.1:{port}", "--global"],
+            env=bound,
+            stdout=out,
+            stderr=err,
+        )
+    try:
+        path = _path(home)
+        deadline = time.monotonic() + 30
+        while not path.exists():
+            assert proc.poll() is None and time.monotonic() < deadline, "no local socket"
+            time.sleep(0.1)
+        context, hook_err = _hook(home, tmp_path, bound)
+        assert "Sync across devices" in context, hook_err
+    finally:
+        proc.terminate()
+        proc.wait(10)
+    lines = [ln for ln in err_file.read_text("utf-8").splitlines() if ln.startswith("goat serve:")]
+    assert lines[0].startswith("goat serve: http://127.0.0.1:"), lines  # where it listens
+    assert lines[1].startswith("goat serve: embedding 32 notes for semantic recall"), lines
+    assert lines[-1].startswith("goat serve: embedded 32 notes in "), lines
+    assert "goat serve: embedding" not in out_file.read_text("utf-8")
+
+
 def _impostor(path: Path, reply: Callable[[socket.socket], None]) -> Iterator[None]:
     """A listener on ``path`` answering every connection with ``reply``."""
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
