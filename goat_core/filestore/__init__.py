@@ -105,6 +105,7 @@ from goat_core.filestore._worker import StoreWorker
 
 if _typing.TYPE_CHECKING:
     from goat_core.filestore._store import (
+        EmbeddingElsewhere,
         FolderStoreProvider,
         FolderStoreSettings,
         StoreRoot,
@@ -114,6 +115,7 @@ if _typing.TYPE_CHECKING:
 __all__ = [
     "StoreWorker",
     # the folder store base (loaded on first use)
+    "EmbeddingElsewhere",
     "FolderStoreProvider",
     "FolderStoreSettings",
     "StoreRoot",
@@ -196,7 +198,13 @@ __all__ = [
 ]
 
 _LAZY = frozenset(
-    {"FolderStoreProvider", "FolderStoreSettings", "StoreRoot", "absolute_store_root"}
+    {
+        "EmbeddingElsewhere",
+        "FolderStoreProvider",
+        "FolderStoreSettings",
+        "StoreRoot",
+        "absolute_store_root",
+    }
 )
 
 

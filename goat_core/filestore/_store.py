@@ -41,6 +41,7 @@ from goat_core.contract import (
     normalize_pen_id,
 )
 from goat_core.errors import (
+    Conflict,
     NotFound,
     PathError,
     ProviderUnavailable,
@@ -59,6 +60,12 @@ from goat_core.filestore._worker import StoreWorker
 if TYPE_CHECKING:
     from goat_core.filestore._pages import PageRef, StoredNote
     from goat_core.filestore.search import IndexedDoc, SearchIndex, SearchResults, VectorIndex
+
+
+class EmbeddingElsewhere(Conflict):
+    """Another process is embedding this store's notes for the same embedder (it holds the
+    store's embedding lock): this one embeds nothing meanwhile. A recall ranks with the
+    vectors stored so far and says so in ``degraded``; a reindex raises it (exit 5)."""
 
 
 def absolute_store_root(value: Path | None) -> Path | None:
@@ -473,7 +480,14 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
         """Embed what changed since the last sync, reporting through the host's embedding
         progress sink (:attr:`ProviderContext.embed_progress`). Skipped (``embedded`` 0) while
         the keyword index is unchanged (:meth:`~goat_core.filestore.search.SearchIndex.
-        change_token`) since the last sync of the same vector index completed."""
+        change_token`) since the last sync of the same vector index completed.
+
+        One process embeds a store at a time: the sync holds a lock under the GOAT home
+        (``lock_path(root, "<index>-embed-<embedder>")``), taken without waiting.
+
+        :raises EmbeddingElsewhere: another process holds it (a server embedding the store
+            for the first time, say); nothing was embedded here.
+        """
         index = self._index_open()
         token = index.change_token()
         synced = self._vectors_synced
@@ -488,7 +502,23 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
             return doc.title, doc.body, doc.description
 
         listing = [(d.path, d.mtime_ns, d.size) for d in index.documents()]
-        stats = vectors.sync(listing, load, self.context.embed_progress)
+        name = self._embedder
+        lock = StoreLock(self.context.home.lock_path(self.root, f"{self.index_name}-embed-{name}"))
+        try:
+            taken = lock.try_acquire()
+        except OSError:  # no lock file can be made (a read-only GOAT home): the sync says why
+            taken = None
+        if taken is False:
+            raise EmbeddingElsewhere(
+                f"another process is embedding the notes of {self.label()} with embedder "
+                f"{name!r} (its first embedding can take minutes); until it is done, semantic "
+                "ranking uses the vectors it has stored so far"
+            )
+        try:
+            stats = vectors.sync(listing, load, self.context.embed_progress)
+        finally:
+            if taken:
+                lock.release()
         self._vectors_synced = (vectors, token)
         return stats
 
@@ -497,6 +527,7 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
 
         :raises ProviderUnavailable: the embedder cannot be loaded (the keyword index is up
             to date all the same; the message says so).
+        :raises EmbeddingElsewhere: another process is embedding the store (the same).
         """
         counts = self._reindex(progress)
         if self._embedder is None:
@@ -507,6 +538,11 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
 
         try:
             stats = self._sync_vectors(self._vector_open())
+        except EmbeddingElsewhere as exc:
+            raise EmbeddingElsewhere(
+                f"the keyword index of {self.label()} is up to date, but {exc}; run reindex "
+                "again when it is done"
+            ) from exc
         except (GoatError, OSError, sqlite3.Error) as exc:
             raise ProviderUnavailable(
                 f"the keyword index of {self.label()} is up to date, but semantic recall with "
@@ -548,6 +584,9 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
                     f"the vector index could not take the notes' latest changes ({exc}); "
                     "semantic ranking used the vectors it held before",
                 )
+            except EmbeddingElsewhere as exc:
+                # a server (say) is embedding the store: never twice, never waiting minutes
+                behind = (str(exc),)
             try:
                 vhits = vectors.search(query, FUSION.depth)
             except IndexDamaged:

@@ -458,3 +458,87 @@ def test_keyword_matches_past_the_fusion_depth_are_never_complete(
     shown = {item.path for item in result.items}
     assert len({p for p in shown if p.startswith("kw")}) < FUSION.depth + 10  # the setup holds
     assert not result.complete
+
+
+# -- one process embeds a store at a time ----------------------------------------------------
+HOLD_LOCK = """
+import sys, filelock
+lock = filelock.FileLock(sys.argv[1])
+lock.acquire()
+print("held", flush=True)
+sys.stdin.read()
+"""
+
+
+@pytest.fixture
+def embed_lock_held(home: GoatHome, vault: Path) -> Iterator[subprocess.Popen[str]]:
+    """Another process holding the store's embedding lock (as ``goat serve`` does while it
+    embeds the store), until the test closes its stdin."""
+    path = home.lock_path(vault.resolve(), "search-embed-fake")
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HOLD_LOCK, str(path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None and proc.stdout.readline() == "held\n"
+    yield proc
+    if proc.poll() is None:
+        assert proc.stdin is not None
+        proc.stdin.close()
+        proc.wait(10)
+
+
+def test_a_store_another_process_is_embedding_is_not_embedded_twice(
+    stores: Any, vault: Path, embed_lock_held: subprocess.Popen[str]
+) -> None:
+    """While another process embeds the store (it holds the embedding lock), a recall here
+    embeds nothing and does not wait: keyword hits, ``complete=False`` and the reason; a
+    reindex is a typed Conflict saying the keyword index is up to date. Once the other
+    process is done, the next recall embeds and answers complete."""
+    from goat_core.errors import Conflict
+    from goat_core.filestore import EmbeddingElsewhere
+
+    fake = FakeEmbedder()
+    store = stores(vault, "fake", _spec(fake))
+    result = store.recall("phone toolbar", limit=3)
+    assert result.items[0].path == "Phone tips.md"
+    assert not result.complete
+    (reason,) = result.degraded
+    assert reason.startswith("another process is embedding the notes of ")
+    assert "with embedder 'fake'" in reason and "uses the vectors it has stored so far" in reason
+    assert fake.embedded == []
+    with pytest.raises(EmbeddingElsewhere) as caught:
+        store.reindex()
+    assert isinstance(caught.value, Conflict) and caught.value.exit_code == 5
+    assert "keyword index of" in str(caught.value) and "is up to date" in str(caught.value)
+    assert fake.embedded == []
+
+    assert embed_lock_held.stdin is not None
+    embed_lock_held.stdin.close()
+    embed_lock_held.wait(10)
+    result = store.recall("between laptop and desktop", limit=3)
+    assert result.items[0].path == "Sync across devices.md" and result.degraded == ()
+    assert len(fake.embedded) > len(NOTES)
+
+
+def test_the_embedding_lock_is_released_when_the_embedder_fails(
+    stores: Any, vault: Path, home: GoatHome
+) -> None:
+    """A sync that fails part way (the embedder raises) leaves the lock free for the next."""
+
+    class Failing(FakeEmbedder):
+        fail = True
+
+        def embed_documents(self, texts: Sequence[str]) -> Any:
+            if self.fail:
+                raise ProviderUnavailable("the model fell over")
+            return super().embed_documents(texts)
+
+    fake = Failing()
+    store = stores(vault, "fake", _spec(fake))
+    assert "the model fell over" in store.recall("phone", limit=3).degraded[0]
+    fake.fail = False
+    result = store.recall("between laptop and desktop", limit=3)
+    assert result.degraded == () and result.items[0].path == "Sync across devices.md"
