@@ -26,7 +26,8 @@ Each store is the shipped ``markdown`` provider (built through its spec's factor
 from those same index files with the shipped ``SearchIndex.search``, ``VectorIndex.search`` and
 ``fuse``, the functions ``FolderStoreProvider._ranked`` uses. MRR@10: mean of 1/rank of the
 answer page within the first 10 (0 when absent). Requires ``pip install bm25s`` for the bm25s
-rows (skipped otherwise). Prints figures; asserts nothing.
+rows (skipped otherwise). ``GOAT_EVAL_FLOOR=X`` (or ``none``) ranks with that semantic floor
+instead of each embedder's declared ``semantic_floor``. Prints figures; asserts nothing.
 """
 
 from __future__ import annotations
@@ -133,7 +134,13 @@ class System:
         if embedder is not None:
             spec = Registry.load().get_embedder(embedder)
             model = spec.factory(embedder_cache_dir(home.data_dir, embedder))
-            self.vectors = VectorIndex(home.index_path(vault, f"search-vectors-{embedder}"), model)
+            floor = spec.semantic_floor
+            if os.environ.get("GOAT_EVAL_FLOOR"):  # a floor to try instead ("none": no floor)
+                given = os.environ["GOAT_EVAL_FLOOR"]
+                floor = None if given == "none" else float(given)
+            self.vectors = VectorIndex(
+                home.index_path(vault, f"search-vectors-{embedder}"), model, floor
+            )
 
     def kw(self, q: str) -> list[tuple[str, float]]:
         return [(h.path, h.score) for h in self.keyword.search(q, limit=DEPTH, snippets=False).hits]

@@ -155,6 +155,39 @@ def test_hook_goat_register_embedders(reg: Registry) -> None:
         reg.get_embedder("big")
 
 
+@pytest.mark.parametrize("floor", [float("nan"), float("inf"), 1.5, -2.0, "0.3", True])
+def test_an_embedder_spec_with_a_bad_semantic_floor_is_the_plugins_failure(
+    reg: Registry, floor: object
+) -> None:
+    """``EmbedderSpec(semantic_floor=...)`` takes None or a finite number within [-1.2, 1.2]
+    (a note's vector score: a cosine plus 0.2 times another); anything else is a ValueError,
+    which the registry reports as the declaring plugin's failure."""
+    from goat_core.contract import EmbedderSpec
+
+    def spec(floor: object) -> EmbedderSpec:
+        return EmbedderSpec(
+            name="floored",
+            dimensions=8,
+            languages=("en",),
+            source="test",
+            factory=lambda cache: None,  # type: ignore[arg-type,return-value]
+            available=lambda cache: True,
+            semantic_floor=floor,  # type: ignore[arg-type]
+        )
+
+    assert spec(0.3).semantic_floor == 0.3 and spec(None).semantic_floor is None
+    assert spec(-1.2).semantic_floor == -1.2 and spec(1).semantic_floor == 1
+
+    class Bad:
+        @hookimpl
+        def goat_register_embedders(self) -> list[EmbedderSpec]:
+            return [spec(floor)]
+
+    add(reg, Bad(), "bad")
+    assert reg.embedders() == {}
+    assert "semantic_floor must be a number within [-1.2, 1.2]" in hook_failures(reg)["bad"]
+
+
 # -- goat_resolve_scope ----------------------------------------------------------------
 
 

@@ -14,6 +14,7 @@ An embedder turns text into unit-length vectors for semantic recall in folder st
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,6 +51,12 @@ class EmbedderSpec:
         weights only come with a package).
     :param fetch_sha256: the sha256 a fetched file must have.
     :param description: one line for ``goat embedders``.
+    :param semantic_floor: the least vector score a note needs to be a semantic candidate
+        (its best chunk's cosine to the query plus ``NOTE_WEIGHT`` = 0.2 times its title and
+        description row's cosine: between -1.2 and 1.2; goat_core/filestore/search/
+        _vectors.py). ``None``: every note is one, and a recall always lists notes, however
+        unrelated the query. Calibrated per model: unrelated text rarely scores 0.
+    :raises ValueError: ``semantic_floor`` is not a finite number within [-1.2, 1.2].
     """
 
     name: str
@@ -61,6 +68,19 @@ class EmbedderSpec:
     fetch_url: str | None = None
     fetch_sha256: str | None = None
     description: str = ""
+    semantic_floor: float | None = None
+
+    def __post_init__(self) -> None:
+        floor = self.semantic_floor
+        if floor is not None and (
+            isinstance(floor, bool)
+            or not isinstance(floor, int | float)
+            or not (math.isfinite(floor) and -1.2 <= floor <= 1.2)
+        ):
+            raise ValueError(
+                f"embedder {self.name!r}: semantic_floor must be a number within [-1.2, 1.2] "
+                f"or None, not {floor!r}"
+            )
 
 
 def embedder_cache_dir(data_dir: Path, name: str) -> Path:

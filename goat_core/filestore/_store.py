@@ -469,7 +469,7 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
             # one file per embedder name: switching a binding's embedder back and forth does
             # not re-embed; a new model under the same name (identity) rebuilds it
             path = self.context.home.index_path(self.root, f"{self.index_name}-vectors-{name}")
-            self._vectors = VectorIndex(path, embedder)
+            self._vectors = VectorIndex(path, embedder, spec.semantic_floor)
             if self._vectors.rebuilt:
                 from goat_core.logs import get_logger
 

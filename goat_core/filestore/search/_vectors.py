@@ -139,9 +139,11 @@ class VectorIndex:
     :param path: the SQLite file (``GoatHome.index_path(root, "<name>-vectors")``); the row
         files are named after it (``<path>-rows<generation>``).
     :param embedder: the loaded model; its ``identity`` keys the index.
+    :param floor: the least score a note needs to be a search hit (the embedder's
+        ``EmbedderSpec.semantic_floor``); ``None``: every note is one.
     """
 
-    def __init__(self, path: Path, embedder: Embedder) -> None:
+    def __init__(self, path: Path, embedder: Embedder, floor: float | None = None) -> None:
         dims = embedder.dimensions
         if isinstance(dims, bool) or not isinstance(dims, int) or dims <= 0:
             raise ProviderUnavailable(
@@ -150,6 +152,8 @@ class VectorIndex:
             )
         self.path = path
         self.embedder = embedder
+        #: the least score a note needs to be a hit (``EmbedderSpec.semantic_floor``)
+        self.floor = floor
         #: Why the index was rebuilt, wholly or in part, on open (``None``: it was not).
         self.rebuilt: str | None = None
         #: Set when the GOAT home cannot be written: the index is read as it is, and a sync
@@ -791,7 +795,8 @@ class VectorIndex:
     def search(self, query: str, limit: int) -> list[ChunkHit]:
         """The ``limit`` best notes for ``query``, best first, one hit per note: the cosine of
         its best chunk plus :data:`NOTE_WEIGHT` times the cosine of its title-and-description
-        row (a long note counts its best section, never the sum), with that chunk's offsets.
+        row (a long note counts its best section, never the sum), with that chunk's offsets;
+        only notes scoring at least :attr:`floor` when it is set.
 
         A search that finds rows missing or mismatched just as another process compacted the
         row file reads the new generation's map once more: only damage found within one
@@ -846,6 +851,8 @@ class VectorIndex:
         score = np.maximum.reduceat(best, m.starts)
         has_row = m.note_row >= 0
         score[has_row] += np.float32(NOTE_WEIGHT) * sims[m.note_row[has_row]]
+        if self.floor is not None:
+            score[score < np.float32(self.floor)] = -np.inf
         k = min(limit, int(np.isfinite(score).sum()))
         if k <= 0:
             return []

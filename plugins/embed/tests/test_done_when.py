@@ -109,3 +109,12 @@ def test_question_in_user_words_finds_sync_first(tmp_path: Path) -> None:
     items = json.loads(stdout)["items"]
     assert items[0]["path"] == "Getting started/Sync your notes across devices.md"
     assert items[0]["snippet"]
+    # words the vault has nothing about: no note passes the semantic floor, and no keyword
+    # matches, so the answer is empty and complete (no notes listed by meaning regardless)
+    result, stdout = _goat(
+        env, tmp_path / "nothing.json",
+        "recall", "zorblax frimble quendor", "--pen", "docs", "--json",
+    )  # fmt: skip
+    assert result["code"] in (0, None)
+    nothing = json.loads(stdout)
+    assert (nothing["items"], nothing["complete"], nothing["degraded"]) == ([], True, [])

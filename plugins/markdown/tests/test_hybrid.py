@@ -53,7 +53,9 @@ class FakeEmbedder:
         return self._vec(text)
 
 
-def _spec(embedder: FakeEmbedder | None, name: str = "fake") -> EmbedderSpec:
+def _spec(
+    embedder: FakeEmbedder | None, name: str = "fake", floor: float | None = None
+) -> EmbedderSpec:
     def factory(cache: Path) -> FakeEmbedder:
         if embedder is None:
             raise ProviderUnavailable("fake weights are not on disk")
@@ -66,6 +68,7 @@ def _spec(embedder: FakeEmbedder | None, name: str = "fake") -> EmbedderSpec:
         source="test",
         factory=factory,
         available=lambda cache: embedder is not None,
+        semantic_floor=floor,
     )
 
 
@@ -542,3 +545,36 @@ def test_the_embedding_lock_is_released_when_the_embedder_fails(
     fake.fail = False
     result = store.recall("between laptop and desktop", limit=3)
     assert result.degraded == () and result.items[0].path == "Sync across devices.md"
+
+
+def test_the_semantic_floor_keeps_unrelated_notes_out(stores: Any, vault: Path) -> None:
+    """With the embedder's ``semantic_floor``, only notes scoring at least that are semantic
+    candidates: words the vault has nothing about answer nothing, complete (without it, every
+    note is listed by meaning and the answer says more matched than shown); a question by
+    meaning still finds its note."""
+    fake = FakeEmbedder()
+    floored = stores(vault, "fake", _spec(fake, floor=0.3))
+    nothing = floored.recall("qwxz vbnm", limit=3)  # fake scores: 0.07 at best
+    assert (nothing.items, nothing.complete, nothing.degraded) == ((), True, ())
+    found = floored.recall("between laptop and desktop", limit=3)  # fake scores: 0.47, 0.27
+    assert [i.path for i in found.items] == ["Sync across devices.md"]
+    assert found.complete and found.degraded == ()
+    floored.close()
+
+    unfloored = stores(vault, "fake", _spec(FakeEmbedder()))
+    listed = unfloored.recall("qwxz vbnm", limit=3)
+    assert len(listed.items) == 3 and not listed.complete
+
+
+def test_vector_search_drops_notes_under_the_floor(tmp_path: Path) -> None:
+    fake = FakeEmbedder()
+    notes = {"a.md": ("Apples", "apples pears", ""), "b.md": ("Boats", "sails and oars", "")}
+    index = VectorIndex(tmp_path / "v.sqlite", fake, floor=None)
+    index.sync([(p, 1, 1) for p in notes], notes.get)
+    every = index.search("apples", 5)
+    assert [h.path for h in every] == ["a.md", "b.md"]
+    index.floor = (every[0].score + every[1].score) / 2
+    assert [h.path for h in index.search("apples", 5)] == ["a.md"]
+    index.floor = every[0].score + 0.01
+    assert index.search("apples", 5) == []
+    index.close()
