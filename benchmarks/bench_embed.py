@@ -34,7 +34,8 @@ PREPARE = """
 import sys
 from goat_core.contract import embedder_cache_dir
 from goat_core.plugins import Registry
-Registry.load().get_embedder(sys.argv[2]).factory(embedder_cache_dir(sys.argv[1], sys.argv[2]))
+spec = Registry.load().get_embedder(sys.argv[2])
+spec.factory(embedder_cache_dir(sys.argv[1], sys.argv[2])).embed_query("warm up")  # builds
 """
 
 
