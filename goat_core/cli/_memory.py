@@ -22,6 +22,8 @@ if TYPE_CHECKING:
 PROGRESS_THRESHOLD = 200
 #: Embedding for semantic recall is shown (on stderr) from this many notes on.
 EMBED_PROGRESS_THRESHOLD = 20
+#: The largest ``goat recall --limit``.
+RECALL_LIMIT_MAX = 100
 
 
 # -- memory commands --------------------------------------------------------------------------
@@ -173,7 +175,7 @@ def _print_degraded(complete: bool, degraded: Sequence[str], more: str | None = 
 
 @click.command("recall")
 @click.argument("query")
-@click.option("--limit", type=click.IntRange(1, 100), default=10, show_default=True)
+@click.option("--limit", type=click.IntRange(1, RECALL_LIMIT_MAX), default=10, show_default=True)
 @memory_options
 def recall_cmd(query: str, limit: int, pen: str | None, as_json: bool, home: Path | None) -> None:
     """Ranked recall for QUERY (plain text, never query syntax).
@@ -207,7 +209,12 @@ def recall_cmd(query: str, limit: int, pen: str | None, as_json: bool, home: Pat
     ]
     if rows:
         click.echo(_table(rows, ["SCORE", "PAGE", "SNIPPET"]))
-    more = None if result.complete else "goat: more matched than shown (raise --limit)"
+    more = None
+    if not result.complete:
+        raise_it = (
+            " (raise --limit)" if limit < RECALL_LIMIT_MAX else " (a narrower query shows them)"
+        )
+        more = f"goat: more matched than shown{raise_it}"
     _print_degraded(result.complete, result.degraded, more)
 
 

@@ -605,10 +605,20 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
                     f"({exc}); these are keyword results only",
                 ),
             )
-        keyword = index.search(query, limit=FUSION.depth, snippets=False)
+        # the keyword side is read as deep as the limit asks (at least FUSION.depth), so each
+        # keyword match is shown at a large enough limit; the vector side stays FUSION.depth.
+        # Keyword scores are scaled by the best one alone (goat_core/filestore/search/
+        # _hybrid.py), so a deeper read leaves the fused scores of the first FUSION.depth as
+        # they were.
+        depth = max(FUSION.depth, limit)
+        keyword = index.search(query, limit=depth, snippets=False)
         by_kw = {h.path: h for h in keyword.hits}
         by_vec = {h.path: h for h in vhits}
-        fused = fuse([(h.path, h.score) for h in keyword.hits], [(h.path, h.score) for h in vhits])
+        fused = fuse(
+            [(h.path, h.score) for h in keyword.hits],
+            [(h.path, h.score) for h in vhits],
+            dataclasses.replace(FUSION, depth=depth),
+        )
         titles = index.titles(p for p, _ in fused[:limit] if p not in by_kw)
         hits: list[SearchHit] = []
         for path, score in fused[:limit]:
@@ -625,9 +635,9 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
             hits.append(SearchHit(path, title, score, cut.text, cut.spans))
         total = max(keyword.total, len(fused))
         degraded = (*keyword.degraded, *behind)
-        # Complete means every keyword match is shown (the vector side adds the nearest
-        # ``FUSION.depth`` notes by meaning; every note has some cosine, so "all of them" is
-        # no answer). Keyword matches past the depth never reached the fusion: not complete.
+        # Complete means every keyword match and every note by meaning (up to FUSION.depth,
+        # above the embedder's floor) is shown; keyword matches past the depth never reached
+        # the fusion: not complete.
         complete = total <= len(hits) and keyword.total <= len(keyword.hits) and not degraded
         return SearchResults(hits=hits, total=total, complete=complete, degraded=degraded)
 

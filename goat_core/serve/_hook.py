@@ -236,8 +236,9 @@ def _recall(
         registry = Registry.load(PluginSettings.from_env())
 
     def no_model(name: str) -> Any:
-        # a model per prompt would take seconds to load: only a running server embeds
-        raise ProviderUnavailable(f"the hook loads no embedding model and {fallback}")
+        # a model per prompt would take seconds to load: only a running server embeds (why
+        # none answered is said once, in the reason below)
+        raise ProviderUnavailable("the hook loads no embedding model")
 
     async def turn() -> HookResult:
         async with MemoryHost(home=home, registry=registry, embedders=no_model) as host:
@@ -246,9 +247,10 @@ def _recall(
             embedder = binding.settings.get("embedder") if binding is not None else None
             if isinstance(embedder, str):
                 result.via = "in-process, keyword-only"
+                start = "" if asked else " (start one to recall by meaning)"
                 result.reason = (
                     f"keyword-only recall, degraded: embedder {embedder!r} is set and "
-                    f"{fallback} (start one to recall by meaning); {result.reason}"
+                    f"{fallback}{start}; {result.reason}"
                 )
             elif asked:
                 result.reason += f" ({fallback})"

@@ -271,6 +271,8 @@ def test_the_hook_fails_open_on_a_socket_it_must_not_trust(
     assert "Phone tips" in context  # the keyword-only recall of this process
     assert "keyword-only recall, degraded" in err and "the running server did not answer" in err
     assert why in err, err
+    # a server is there: the hook never says to start one, and says why once
+    assert "start one" not in err and err.count("the running server did not answer") == 1, err
     assert _loads(tmp_path) == []  # no model loaded anywhere
 
 

@@ -199,3 +199,18 @@ def test_recall_and_reindex_while_another_process_embeds_the_store(
         holder.wait(10)
     done = goat("recall", "between laptop and desktop", "--pen", "docs", "--json")
     assert done.exit_code == 0 and json.loads(done.stdout)["degraded"] == [], done.output
+
+
+def test_more_than_shown_says_how_to_see_the_rest(goat_home: Path, tmp_path: Path) -> None:
+    """``goat recall`` that is not complete says to raise ``--limit`` below its largest value,
+    and at ``--limit 100`` (the largest) to narrow the query instead."""
+    vault = tmp_path / "many"
+    vault.mkdir()
+    for i in range(120):
+        (vault / f"note {i:03}.md").write_text(f"zqmany entry {i}\n", encoding="utf-8")
+    assert goat("bind", "--pen", "docs", "markdown", "--set", f"root={vault}").exit_code == 0
+    some = goat("recall", "zqmany", "--pen", "docs", "--limit", "10")
+    assert some.exit_code == 0 and "goat: more matched than shown (raise --limit)" in some.stderr
+    most = goat("recall", "zqmany", "--pen", "docs", "--limit", "100")
+    assert most.exit_code == 0 and "(raise --limit)" not in most.stderr
+    assert "goat: more matched than shown (a narrower query shows them)" in most.stderr

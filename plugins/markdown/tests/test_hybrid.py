@@ -441,12 +441,14 @@ def test_kill_9_during_embedding_leaves_a_usable_index(tmp_path: Path) -> None:
     index.close()
 
 
-def test_keyword_matches_past_the_fusion_depth_are_never_complete(
+def test_every_keyword_match_reaches_the_fusion_at_a_large_enough_limit(
     stores: Any, tmp_path: Path
 ) -> None:
     """60 notes hold the query's word among many others; 60 more hold only its synonym, so
-    they are nearer by meaning. The fusion reads 50 of each side: 100 candidates, while 10
-    keyword matches never reach it. A recall asking for 100 must not say it is complete."""
+    they are nearer by meaning. The vector side reads 50; the keyword side reads as deep as
+    the limit asks (at least 50): at limit 100 all 60 keyword matches are shown (50 were,
+    and recall said to raise a limit already at its largest), beside 40 by meaning, and the
+    answer is not complete (110 candidates). The first ranks are the same at any limit."""
     from goat_core.filestore.search import FUSION
 
     root = tmp_path / "many"
@@ -458,9 +460,14 @@ def test_keyword_matches_past_the_fusion_depth_are_never_complete(
         (root / f"syn{i:03}.md").write_text("mobile\n")
     sp = stores(root, "fake", _spec(FakeEmbedder()))
     result = sp.recall("phone", limit=100)
-    shown = {item.path for item in result.items}
-    assert len({p for p in shown if p.startswith("kw")}) < FUSION.depth + 10  # the setup holds
+    shown = [item.path for item in result.items]
+    assert len(shown) == 100
+    assert len([p for p in shown if p.startswith("kw")]) == FUSION.depth + 10
     assert not result.complete
+    first = sp.recall("phone", limit=10)
+    assert [item.path for item in first.items] == shown[:10] and not first.complete
+    forty = sp.recall("phone", limit=40)
+    assert [item.path for item in forty.items] == shown[:40] and not forty.complete
 
 
 # -- one process embeds a store at a time ----------------------------------------------------
