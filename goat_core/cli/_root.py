@@ -182,5 +182,9 @@ def cli() -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    """Console-script entry point (``goat``)."""
+    """Console-script entry point (``goat``). Started with its stderr closed (``2>&-``),
+    Python has no ``sys.stderr``: it becomes ``os.devnull``, so progress and warnings are
+    dropped rather than failing the command."""
+    if sys.stderr is None:
+        sys.stderr = open(os.devnull, "w", encoding="utf-8")  # kept for the process
     cli.main(args=list(argv) if argv is not None else None, prog_name="goat")

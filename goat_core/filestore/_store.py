@@ -502,16 +502,30 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
             return doc.title, doc.body, doc.description
 
         listing = [(d.path, d.mtime_ns, d.size) for d in index.documents()]
+        if not vectors.changes(listing):  # nothing to embed: no lock, no one kept waiting
+            self._vectors_synced = (vectors, token)
+            return {"embedded": 0}
         name = self._embedder
-        lock = StoreLock(self.context.home.lock_path(self.root, f"{self.index_name}-embed-{name}"))
+        path = self.context.home.lock_path(self.root, f"{self.index_name}-embed-{name}")
+        lock = StoreLock(path)
         try:
             taken = lock.try_acquire()
-        except OSError:  # no lock file can be made (a read-only GOAT home): the sync says why
+        except OSError as exc:
+            # no lock there (a read-only home, whose sync then says why; or something else
+            # in the lock's place): embed without it, and say so
+            from goat_core.logs import get_logger
+
+            get_logger(__name__).warning(
+                "vectors.lock_unavailable",
+                lock=str(path),
+                error=str(exc),
+                effect="another process may embed the same notes at the same time",
+            )
             taken = None
         if taken is False:
             raise EmbeddingElsewhere(
-                f"another process is embedding the notes of {self.label()} with embedder "
-                f"{name!r} (its first embedding can take minutes); until it is done, semantic "
+                f"another process is embedding notes of {self.label()} with embedder "
+                f"{name!r} (a first embedding takes minutes); until it is done, semantic "
                 "ranking uses the vectors it has stored so far"
             )
         try:

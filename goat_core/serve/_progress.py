@@ -39,11 +39,13 @@ class ServeEmbedProgress:
 
     def _say(self, line: str) -> None:
         out = self._stream if self._stream is not None else sys.stderr
+        if out is None:  # started with stderr closed: Python has no sys.stderr
+            return
         try:
             out.write(f"goat serve: {line}\n")
             out.flush()
-        except (OSError, ValueError):  # a closed or broken stderr never fails a recall
-            pass
+        except (OSError, ValueError, AttributeError):  # a closed or broken stderr never
+            pass  # fails a recall
 
     def __call__(self, done: int, total: int) -> None:
         if total < MIN_NOTES:

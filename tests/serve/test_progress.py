@@ -4,7 +4,10 @@ embedding, at each quarter, and when done, on the stream given; per thread; neve
 from __future__ import annotations
 
 import io
+import sys
 import threading
+
+import pytest
 
 from goat_core.serve._progress import MIN_NOTES, ServeEmbedProgress
 
@@ -78,4 +81,13 @@ def test_a_closed_stderr_never_fails_the_recall() -> None:
     out.close()
     progress = ServeEmbedProgress(out, _Clock())
     progress(0, 100)
+    progress(100, 100)
+
+
+def test_no_stderr_at_all_never_fails_the_recall(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A server started with fd 2 closed has ``sys.stderr = None``."""
+    monkeypatch.setattr(sys, "stderr", None)
+    progress = ServeEmbedProgress()
+    progress(0, 100)
+    progress(50, 100)
     progress(100, 100)

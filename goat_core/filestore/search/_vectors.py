@@ -443,6 +443,19 @@ class VectorIndex:
         return sum(os.path.getsize(f) for f in files if os.path.exists(f))
 
     # -- sync -------------------------------------------------------------------------------
+    def changes(self, listing: Iterable[tuple[str, int, int]]) -> int:
+        """How many notes a :meth:`sync` with ``listing`` would embed or drop now (0: it has
+        nothing to do). Reads only. :raises IndexDamaged, ProviderUnavailable: as :meth:`sync`.
+        """
+        with self._faults("it was read"):
+            have = {
+                p: (m, s) for p, m, s in self._db.execute("SELECT path, mtime_ns, size FROM notes")
+            }
+            current = {p: (m, s) for p, m, s in listing}
+        return sum(p not in current for p in have) + sum(
+            have.get(p) != st for p, st in current.items()
+        )
+
     def sync(
         self,
         listing: Iterable[tuple[str, int, int]],

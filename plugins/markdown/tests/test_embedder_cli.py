@@ -189,7 +189,7 @@ def test_recall_and_reindex_while_another_process_embeds_the_store(
         assert busy.exit_code == 0, busy.output
         answer = json.loads(busy.stdout)
         assert answer["items"][0]["title"] == "Phone tips" and answer["complete"] is False
-        assert answer["degraded"][0].startswith("another process is embedding the notes of")
+        assert answer["degraded"][0].startswith("another process is embedding notes of")
         reindexed = goat("reindex", "--pen", "docs")
         assert reindexed.exit_code == 5, reindexed.output
         assert "is up to date, but another process is embedding" in reindexed.stderr
@@ -214,3 +214,34 @@ def test_more_than_shown_says_how_to_see_the_rest(goat_home: Path, tmp_path: Pat
     most = goat("recall", "zqmany", "--pen", "docs", "--limit", "100")
     assert most.exit_code == 0 and "(raise --limit)" not in most.stderr
     assert "goat: more matched than shown (a narrower query shows them)" in most.stderr
+
+
+def test_recall_with_stderr_closed_still_answers(
+    goat_home: Path, fake_site: Path, tmp_path: Path
+) -> None:
+    """``goat recall ... 2>&-`` on a store that needs embedding (its progress line has no
+    stderr to go to): the answer on stdout, exit 0 (it was an internal error, exit 1)."""
+    import os
+    import subprocess
+    import sys
+
+    vault = tmp_path / "many"
+    vault.mkdir()
+    for i in range(25):
+        (vault / f"note {i:02}.md").write_text(f"zqclosed entry {i}\n", encoding="utf-8")
+    assert goat("bind", "--pen", "docs", "markdown", "--set", f"root={vault}",
+                "--set", "embedder=fake").exit_code == 0  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(fake_site), *sys.path])}
+    for args in (["--json"], []):
+        done = subprocess.run(
+            [sys.executable, "-c", "from goat_core.cli import main; main()",
+             "recall", "zqclosed", "--pen", "docs", *args],
+            env=env, capture_output=False, stdout=subprocess.PIPE, text=True, timeout=120,
+            preexec_fn=lambda: os.close(2),
+        )  # fmt: skip
+        assert done.returncode == 0, done.stdout
+        assert "zqclosed" in done.stdout
+        vectors = list((goat_home / "data" / "index").glob("*vectors*"))
+        assert vectors
+        for f in vectors:  # the next round embeds again
+            f.unlink()

@@ -516,7 +516,7 @@ def test_a_store_another_process_is_embedding_is_not_embedded_twice(
     assert result.items[0].path == "Phone tips.md"
     assert not result.complete
     (reason,) = result.degraded
-    assert reason.startswith("another process is embedding the notes of ")
+    assert reason.startswith("another process is embedding notes of ")
     assert "with embedder 'fake'" in reason and "uses the vectors it has stored so far" in reason
     assert fake.embedded == []
     with pytest.raises(EmbeddingElsewhere) as caught:
@@ -585,3 +585,58 @@ def test_vector_search_drops_notes_under_the_floor(tmp_path: Path) -> None:
     index.floor = every[0].score + 0.01
     assert index.search("apples", 5) == []
     index.close()
+
+
+def test_a_store_with_nothing_to_embed_is_complete_while_another_process_holds_the_lock(
+    stores: Any, vault: Path, home: GoatHome
+) -> None:
+    """The lock is taken only when there is something to embed: a fresh process whose store
+    is fully embedded answers complete even while another one holds the lock."""
+    first = stores(vault, "fake", _spec(FakeEmbedder()))
+    assert first.recall("phone", limit=3).degraded == ()
+    first.close()
+    path = home.lock_path(vault.resolve(), "search-embed-fake")
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HOLD_LOCK, str(path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        assert proc.stdout.readline() == "held\n"
+        fake = FakeEmbedder()
+        fresh = stores(vault, "fake", _spec(fake))
+        result = fresh.recall("between laptop and desktop", limit=3)
+        assert result.degraded == () and result.items[0].path == "Sync across devices.md"
+        assert fresh.reindex()["embedded"] == 0
+        assert fake.embedded == []
+    finally:
+        proc.stdin.close()
+        proc.wait(10)
+
+
+@pytest.mark.parametrize("kind", ["directory", "dangling-symlink"])
+def test_an_unusable_embedding_lock_is_said_in_the_log(
+    stores: Any, vault: Path, home: GoatHome, kind: str
+) -> None:
+    """Something else in the lock's place (a folder, a symlink the lock will not follow):
+    the store embeds without the lock, answers, and logs a warning that another process may
+    embed the same notes meanwhile (never silently)."""
+    from structlog.testing import capture_logs
+
+    path = home.lock_path(vault.resolve(), "search-embed-fake")
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if kind == "directory":
+        path.mkdir()
+    else:
+        path.symlink_to(path.parent / "nowhere")
+    fake = FakeEmbedder()
+    store = stores(vault, "fake", _spec(fake))
+    with capture_logs() as logs:
+        result = store.recall("between laptop and desktop", limit=3)
+    assert result.degraded == () and result.items[0].path == "Sync across devices.md"
+    assert fake.embedded
+    (warning,) = [e for e in logs if e["event"] == "vectors.lock_unavailable"]
+    assert warning["log_level"] == "warning" and warning["lock"] == str(path)
+    assert "may embed the same notes" in warning["effect"]
