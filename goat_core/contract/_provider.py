@@ -114,6 +114,11 @@ class ProviderContext:
         recall inside a read or a reindex, called as ``embed_progress(done, total)`` in notes
         (first ``(0, total)``, then after each batch), possibly from the store's worker
         thread; ``None`` when the host shows none.
+    :param embed_in_background: set by a long-lived host (``goat serve``): a recall that
+        finds notes to embed starts embedding them on a thread of the store's own and
+        answers at once, ranking with the vectors stored so far (``degraded`` says so),
+        rather than waiting minutes for a first embedding. ``False``: the recall embeds
+        them first (the CLI, with its progress bar).
     """
 
     scope: Scope
@@ -126,6 +131,7 @@ class ProviderContext:
     connect: Callable[..., Awaitable[Any]] | None = field(default=None, repr=False)
     embedders: Callable[[str], Any] | None = field(default=None, repr=False)
     embed_progress: Callable[[int, int], None] | None = field(default=None, repr=False)
+    embed_in_background: bool = False
 
 
 class Provider:

@@ -58,6 +58,7 @@ from goat_core.filestore._files import (
 from goat_core.filestore._worker import StoreWorker
 
 if TYPE_CHECKING:
+    from goat_core.filestore._embedding import BackgroundEmbedding
     from goat_core.filestore._pages import PageRef, StoredNote
     from goat_core.filestore.search import IndexedDoc, SearchIndex, SearchResults, VectorIndex
 
@@ -209,6 +210,8 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
         self._index: SearchIndex | None = None
         self._embedder: str | None = getattr(self._store_settings(context), "embedder", None)
         self._vectors: VectorIndex | None = None
+        #: the thread embedding this store's notes, in a host that embeds in the background
+        self._background: BackgroundEmbedding | None = None
         # the vector index last synced completely, and the keyword index's token then
         self._vectors_synced: tuple[VectorIndex, object] | None = None
         self._cache: dict[str, NoteT] = {}
@@ -429,6 +432,9 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
         )
 
     def _close(self) -> None:
+        if self._background is not None:  # after its current batch (each commits whole)
+            self._background.stop()
+            self._background = None
         if self._index is not None:
             self._index.close()
             self._index = None
@@ -476,18 +482,26 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
                 get_logger(__name__).info("vectors.rebuilt", reason=self._vectors.rebuilt)
         return self._vectors
 
-    def _sync_vectors(self, vectors: VectorIndex) -> dict[str, int]:
+    def _sync_vectors(self, vectors: VectorIndex, background: bool = False) -> dict[str, int]:
         """Embed what changed since the last sync, reporting through the host's embedding
         progress sink (:attr:`ProviderContext.embed_progress`). Skipped (``embedded`` 0) while
         the keyword index is unchanged (:meth:`~goat_core.filestore.search.SearchIndex.
-        change_token`) since the last sync of the same vector index completed.
+        change_token`) since the last sync of the same vector index completed, or when no
+        note needs embedding.
 
         One process embeds a store at a time: the sync holds a lock under the GOAT home
-        (``lock_path(root, "<index>-embed-<embedder>")``), taken without waiting.
+        (``lock_path(root, "<index>-embed-<embedder>")``), taken without waiting
+        (``goat_core/filestore/_embedding.py``). With ``background`` (a recall in a host that
+        set :attr:`ProviderContext.embed_in_background`), the notes are embedded on the
+        store's own thread instead, and this raises at once.
 
-        :raises EmbeddingElsewhere: another process holds it (a server embedding the store
-            for the first time, say); nothing was embedded here.
+        :raises EmbeddingElsewhere: another process holds the lock, or (``background``) the
+            store's thread is embedding; nothing was embedded here.
+        :raises GoatError: (``background``) the last embedding on the thread failed: its
+            error, once (the next call starts it again).
         """
+        from goat_core.filestore._embedding import take_embedding_lock
+
         index = self._index_open()
         token = index.change_token()
         synced = self._vectors_synced
@@ -502,27 +516,16 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
             return doc.title, doc.body, doc.description
 
         listing = [(d.path, d.mtime_ns, d.size) for d in index.documents()]
-        if not vectors.changes(listing):  # nothing to embed: no lock, no one kept waiting
+        pending = vectors.changes(listing)
+        if not pending:  # nothing to embed: no lock, no one kept waiting
             self._vectors_synced = (vectors, token)
             return {"embedded": 0}
         name = self._embedder
         path = self.context.home.lock_path(self.root, f"{self.index_name}-embed-{name}")
-        lock = StoreLock(path)
-        try:
-            taken = lock.try_acquire()
-        except OSError as exc:
-            # no lock there (a read-only home, whose sync then says why; or something else
-            # in the lock's place): embed without it, and say so
-            from goat_core.logs import get_logger
-
-            get_logger(__name__).warning(
-                "vectors.lock_unavailable",
-                lock=str(path),
-                error=str(exc),
-                effect="another process may embed the same notes at the same time",
-            )
-            taken = None
-        if taken is False:
+        if background:
+            return self._embed_in_background(vectors, path, listing, load, pending)
+        lock = take_embedding_lock(path)
+        if lock is False:
             raise EmbeddingElsewhere(
                 f"another process is embedding notes of {self.label()} with embedder "
                 f"{name!r} (a first embedding takes minutes); until it is done, semantic "
@@ -531,10 +534,51 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
         try:
             stats = vectors.sync(listing, load, self.context.embed_progress)
         finally:
-            if taken:
+            if lock is not None:
                 lock.release()
         self._vectors_synced = (vectors, token)
         return stats
+
+    def _embed_in_background(
+        self,
+        vectors: VectorIndex,
+        lock_path: Path,
+        listing: list[tuple[str, int, int]],
+        load: Callable[[str], tuple[str, str, str] | None],
+        pending: int,
+    ) -> dict[str, int]:
+        """:meth:`_sync_vectors` with ``background``: start (or find) the store's embedding
+        thread, and raise what the recall reports meanwhile."""
+        from goat_core.errors import GoatError
+        from goat_core.filestore._embedding import BackgroundEmbedding
+        from goat_core.filestore.search import VectorIndex
+
+        bg = self._background
+        if bg is None:
+            bg = self._background = BackgroundEmbedding()
+        if not bg.running():
+            error = bg.take_error()
+            if error is not None:
+                if isinstance(error, GoatError):
+                    raise error
+                raise ProviderUnavailable(
+                    f"embedding the notes of {self.label()} failed "
+                    f"({type(error).__name__}: {error})"
+                ) from error
+            bg.start(
+                lambda: VectorIndex(vectors.path, vectors.embedder, vectors.floor),
+                lock_path,
+                listing,
+                load,
+                self.context.embed_progress,
+            )
+        done, total = bg.progress()
+        raise EmbeddingElsewhere(
+            f"{self.label()} is being embedded for semantic recall with embedder "
+            f"{self._embedder!r} ({pending} notes to embed, {done} of {total} done; another "
+            "process may hold the work); until it is done, semantic ranking uses the vectors "
+            "stored so far"
+        )
 
     def _reindex_all(self, progress: Callable[[int, int], None] | None) -> dict[str, int]:
         """:meth:`_reindex`, then, with an embedder, the vector index (count ``embedded``).
@@ -585,13 +629,14 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
         behind: tuple[str, ...] = ()
         try:
             vectors = self._vector_open()
+            background = self.context.embed_in_background
             try:
                 try:
-                    self._sync_vectors(vectors)
+                    self._sync_vectors(vectors, background)
                 except IndexDamaged:
                     # found damaged while synced, and rebuilt: embed the notes again
                     self._vectors_synced = None
-                    self._sync_vectors(vectors)
+                    self._sync_vectors(vectors, background)
             except (sqlite3.OperationalError, StoreUnwritable) as exc:
                 # a full or read-only GOAT home: rank with the vectors it holds, and say so
                 behind = (

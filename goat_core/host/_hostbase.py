@@ -92,12 +92,14 @@ class HostBase(ABC):
         progress: Callable[[int, int], None] | None = None,
         embed_progress: Callable[[int, int], None] | None = None,
         embedders: Callable[[str], Any] | None = None,
+        embed_in_background: bool = False,
     ) -> None:
         self.home = home if home is not None else GoatHome.from_env()
         self.registry = registry if registry is not None else Registry.load()
         self._config = config
         self._progress = progress
         self._embed_progress = embed_progress
+        self._embed_in_background = embed_in_background
         self._embedders = embedders if embedders is not None else self.registry.get_embedder
         self._state = _State()
         #: owns the sessions of remote (``spec.network``) bindings (:class:`Supervisor`)
@@ -339,6 +341,7 @@ class HostBase(ABC):
             http_client=http_client,
             progress=self._progress,
             embed_progress=self._embed_progress,
+            embed_in_background=self._embed_in_background,
             embedders=self._embedders,
             connect=(
                 GuardedConnect(lambda url: check_egress(registry, binding, url))

@@ -214,11 +214,8 @@ def _recall(
     if path is not None and asked:
         try:
             reply = ask_local(path, scope, prompt, budget, timeout)
-        except TimeoutError as exc:  # it listens but is busy: most often a first embedding
-            fallback = (
-                f"the running server did not answer in time ({exc}; a server embedding the "
-                "store for the first time answers once that is done)"
-            )
+        except TimeoutError as exc:  # it listens but is busy (or hung)
+            fallback = f"the running server did not answer in time ({exc}; it may be busy)"
         except (OSError, ValueError, RecursionError) as exc:  # recall here instead
             fallback = f"the running server did not answer ({type(exc).__name__}: {exc})"
         else:

@@ -228,7 +228,10 @@ async def _serve(
 
     registry = Registry.load(PluginSettings.from_env())
     async with MemoryHost(
-        home=home, registry=registry, embed_progress=ServeEmbedProgress()
+        home=home,
+        registry=registry,
+        embed_progress=ServeEmbedProgress(),
+        embed_in_background=True,
     ) as host:
         token: str | None = None
         if token_file is not None:

@@ -84,7 +84,10 @@ async def _serve(
     out = io.TextIOWrapper(os.fdopen(protocol_fd, "wb", buffering=0), encoding="utf-8")
     stdout: Any = anyio.wrap_file(out)
     async with MemoryHost(
-        home=home, registry=registry, embed_progress=ServeEmbedProgress()
+        home=home,
+        registry=registry,
+        embed_progress=ServeEmbedProgress(),
+        embed_in_background=True,
     ) as host:
         served = ServedScope(host, served_scope)
         server = build_server(served)

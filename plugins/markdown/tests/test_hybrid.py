@@ -94,7 +94,9 @@ def home(tmp_path: Path) -> GoatHome:
     return GoatHome.from_env(tmp_path / "home")
 
 
-def _store(home: GoatHome, root: Path, embedder: str | None, lookup: Any) -> SyncProvider:
+def _store(
+    home: GoatHome, root: Path, embedder: str | None, lookup: Any, background: bool = False
+) -> SyncProvider:
     from goat_core.filestore import FolderStoreSettings
 
     pytest.importorskip("goat_markdown")
@@ -108,6 +110,7 @@ def _store(home: GoatHome, root: Path, embedder: str | None, lookup: Any) -> Syn
         settings=settings,
         home=home,
         embedders=lookup,
+        embed_in_background=background,
     )
     return SyncProvider(lambda: spec().factory(context))
 
@@ -116,13 +119,18 @@ def _store(home: GoatHome, root: Path, embedder: str | None, lookup: Any) -> Syn
 def stores(home: GoatHome) -> Iterator[Any]:
     opened: list[SyncProvider] = []
 
-    def make(root: Path, embedder: str | None = None, spec: EmbedderSpec | None = None) -> Any:
+    def make(
+        root: Path,
+        embedder: str | None = None,
+        spec: EmbedderSpec | None = None,
+        background: bool = False,
+    ) -> Any:
         def lookup(name: str) -> EmbedderSpec:
             if spec is None or name != spec.name:
                 raise NotFound(f"no embedder named {name!r} is installed")
             return spec
 
-        sp = _store(home, root, embedder, lookup)
+        sp = _store(home, root, embedder, lookup, background)
         opened.append(sp)
         return sp
 
@@ -640,3 +648,88 @@ def test_an_unusable_embedding_lock_is_said_in_the_log(
     (warning,) = [e for e in logs if e["event"] == "vectors.lock_unavailable"]
     assert warning["log_level"] == "warning" and warning["lock"] == str(path)
     assert "may embed the same notes" in warning["effect"]
+
+
+# -- a long-lived host embeds in the background -------------------------------------------
+class GatedEmbedder(FakeEmbedder):
+    """Embeds documents only while ``gate`` is open (a slow first embedding, held)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        import threading
+
+        self.gate = threading.Event()
+        self.fail: str | None = None
+
+    def embed_documents(self, texts: Sequence[str]) -> Any:
+        assert self.gate.wait(30)
+        if self.fail:
+            raise ProviderUnavailable(self.fail)
+        return super().embed_documents(texts)
+
+
+def _until(check: Any, seconds: float = 30.0) -> Any:
+    import time
+
+    deadline = time.monotonic() + seconds
+    while True:
+        got = check()
+        if got or time.monotonic() > deadline:
+            return got
+        time.sleep(0.05)
+
+
+def test_a_background_host_answers_at_once_while_the_store_embeds(stores: Any, vault: Path) -> None:
+    """``embed_in_background`` (goat serve): the first recall starts embedding on the store's
+    thread and answers at once, keyword hits and the vectors stored so far, not complete and
+    saying so; once the thread is done, recall ranks by meaning and is complete."""
+    fake = GatedEmbedder()
+    store = stores(vault, "fake", _spec(fake), background=True)
+    first = store.recall("phone toolbar", limit=3)  # the gate is shut: nothing embedded yet
+    assert first.items[0].path == "Phone tips.md" and not first.complete
+    (reason,) = first.degraded
+    assert "is being embedded for semantic recall with embedder 'fake'" in reason
+    assert "4 notes to embed" in reason and "uses the vectors stored so far" in reason
+    again = store.recall("between laptop and desktop", limit=3)
+    assert "is being embedded" in again.degraded[0]  # still under way: one thread, not two
+    fake.gate.set()
+    done = _until(lambda: store.recall("between laptop and desktop", limit=3).degraded == ())
+    assert done
+    embedded = len(fake.embedded)
+    result = store.recall("between laptop and desktop", limit=3)
+    assert result.items[0].path == "Sync across devices.md" and result.degraded == ()
+    assert embedded > len(NOTES) and len(fake.embedded) == embedded  # each note once
+
+
+def test_a_failed_background_embedding_is_reported_then_tried_again(
+    stores: Any, vault: Path
+) -> None:
+    fake = GatedEmbedder()
+    fake.fail = "the model fell over"
+    fake.gate.set()
+    store = stores(vault, "fake", _spec(fake), background=True)
+    assert "is being embedded" in store.recall("phone", limit=3).degraded[0]
+    failed = _until(
+        lambda: [d for d in store.recall("phone", limit=3).degraded if "fell over" in d]
+    )
+    assert failed and "semantic recall with embedder 'fake' is unavailable" in failed[0]
+    fake.fail = None
+    assert _until(lambda: store.recall("between laptop and desktop", limit=3).degraded == ())
+
+
+def test_closing_a_background_host_stops_its_embedding_and_loses_nothing(
+    stores: Any, vault: Path, home: GoatHome
+) -> None:
+    """Closing the store while its thread embeds stops the thread after its batch; the
+    vector index stays consistent, and a store opened later embeds the rest."""
+    import threading
+
+    fake = GatedEmbedder()
+    store = stores(vault, "fake", _spec(fake), background=True)
+    assert "is being embedded" in store.recall("phone", limit=3).degraded[0]
+    threading.Timer(0.3, fake.gate.set).start()  # the batch in hand finishes after close asks
+    store.close()
+    assert not [t for t in threading.enumerate() if t.name == "goat-embed-background"]
+    later = stores(vault, "fake", _spec(FakeEmbedder()))
+    result = later.recall("between laptop and desktop", limit=3)
+    assert result.items[0].path == "Sync across devices.md" and result.degraded == ()
