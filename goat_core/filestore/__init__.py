@@ -15,12 +15,15 @@ imports it. Each piece is written once for every file-based provider:
   keeping one folder of Markdown files per scope, with :class:`FolderStoreSettings` and
   :data:`StoreRoot` for its ``root`` setting (loaded on first use: a plugin's settings module
   imports this package, and the base pulls in the search index);
+- embedding (``_embedding``): who embeds a store's notes for semantic recall: the embedding
+  lock, and :class:`BackgroundEmbedding`, the store's own thread in a long-lived host;
 - :mod:`goat_core.filestore.search`: the full-text index (SQLite FTS5). It is a package of
   its own and not re-exported here, so importing this package never loads ``sqlite3``.
 """
 
 import typing as _typing
 
+from goat_core.filestore._embedding import BackgroundEmbedding
 from goat_core.filestore._files import (
     MISSING_ETAG,
     RESERVED_NAMES,
@@ -113,6 +116,7 @@ if _typing.TYPE_CHECKING:
     )
 
 __all__ = [
+    "BackgroundEmbedding",
     "StoreWorker",
     # the folder store base (loaded on first use)
     "EmbeddingElsewhere",

@@ -451,6 +451,12 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
             match their recorded sha256; any other exception of the embedder's factory is a
             ``ProviderUnavailable`` naming it.
         """
+        if self._vectors is not None:  # deleted or rebuilt under it: open it again
+            from goat_core.filestore._embedding import reopened
+
+            fresh = reopened(self._vectors)
+            if fresh is not None:
+                self._vectors, self._vectors_synced = fresh, None
         if self._vectors is None:
             from goat_core.contract import embedder_cache_dir
             from goat_core.errors import GoatError
@@ -557,7 +563,7 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
         if bg is None:
             bg = self._background = BackgroundEmbedding()
         if not bg.running():
-            error = bg.take_error()
+            error = bg.failure()  # kept for a while, then tried again
             if error is not None:
                 if isinstance(error, GoatError):
                     raise error
@@ -571,13 +577,13 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
                 listing,
                 load,
                 self.context.embed_progress,
+                pending,
             )
         done, total = bg.progress()
         raise EmbeddingElsewhere(
             f"{self.label()} is being embedded for semantic recall with embedder "
-            f"{self._embedder!r} ({pending} notes to embed, {done} of {total} done; another "
-            "process may hold the work); until it is done, semantic ranking uses the vectors "
-            "stored so far"
+            f"{self._embedder!r} ({done} of {total} notes done, here or by another process); "
+            "until it is done, semantic ranking uses the vectors stored so far"
         )
 
     def _reindex_all(self, progress: Callable[[int, int], None] | None) -> dict[str, int]:
@@ -651,7 +657,10 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
             except IndexDamaged:
                 # the damaged rows' notes were dropped: embed them again, then rank once more
                 self._vectors_synced = None
-                self._sync_vectors(vectors)
+                try:
+                    self._sync_vectors(vectors, background)
+                except EmbeddingElsewhere as exc:  # on the store's thread, or elsewhere
+                    behind = (str(exc),)
                 vhits = vectors.search(query, FUSION.depth)
         except (GoatError, OSError, sqlite3.Error) as exc:
             results = index.search(query, limit=limit)

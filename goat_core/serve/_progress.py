@@ -54,8 +54,8 @@ class ServeEmbedProgress:
         if done <= 0 or getattr(state, "total", None) != total:
             state.total, state.start, state.quarter = total, self._clock(), 1
             self._say(
-                f"embedding {total} notes for semantic recall (recalls of this scope wait "
-                "until it is done)…"
+                f"embedding {total} notes for semantic recall (recalls answer meanwhile, "
+                "with the vectors embedded so far)…"
             )
             if done <= 0:
                 return

@@ -29,8 +29,8 @@ def test_start_quarters_and_done_with_the_time_taken() -> None:
     clock.now += 42.4
     progress(100, 100)
     assert out.getvalue().splitlines() == [
-        "goat serve: embedding 100 notes for semantic recall (recalls of this scope wait "
-        "until it is done)…",
+        "goat serve: embedding 100 notes for semantic recall (recalls answer meanwhile, "
+        "with the vectors embedded so far)…",
         "goat serve: embedding: 25/100 notes",
         "goat serve: embedding: 60/100 notes",
         "goat serve: embedding: 99/100 notes",

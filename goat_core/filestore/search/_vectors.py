@@ -343,6 +343,11 @@ class VectorIndex:
         and must then touch none of the new index's row files."""
         return self._file is not None and self._identity() == self._file
 
+    def is_current(self) -> bool:
+        """Whether the file at :attr:`path` is still the one this index opened (not deleted,
+        nor rebuilt by another process or another index object meanwhile)."""
+        return self._owned()
+
     def _check_owned(self) -> None:
         if not self._owned():
             raise ProviderUnavailable(

@@ -689,7 +689,7 @@ def test_a_background_host_answers_at_once_while_the_store_embeds(stores: Any, v
     assert first.items[0].path == "Phone tips.md" and not first.complete
     (reason,) = first.degraded
     assert "is being embedded for semantic recall with embedder 'fake'" in reason
-    assert "4 notes to embed" in reason and "uses the vectors stored so far" in reason
+    assert "(0 of 4 notes done" in reason and "uses the vectors stored so far" in reason
     again = store.recall("between laptop and desktop", limit=3)
     assert "is being embedded" in again.degraded[0]  # still under way: one thread, not two
     fake.gate.set()
@@ -702,8 +702,13 @@ def test_a_background_host_answers_at_once_while_the_store_embeds(stores: Any, v
 
 
 def test_a_failed_background_embedding_is_reported_then_tried_again(
-    stores: Any, vault: Path
+    stores: Any, vault: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """A failure on the store's thread is what every recall reports for ``retry_after``
+    seconds (never "being embedded" while nothing is), then the next recall tries again."""
+    from goat_core.filestore import BackgroundEmbedding
+
+    monkeypatch.setattr(BackgroundEmbedding, "retry_after", 1.0)
     fake = GatedEmbedder()
     fake.fail = "the model fell over"
     fake.gate.set()
@@ -713,7 +718,55 @@ def test_a_failed_background_embedding_is_reported_then_tried_again(
         lambda: [d for d in store.recall("phone", limit=3).degraded if "fell over" in d]
     )
     assert failed and "semantic recall with embedder 'fake' is unavailable" in failed[0]
+    assert "fell over" in store.recall("phone", limit=3).degraded[0]  # again, not retried yet
     fake.fail = None
+    assert _until(lambda: store.recall("between laptop and desktop", limit=3).degraded == ())
+
+
+@pytest.mark.parametrize("background", [False, True])
+def test_a_vector_index_deleted_under_a_running_store_is_opened_again(
+    stores: Any, vault: Path, home: GoatHome, background: bool
+) -> None:
+    """The vector index's files deleted (by hand, or rebuilt for the same model) while a
+    store has it open: the store opens the new file and embeds again, reaching complete
+    (a server used to rank from the deleted file, saying "being embedded" for good)."""
+    fake = GatedEmbedder()
+    fake.gate.set()
+    store = stores(vault, "fake", _spec(fake), background=background)
+    assert _until(lambda: store.recall("between laptop and desktop", limit=3).degraded == ())
+    for f in home.index_path(vault.resolve(), "x").parent.glob("*vectors*"):
+        f.unlink()
+    (vault / "Refunds.md").write_text("# Refunds\n\nMoney back in 30 days.\n", "utf-8")
+    assert _until(lambda: store.recall("between laptop and desktop", limit=3).degraded == ())
+    result = store.recall("between laptop and desktop", limit=3)
+    assert result.items[0].path == "Sync across devices.md"
+    assert _vector_file(home, vault).exists()
+
+
+def test_damage_found_by_a_background_hosts_search_is_repaired_in_the_background(
+    stores: Any, vault: Path, home: GoatHome
+) -> None:
+    """Rows found damaged by a recall's search in a background host: their notes are
+    dropped and re-embedded on the store's thread; the recall answers at once (it used to
+    re-embed them in the foreground, the call waiting)."""
+    fake = GatedEmbedder()
+    fake.gate.set()
+    store = stores(vault, "fake", _spec(fake), background=True)
+    assert _until(lambda: store.recall("between laptop and desktop", limit=3).degraded == ())
+    fake.gate.clear()  # from now, an embedding waits: a foreground one would hold the recall
+    rows = Path(f"{_vector_file(home, vault)}-rows0")
+    data = bytearray(rows.read_bytes())
+    for i in range(0, len(data), 64):
+        data[i] ^= 0xFF
+    rows.write_bytes(bytes(data))
+    import time
+
+    t0 = time.monotonic()
+    damaged = store.recall("phone toolbar", limit=3)
+    assert time.monotonic() - t0 < 10
+    assert not damaged.complete and damaged.items[0].path == "Phone tips.md"
+    assert any("is being embedded" in d for d in damaged.degraded), damaged.degraded
+    fake.gate.set()
     assert _until(lambda: store.recall("between laptop and desktop", limit=3).degraded == ())
 
 
