@@ -38,6 +38,7 @@ __all__ = [
     "configure",
     "get_logger",
     "redact",
+    "redact_all",
     "register_secret",
     "secret_forms",
     "visible_controls",
@@ -87,8 +88,8 @@ _BEARER_VALUE = re.compile(
     r"(?i)\b(bearer|basic)(\s+)(?=[A-Za-z]*[0-9._~+/=-])[A-Za-z0-9._~+/=-]{8,}"
 )
 _KEY_VALUE = re.compile(
-    r"(?i)\b((?:x[_-])?api[_-]?key|(?:access_|refresh_|auth_|id_)?token|password|passwd|"
-    r"(?:client_)?secret)(\s*[=:]\s*)([^\s,;'\"&]+)"
+    r"(?i)\b((?:[a-z0-9]+[_-])*(?:(?:x[_-])?api[_-]?key|(?:access_|refresh_|auth_|id_)?token|"
+    r"password|passwd|(?:client_)?secret))(\s*[=:]\s*)([^\s,;'\"&]+)"
 )
 _MIN_SECRET_LENGTH = 4
 _MAX_DEPTH = 12
@@ -233,6 +234,13 @@ def redact(text: str) -> str:
     (docs/design.md, Credentials and egress)."""
     text = _REDACTOR.scrub_known(text)
     return _BEARER_VALUE.sub(lambda m: f"{m.group(1)}{m.group(2)}{REDACTED}", text)
+
+
+def redact_all(text: str) -> str:
+    """:func:`redact` plus the ``key=value`` rule of the logs (``token=``, ``SECRET_TOKEN:``,
+    ``api_key=`` ... values blanked): for text composed outside GOAT, such as a plugin's
+    exception message, before it reaches a status or a ``degraded`` reason."""
+    return _REDACTOR.scrub_text(text)
 
 
 def get_logger(name: str | None = None, **bound: Any) -> Any:

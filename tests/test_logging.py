@@ -355,3 +355,28 @@ def test_console_lines_show_control_characters_from_values(restore_logging: None
     configure(json=True, level="info", stream=out)
     get_logger("x").warning("markdown.note_unparsable", path=name)
     assert json.loads(out.getvalue())["path"] == name
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "RuntimeError: boom SECRET_TOKEN={k} mid-way",
+        "GITHUB_TOKEN: {k}",
+        "env MY-API-KEY={k}",
+        "db_password={k};",
+        "OPENAI_API_KEY = {k}",
+        "client_secret={k}",
+    ],
+)
+def test_prefixed_credential_names_are_blanked_in_text(text: str) -> None:
+    """A credential named with a prefix (``SECRET_TOKEN=``, ``GITHUB_TOKEN:``), as an
+    embedder's or a server's error text may carry it, is blanked like ``token=``; words that
+    only contain such a name (``max_tokens=``, ``tokenizer=``) are left alone."""
+    key = _sentinel()
+    scrubbed = RedactSecrets().scrub_text(text.format(k=key))
+    assert key not in scrubbed and REDACTED in scrubbed
+
+
+def test_words_containing_a_credential_name_are_not_blanked() -> None:
+    text = "max_tokens=100 tokenizer=fast passwords_checked=3"
+    assert RedactSecrets().scrub_text(text) == text

@@ -56,6 +56,7 @@ from goat_core.filestore._files import (
     walk_notes,
 )
 from goat_core.filestore._worker import StoreWorker
+from goat_core.logs import get_logger, redact_all
 
 if TYPE_CHECKING:
     from goat_core.filestore._embedding import BackgroundEmbedding
@@ -237,8 +238,6 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
             finally:
                 self._lock.release()
             if removed:
-                from goat_core.logs import get_logger
-
                 get_logger("goat_core.filestore").info(
                     "store.temp_files_removed", root=str(self.root), count=len(removed)
                 )
@@ -313,8 +312,6 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
             result = read()
             if index.rebuilds == before:
                 return result
-            from goat_core.logs import get_logger
-
             get_logger("goat_core.filestore").warning(
                 "store.index_rebuilt", root=str(self.root), index=str(index.db_path)
             )
@@ -483,8 +480,6 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
             path = self.context.home.index_path(self.root, f"{self.index_name}-vectors-{name}")
             self._vectors = VectorIndex(path, embedder, spec.semantic_floor)
             if self._vectors.rebuilt:
-                from goat_core.logs import get_logger
-
                 get_logger(__name__).info("vectors.rebuilt", reason=self._vectors.rebuilt)
         return self._vectors
 
@@ -670,7 +665,7 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
                 degraded=(
                     *results.degraded,
                     f"semantic recall with embedder {self._embedder!r} is unavailable "
-                    f"({exc}); these are keyword results only",
+                    f"({redact_all(str(exc))}); these are keyword results only",
                 ),
             )
         # the keyword side is read as deep as the limit asks (at least FUSION.depth), so each

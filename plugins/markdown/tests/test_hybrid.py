@@ -786,3 +786,19 @@ def test_closing_a_background_host_stops_its_embedding_and_loses_nothing(
     later = stores(vault, "fake", _spec(FakeEmbedder()))
     result = later.recall("between laptop and desktop", limit=3)
     assert result.items[0].path == "Sync across devices.md" and result.degraded == ()
+
+
+@pytest.mark.parametrize("background", [False, True])
+def test_a_secret_in_an_embedders_error_never_reaches_the_answer(
+    stores: Any, vault: Path, background: bool
+) -> None:
+    """An embedder failing with a credential in its message (``SECRET_TOKEN=...``): the
+    recall's ``degraded`` names the failure with the value blanked, in the foreground and
+    from the store's embedding thread."""
+    secret = "sk-live-" + "7f3a9c21d4e8"
+    fake = GatedEmbedder()
+    fake.fail = f"boom SECRET_TOKEN={secret} mid-way"
+    fake.gate.set()
+    store = stores(vault, "fake", _spec(fake), background=background)
+    said = _until(lambda: [d for d in store.recall("phone", limit=3).degraded if "boom" in d])
+    assert said and secret not in said[0] and "SECRET_TOKEN=[REDACTED]" in said[0]
