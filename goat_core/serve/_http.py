@@ -220,19 +220,13 @@ async def _serve(
 ) -> None:
     import uvicorn
 
-    from goat_core.host import MemoryHost
     from goat_core.plugins import PluginSettings, Registry
-    from goat_core.serve._progress import ServeEmbedProgress
+    from goat_core.serve._progress import server_host
     from goat_core.serve._scope import resolve_serve_scope
     from goat_core.serve._tools import ServedScope
 
     registry = Registry.load(PluginSettings.from_env())
-    async with MemoryHost(
-        home=home,
-        registry=registry,
-        embed_progress=ServeEmbedProgress(),
-        embed_in_background=True,
-    ) as host:
+    async with server_host(home, registry) as host:
         token: str | None = None
         if token_file is not None:
             token = read_token_file(token_file)

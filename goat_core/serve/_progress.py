@@ -1,4 +1,5 @@
-"""What a running server says on stderr while a store embeds notes for semantic recall.
+"""What a running server says on stderr while a store embeds notes for semantic recall, and
+the host it runs (:func:`server_host`).
 
 A store's first semantic recall embeds every note (minutes for a large vault, and recalls of
 that scope wait meanwhile; docs/design.md, Known gaps). The CLI draws a bar for it
@@ -14,7 +15,11 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
+
+if TYPE_CHECKING:
+    from goat_core.host import GoatHome, MemoryHost
+    from goat_core.plugins import Registry
 
 #: Fewer notes to embed than this and nothing is said (a few notes take well under a
 #: second), as in the CLI.
@@ -69,3 +74,17 @@ class ServeEmbedProgress:
             state.quarter += 1
         if state.quarter > passed:
             self._say(f"embedding: {done}/{total} notes")
+
+
+def server_host(home: GoatHome | None, registry: Registry) -> MemoryHost:
+    """The host a ``goat serve`` (stdio or HTTP) runs: a store embeds on a thread of its own
+    while recalls answer (``embed_in_background``), and says so on stderr
+    (:class:`ServeEmbedProgress`)."""
+    from goat_core.host import MemoryHost
+
+    return MemoryHost(
+        home=home,
+        registry=registry,
+        embed_progress=ServeEmbedProgress(),
+        embed_in_background=True,
+    )

@@ -67,11 +67,10 @@ async def _serve(
     lean_import()  # the low-level server only: not the client, not MCPServer
     from mcp.server.stdio import stdio_server
 
-    from goat_core.host import MemoryHost
     from goat_core.logs import get_logger
     from goat_core.plugins import PluginSettings, Registry
     from goat_core.serve._local import socket_path
-    from goat_core.serve._progress import ServeEmbedProgress
+    from goat_core.serve._progress import server_host
     from goat_core.serve._scope import resolve_serve_scope
     from goat_core.serve._server import build_server
     from goat_core.serve._tools import ServedScope
@@ -83,12 +82,7 @@ async def _serve(
     )
     out = io.TextIOWrapper(os.fdopen(protocol_fd, "wb", buffering=0), encoding="utf-8")
     stdout: Any = anyio.wrap_file(out)
-    async with MemoryHost(
-        home=home,
-        registry=registry,
-        embed_progress=ServeEmbedProgress(),
-        embed_in_background=True,
-    ) as host:
+    async with server_host(home, registry) as host:
         served = ServedScope(host, served_scope)
         server = build_server(served)
         if not gc.isenabled():  # `goat serve` paused it for start-up (goat_core.cli)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from _fake_embed_site import install_fake_embedder
+from _lock_holder import lock_held_elsewhere
 from click.testing import CliRunner, Result
 from goat_core.cli import cli
 
@@ -166,25 +167,12 @@ def test_recall_and_reindex_while_another_process_embeds_the_store(
     """``goat recall`` and ``goat reindex`` while another process (a ``goat serve``, say)
     holds the store's embedding lock: the recall answers at once, degraded with the reason;
     the reindex exits 5 saying the keyword index is up to date; nothing is embedded twice."""
-    import subprocess
-    import sys
-
     from goat_core.host import GoatHome
 
     assert goat("bind", "--pen", "docs", "markdown", "--set", f"root={vault}",
                 "--set", "embedder=fake").exit_code == 0  # fmt: skip
     lock = GoatHome.from_env(goat_home).lock_path(vault.resolve(), "search-embed-fake")
-    lock.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    hold = "import sys, filelock; l = filelock.FileLock(sys.argv[1]); l.acquire(); print('held', flush=True); sys.stdin.read()"  # noqa: E501
-    holder = subprocess.Popen(
-        [sys.executable, "-c", hold, str(lock)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert holder.stdin is not None and holder.stdout is not None
-    try:
-        assert holder.stdout.readline() == "held\n"
+    with lock_held_elsewhere(lock):
         busy = goat("recall", "phone toolbar", "--pen", "docs", "--json")
         assert busy.exit_code == 0, busy.output
         answer = json.loads(busy.stdout)
@@ -194,9 +182,6 @@ def test_recall_and_reindex_while_another_process_embeds_the_store(
         assert reindexed.exit_code == 5, reindexed.output
         assert "is up to date, but another process is embedding" in reindexed.stderr
         assert "run reindex again when it is done" in reindexed.stderr
-    finally:
-        holder.stdin.close()
-        holder.wait(10)
     done = goat("recall", "between laptop and desktop", "--pen", "docs", "--json")
     assert done.exit_code == 0 and json.loads(done.stdout)["degraded"] == [], done.output
 

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from _lock_holder import lock_held_elsewhere
 from goat_core import hookimpl
 from goat_core.contract import Binding, EmbedderSpec, ProviderContext, Scope, SyncProvider
 from goat_core.errors import NotFound, ProviderUnavailable
@@ -479,33 +480,12 @@ def test_every_keyword_match_reaches_the_fusion_at_a_large_enough_limit(
 
 
 # -- one process embeds a store at a time ----------------------------------------------------
-HOLD_LOCK = """
-import sys, filelock
-lock = filelock.FileLock(sys.argv[1])
-lock.acquire()
-print("held", flush=True)
-sys.stdin.read()
-"""
-
-
 @pytest.fixture
 def embed_lock_held(home: GoatHome, vault: Path) -> Iterator[subprocess.Popen[str]]:
     """Another process holding the store's embedding lock (as ``goat serve`` does while it
     embeds the store), until the test closes its stdin."""
-    path = home.lock_path(vault.resolve(), "search-embed-fake")
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    proc = subprocess.Popen(
-        [sys.executable, "-c", HOLD_LOCK, str(path)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stdout is not None and proc.stdout.readline() == "held\n"
-    yield proc
-    if proc.poll() is None:
-        assert proc.stdin is not None
-        proc.stdin.close()
-        proc.wait(10)
+    with lock_held_elsewhere(home.lock_path(vault.resolve(), "search-embed-fake")) as proc:
+        yield proc
 
 
 def test_a_store_another_process_is_embedding_is_not_embedded_twice(
@@ -603,25 +583,13 @@ def test_a_store_with_nothing_to_embed_is_complete_while_another_process_holds_t
     first = stores(vault, "fake", _spec(FakeEmbedder()))
     assert first.recall("phone", limit=3).degraded == ()
     first.close()
-    path = home.lock_path(vault.resolve(), "search-embed-fake")
-    proc = subprocess.Popen(
-        [sys.executable, "-c", HOLD_LOCK, str(path)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stdin is not None and proc.stdout is not None
-    try:
-        assert proc.stdout.readline() == "held\n"
+    with lock_held_elsewhere(home.lock_path(vault.resolve(), "search-embed-fake")):
         fake = FakeEmbedder()
         fresh = stores(vault, "fake", _spec(fake))
         result = fresh.recall("between laptop and desktop", limit=3)
         assert result.degraded == () and result.items[0].path == "Sync across devices.md"
         assert fresh.reindex()["embedded"] == 0
         assert fake.embedded == []
-    finally:
-        proc.stdin.close()
-        proc.wait(10)
 
 
 @pytest.mark.parametrize("kind", ["directory", "dangling-symlink"])
