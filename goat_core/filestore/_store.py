@@ -605,8 +605,8 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
         except (GoatError, OSError, sqlite3.Error) as exc:
             raise ProviderUnavailable(
                 f"the keyword index of {self.label()} is up to date, but semantic recall with "
-                f"embedder {self._embedder!r} is unavailable ({exc}); recall answers keyword "
-                "results only, degraded"
+                f"embedder {self._embedder!r} is unavailable ({redact_all(str(exc))}); recall "
+                "answers keyword results only, degraded"
             ) from exc
         return {**counts, "embedded": stats["embedded"]}
 

@@ -770,3 +770,7 @@ def test_a_secret_in_an_embedders_error_never_reaches_the_answer(
     store = stores(vault, "fake", _spec(fake), background=background)
     said = _until(lambda: [d for d in store.recall("phone", limit=3).degraded if "boom" in d])
     assert said and secret not in said[0] and "SECRET_TOKEN=[REDACTED]" in said[0]
+    if not background:  # the same failure named by an explicit reindex
+        with pytest.raises(ProviderUnavailable) as caught:
+            store.reindex()
+        assert secret not in str(caught.value) and "SECRET_TOKEN=[REDACTED]" in str(caught.value)

