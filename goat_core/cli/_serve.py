@@ -52,7 +52,8 @@ def _require_mcp() -> None:
     "pin",
     metavar="global|pen:ID",
     default=None,
-    help="With --from-dir: serve this scope instead (default: $GOAT_PIN; empty: derive).",
+    help="With --from-dir: serve this scope instead (default: "
+    "$CLAUDE_PLUGIN_OPTION_SCOPE_PIN, else $GOAT_PIN; empty: derive).",
 )
 @click.option(
     "--http", "http", metavar="[HOST:]PORT", default=None, help="Streamable HTTP instead of stdio."
@@ -240,7 +241,7 @@ class _FailOpenCommand(click.Command):
     "pin",
     metavar="global|pen:ID",
     default=None,
-    help="As goat serve --pin (default: $GOAT_PIN).",
+    help="As goat serve --pin (default: $CLAUDE_PLUGIN_OPTION_SCOPE_PIN, else $GOAT_PIN).",
 )
 @home_option
 def hook_claude_code(
@@ -324,7 +325,8 @@ def doctor_group() -> None:
     "pin",
     metavar="global|pen:ID",
     default=None,
-    help="The plugin's scope_pin setting (default: $GOAT_PIN).",
+    help="The plugin's scope_pin setting (default: $CLAUDE_PLUGIN_OPTION_SCOPE_PIN, else "
+    "$GOAT_PIN).",
 )
 @json_option
 @home_option
@@ -336,10 +338,10 @@ def doctor_claude_code(
 
     from goat_core.cli._options import _registry
     from goat_core.host import Chat, SyncMemoryHost
-    from goat_core.serve._scope import PIN_ENV, resolve_serve_scope
+    from goat_core.serve._scope import env_pin, resolve_serve_scope
 
     directory = directory or os.environ.get("CLAUDE_PROJECT_DIR") or os.getcwd()
-    pin = pin if pin is not None else os.environ.get(PIN_ENV)
+    pin = pin if pin is not None else env_pin()
     registry = _registry()
     # the server (--from-dir) and the hook ($CLAUDE_PROJECT_DIR, else cwd) resolve through
     # this one function with the one pin setting; the plugin's tests run both commands

@@ -28,7 +28,13 @@ from goat_core.host._records import (
 from goat_core.host._supervisor import Clock, RetryPolicy, SessionState, SlotStatus, Supervisor
 from goat_core.host._sync import SyncMemoryContext, SyncMemoryHost
 from goat_core.host._tools import FORBIDDEN_ARGUMENTS, CoreTool, ToolDefinition, ToolSet
-from goat_core.host._turn import TRIVIAL_PROMPTS, TurnMemory, format_memory_block, is_trivial_prompt
+from goat_core.host._turn import (
+    TRIVIAL_PROMPTS,
+    TurnMemory,
+    format_memory_block,
+    is_trivial_prompt,
+    turn_item_key,
+)
 
 __all__ = [
     "check_egress",
@@ -62,6 +68,7 @@ __all__ = [
     "format_memory_block",
     "guarded_http_client",
     "is_trivial_prompt",
+    "turn_item_key",
     "load_config",
     "memory_tools",
     "save_config",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import posixpath
 import unicodedata
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Container, Iterable
 from typing import Any, Literal, Protocol
 
 from goat_core.contract import (
@@ -51,6 +51,7 @@ from goat_core.host._turn import (
     TurnMemory,
     format_memory_block,
     is_trivial_prompt,
+    turn_item_key,
 )
 from goat_core.plugins import Registry
 
@@ -557,11 +558,15 @@ class MemoryContext:
         return memory_tools(self)
 
     # -- turns --------------------------------------------------------------------------------
-    async def prepare_turn(self, prompt: str, budget: int) -> TurnMemory:
+    async def prepare_turn(
+        self, prompt: str, budget: int, *, exclude: Container[str] = ()
+    ) -> TurnMemory:
         """Automatic recall before a turn: the memory block, its items and the outcome.
 
         :param prompt: the user's prompt (trivial prompts skip recall).
         :param budget: the most characters the block may take (>= 0).
+        :param exclude: :func:`~goat_core.host.turn_item_key` of items already given (in
+            this session): they are left out, and ``reason`` says how many.
         :raises BadInput: a negative budget.
 
         A failed read gives outcome ``failed`` with the reason, for this turn only: no
@@ -601,12 +606,17 @@ class MemoryContext:
             )
             return TurnMemory(block="", items=[], outcome="failed", reason=reason, **meta)
         degraded = tuple(result.degraded)
-        if not result.items:
-            why = "nothing relevant recalled"
+        items = [i for i in result.items if turn_item_key(i) not in exclude]
+        given = len(result.items) - len(items)
+        again = f"{given} recalled item(s) already given this session" if given else None
+        if not items:
+            why = again or "nothing relevant recalled"
             return TurnMemory(
                 block="", items=[], outcome="empty", reason=why, degraded=degraded, **meta
             )
-        block, quoted, cut = format_memory_block(result.items, label=self.label, budget=budget)
+        block, quoted, cut = format_memory_block(items, label=self.label, budget=budget)
+        if again:
+            cut = f"{cut}; {again} left out" if cut else f"{again} left out"
         if not quoted:
             return TurnMemory(block="", items=[], outcome="skipped", reason=cut, **meta)
         return TurnMemory(

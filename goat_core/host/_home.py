@@ -17,12 +17,14 @@ from __future__ import annotations
 
 import hashlib
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from goat_core.contract import Scope
 
 APP_NAME = "goat-memory"
+#: :attr:`GoatHome.source` of the platform directories.
+PLATFORM_DEFAULT = "platform default"
 
 
 @dataclass(frozen=True)
@@ -31,24 +33,40 @@ class GoatHome:
 
     config_dir: Path
     data_dir: Path
+    #: Where the home came from: ``--home``, ``$GOAT_HOME``, ``platform default`` or
+    #: ``given`` (:meth:`at`). Never part of equality.
+    source: str = field(default="given", compare=False)
 
     @classmethod
-    def at(cls, home: str | os.PathLike[str]) -> GoatHome:
+    def at(cls, home: str | os.PathLike[str], *, source: str = "given") -> GoatHome:
         root = Path(home).expanduser().absolute()
-        return cls(config_dir=root, data_dir=root / "data")
+        return cls(config_dir=root, data_dir=root / "data", source=source)
 
     @classmethod
     def from_env(cls, home: str | os.PathLike[str] | None = None) -> GoatHome:
         """``home`` if given, else ``$GOAT_HOME``, else the platform directories."""
-        chosen = home if home is not None else os.environ.get("GOAT_HOME") or None
+        if home is not None and str(home):
+            return cls.at(home, source="--home")
+        chosen = os.environ.get("GOAT_HOME") or None
         if chosen:
-            return cls.at(chosen)
+            return cls.at(chosen, source="$GOAT_HOME")
         import platformdirs  # only when no home is set
 
         return cls(
             config_dir=Path(platformdirs.user_config_dir(APP_NAME, appauthor=False)),
             data_dir=Path(platformdirs.user_data_dir(APP_NAME, appauthor=False)),
+            source=PLATFORM_DEFAULT,
         )
+
+    @property
+    def is_platform_default(self) -> bool:
+        """Neither ``--home`` nor ``$GOAT_HOME`` chose it (a host that starts servers without
+        the user's environment lands here)."""
+        return self.source == PLATFORM_DEFAULT
+
+    def describe(self) -> str:
+        """``<config dir> (from <source>)``, e.g. ``/home/me/g (from $GOAT_HOME)``."""
+        return f"{self.config_dir} (from {self.source})"
 
     @property
     def config_path(self) -> Path:

@@ -328,6 +328,15 @@ def _definition(
     schema.pop("title", None)
     for prop in schema.get("properties", {}).values():
         prop.pop("title", None)
+        # an optional argument is one left out of ``required``: pydantic's nullable
+        # ``anyOf: [X, null]`` is a type array that Gemini's dialect refuses
+        variants = prop.get("anyOf")
+        kept = [v for v in variants or () if v != {"type": "null"}]
+        if len(kept) == 1 and len(variants) == 2:
+            del prop["anyOf"]
+            prop.update(kept[0])
+            if "default" in prop and prop["default"] is None:
+                del prop["default"]
     return ToolDefinition(name, description, schema, read_only, False)
 
 

@@ -111,6 +111,15 @@ def _quote_item(index: int, item: RecallItem, label: str, text: str, note: str =
     return f"{head}\n{fence}text\n{text}\n{fence}{note}\n"
 
 
+def turn_item_key(item: RecallItem) -> str:
+    """What identifies a recalled item across turns: its id and a digest of its text, so a
+    page that changed since it was given counts as new."""
+    import hashlib
+
+    text = item.text or item.snippet
+    return f"{item.id}\0{hashlib.sha256(text.encode('utf-8', 'surrogatepass')).hexdigest()[:16]}"
+
+
 def format_memory_block(
     items: Sequence[RecallItem], *, label: str, budget: int
 ) -> tuple[str, list[RecallItem], str | None]:

@@ -43,8 +43,11 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from goat_core.contract import Scope
     from goat_core.host import GoatHome, MemoryContext, MemoryHost
+    from goat_core.serve._scope import ServeScope
 
 HOOK_EVENT = "UserPromptSubmit"
+#: The event whose context is the scope receipt (``goat_core/serve/_receipt.py``).
+SESSION_START = "SessionStart"
 #: Backoff after a failed remote read: doubles from this many seconds up to the cap.
 BACKOFF_FIRST_SECONDS = 5.0
 BACKOFF_MAX_SECONDS = 300.0
@@ -60,6 +63,7 @@ class HookResult:
     reason: str = ""
     scope: str | None = None
     via: str = "in-process"
+    event: str = HOOK_EVENT
 
     def __setattr__(self, name: str, value: Any) -> None:
         # the reason may quote a server (an error, a status): never a secret
@@ -72,7 +76,7 @@ class HookResult:
     def to_json(self) -> dict[str, Any]:
         return {
             "hookSpecificOutput": {
-                "hookEventName": HOOK_EVENT,
+                "hookEventName": self.event,
                 "additionalContext": self.context,
             }
         }
@@ -118,15 +122,28 @@ def clear_hook_state(data_dir: Path, scope: Scope | None = None) -> None:
 
 
 def parse_input(text: str) -> tuple[str, str | None]:
-    """``(prompt, cwd)`` of the hook's JSON input. :raises ValueError: not a hook input."""
+    """``(prompt, cwd)`` of a UserPromptSubmit hook's JSON input (a SessionStart input has
+    no prompt: ``""``). :raises ValueError: not a hook input."""
     data = json.loads(text)
     if not isinstance(data, dict):
         raise ValueError("hook input is not a JSON object")
     prompt = data.get("prompt")
+    if data.get("hook_event_name") == SESSION_START and prompt is None:
+        prompt = ""
     if not isinstance(prompt, str):
         raise ValueError("hook input has no prompt string")
     cwd = data.get("cwd")
     return prompt, cwd if isinstance(cwd, str) and cwd else None
+
+
+def hook_event(text: str) -> str:
+    """The input's ``hook_event_name`` when it is SessionStart, else UserPromptSubmit."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return HOOK_EVENT
+    event = data.get("hook_event_name") if isinstance(data, dict) else None
+    return SESSION_START if event == SESSION_START else HOOK_EVENT
 
 
 def run_hook(
@@ -141,25 +158,29 @@ def run_hook(
     """The hook's answer for one prompt (never raises for a GOAT or input problem: the
     result's ``reason`` says why there is no context).
 
-    :param env: the hook's environment (``CLAUDE_PROJECT_DIR``, ``GOAT_PIN``).
+    :param env: the hook's environment (``CLAUDE_PROJECT_DIR``, and a pin in
+        ``CLAUDE_PLUGIN_OPTION_SCOPE_PIN`` or ``GOAT_PIN``).
     :param timeout: how long a running server may take to answer.
     """
     from goat_core.errors import GoatError
 
+    event = hook_event(stdin_text)
     try:
         prompt, cwd = parse_input(stdin_text)
     except ValueError as exc:
-        return HookResult(reason=f"unusable hook input: {exc}")
+        return HookResult(reason=f"unusable hook input: {exc}", event=event)
+    if event == SESSION_START:
+        return _session_start(cwd, env, home, pin)
     from goat_core.host import is_trivial_prompt
 
     if is_trivial_prompt(prompt):
         return HookResult(reason="trivial prompt: no recall")
     if budget <= 0:
         return HookResult(reason="no budget for memory")
-    from goat_core.serve._scope import PIN_ENV, parse_pin
+    from goat_core.serve._scope import env_pin, parse_pin
 
     directory = env.get("CLAUDE_PROJECT_DIR") or cwd
-    pin = pin if pin is not None else env.get(PIN_ENV)
+    pin = pin if pin is not None else env_pin(env)
     try:
         # a pin alone decides the scope (docs/design.md, Hosts and tools: "a pin comes from
         # the one setting both read"), so an input without cwd still has one
@@ -171,6 +192,56 @@ def run_hook(
         return _recall(prompt, directory or None, env, home, budget, pin, timeout)
     except GoatError as exc:
         return HookResult(reason=f"{type(exc).__name__}: {exc}")
+
+
+def _session_start(
+    cwd: str | None, env: Mapping[str, str], home: GoatHome | None, pin: str | None
+) -> HookResult:
+    """The scope receipt as SessionStart context: the text ``goat://scope`` gives."""
+    from goat_core.errors import GoatError
+    from goat_core.serve._scope import env_pin
+
+    directory = env.get("CLAUDE_PROJECT_DIR") or cwd
+    pin = pin if pin is not None else env_pin(env)
+    try:
+        served, text = receipt_for(directory, pin, home)
+    except GoatError as exc:
+        return HookResult(reason=f"{type(exc).__name__}: {exc}", event=SESSION_START)
+    return HookResult(text, "scope receipt", served.scope.key, event=SESSION_START)
+
+
+def receipt_for(
+    directory: str | None, pin: str | None, home: GoatHome | None
+) -> tuple[ServeScope, str]:
+    """The scope ``directory`` and ``pin`` resolve to, as a server would serve it, and its
+    receipt. Opens no store: a binding's provider is only looked up.
+
+    :raises GoatError: no directory and no pin, or the scope does not resolve.
+    """
+    import anyio
+
+    from goat_core.errors import BadInput
+    from goat_core.host import Chat, GoatHome, MemoryHost
+    from goat_core.plugins import PluginSettings, Registry
+    from goat_core.serve._scope import ServeScope, parse_pin, resolve_serve_scope
+    from goat_core.serve._tools import ServedScope
+
+    registry = Registry.load(PluginSettings.from_env())
+    goat_home = home if home is not None else GoatHome.from_env()
+    if directory is not None:
+        served = resolve_serve_scope(registry, from_dir=directory, pin=pin or "")
+    else:
+        pinned = parse_pin(pin)
+        if pinned is None:
+            raise BadInput("no project directory: neither $CLAUDE_PROJECT_DIR nor cwd, and no pin")
+        served = ServeScope(pinned, "pin")
+
+    async def receipt() -> str:
+        async with MemoryHost(home=goat_home, registry=registry) as host:
+            host.context_for(Chat(project_id=served.scope.pen_id))
+            return ServedScope(host, served).receipt()
+
+    return served, anyio.run(receipt)
 
 
 def _recall(

@@ -13,6 +13,8 @@ No mcp import here: the hook uses this module.
 from __future__ import annotations
 
 import os
+import shlex
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,11 +23,26 @@ from goat_core.contract import Derivation, Scope, ScopeRequest
 from goat_core.errors import BadInput, ScopeError
 
 if TYPE_CHECKING:
+    from goat_core.host import GoatHome
     from goat_core.plugins import Registry
 
 #: The environment variable both the server and the hook read for a pin when no ``--pin``
-#: is given (the Claude Code plugin passes its one ``scope_pin`` setting to both).
+#: is given.
 PIN_ENV = "GOAT_PIN"
+#: Where Claude Code puts the plugin's ``scope_pin`` option for its hooks and servers
+#: (``CLAUDE_PLUGIN_OPTION_<KEY>``); read before :data:`PIN_ENV`.
+PLUGIN_PIN_ENV = "CLAUDE_PLUGIN_OPTION_SCOPE_PIN"
+
+
+def env_pin(env: Mapping[str, str] | None = None) -> str | None:
+    """The pin the environment gives: the first non-empty of ``$CLAUDE_PLUGIN_OPTION_SCOPE_PIN``
+    and ``$GOAT_PIN`` (an unset or empty plugin option means "derive"), else ``None``."""
+    env = os.environ if env is None else env
+    for name in (PLUGIN_PIN_ENV, PIN_ENV):
+        value = env.get(name)
+        if value and value.strip():
+            return value
+    return None
 
 
 @dataclass(frozen=True)
@@ -33,7 +50,8 @@ class ServeScope:
     """The fixed scope of one server or hook run.
 
     :param scope: the scope. :param how: how it was chosen (``--pen``, ``--global``,
-        ``pin``, or the derivation of ``goat scope``: ``git-remote``, ``git-root``, ``cwd``,
+        ``pin``, ``continued`` (a bound Pen this folder derived before), or the derivation of
+        ``goat scope``: ``git-remote``, ``git-root``, ``cwd``,
         ``global``). :param identity: the project identity hashed into a derived Pen.
     :param directory: the directory it was resolved from (``--from-dir``), if any.
     """
@@ -87,7 +105,7 @@ def resolve_serve_scope(
     """The one scope to serve.
 
     Exactly one of ``pen``, ``global_`` and ``from_dir`` (a pin only goes with
-    ``from_dir``). With ``from_dir``, a pin (``pin``, else ``$GOAT_PIN``) decides; else the
+    ``from_dir``). With ``from_dir``, a pin (``pin``, else :func:`env_pin`) decides; else the
     directory resolves as ``goat scope`` resolves the working directory.
 
     :raises BadInput: not exactly one choice, or ``from_dir`` is not a directory.
@@ -133,14 +151,17 @@ def pinned_scope(from_dir: str | os.PathLike[str], pin: str | None) -> ServeScop
     :raises BadInput: ``from_dir`` is not a directory. :raises ScopeError: an invalid Pen id.
     """
     directory = _directory(from_dir)
-    pinned = parse_pin(pin if pin is not None else os.environ.get(PIN_ENV))
+    pinned = parse_pin(pin if pin is not None else env_pin())
     if pinned is None:
         return None
     return ServeScope(pinned, "pin", directory=str(directory))
 
 
-def bind_hint(scope: Scope) -> str:
-    """How to give ``scope`` memory (what every tool of an unbound Pen answers)."""
+def bind_hint(scope: Scope, home: GoatHome | None = None) -> str:
+    """The one command that gives ``scope`` memory (what every tool of an unbound Pen
+    answers); with ``home``, the command names it (``--home DIR``), so it binds the home
+    that was read, whatever the terminal's ``$GOAT_HOME`` says."""
+    where = f" --home {shlex.quote(str(home.config_dir))}" if home is not None else ""
     if scope.is_global:
-        return "`goat bind --global PROVIDER` (or `goat unbind --global` for the default store)"
-    return f"`goat bind --pen {scope.pen_id} markdown` (or another provider)"
+        return f"`goat bind --global PROVIDER{where}`"
+    return f"`goat bind --pen {scope.pen_id} markdown{where}`"

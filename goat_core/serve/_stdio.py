@@ -91,30 +91,35 @@ async def _serve(
         log.info("serve.start", scope=served_scope.scope.key, how=served_scope.how)
         async with anyio.create_task_group() as tg:
             path = socket_path(host.home.data_dir, served_scope.scope) if local_socket else None
+            stop, stopped = anyio.Event(), anyio.Event()
             if path is not None:
-                stop, stopped = anyio.Event(), anyio.Event()
                 tg.start_soon(quiet_local, served, path, stop, stopped)
-                tg.start_soon(_remove_socket_on_sigterm, stop, stopped)
+            else:
+                stopped.set()
+            tg.start_soon(_stop_on_signal, stop, stopped)
             async with stdio_server(stdout=stdout) as (read_stream, write_stream):
                 await server.run(read_stream, write_stream, server.create_initialization_options())
             tg.cancel_scope.cancel()
 
 
-async def _remove_socket_on_sigterm(stop: Any, stopped: Any) -> None:
-    """On SIGTERM, close and remove the local socket, then terminate as SIGTERM would (the
-    MCP side reads stdin in a thread that no cancellation can stop)."""
+async def _stop_on_signal(stop: Any, stopped: Any) -> None:
+    """On SIGTERM or SIGINT, close and remove the local socket, then end as that signal's
+    default action would. The MCP side reads stdin in a thread that no cancellation can
+    stop, so without this SIGINT was ignored (a host then waits, and sends SIGTERM)."""
     import signal
 
     import anyio
 
-    with anyio.open_signal_receiver(signal.SIGTERM) as signals:
-        async for _ in signals:
+    received = signal.SIGTERM
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async for signum in signals:
+            received = signal.Signals(signum)
             break
     stop.set()
     with anyio.move_on_after(2):
         await stopped.wait()
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    os.kill(os.getpid(), signal.SIGTERM)
+    signal.signal(received, signal.SIG_DFL)
+    os.kill(os.getpid(), received)
 
 
 async def quiet_local(served: Any, path: Any, stop: Any = None, stopped: Any = None) -> None:

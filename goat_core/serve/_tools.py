@@ -21,11 +21,14 @@ from typing import TYPE_CHECKING, Any
 
 from goat_core.contract import Capability
 from goat_core.errors import BadInput, GoatError, NotFound, ProviderUnavailable
-from goat_core.logs import redact
+from goat_core.logs import get_logger, redact
 from goat_core.serve._scope import ServeScope, bind_hint
+from goat_core.serve._session import SessionLedger
 
 if TYPE_CHECKING:
     from goat_core.host import MemoryContext, MemoryHost
+
+log = get_logger(__name__)
 
 #: Largest JSON size of one call's arguments (bytes); larger is a ``BadInput`` tool error.
 MAX_ARGUMENT_BYTES = 1_000_000
@@ -37,6 +40,11 @@ PAGE_DATA_NOTE = (
 )
 #: How many pages ``resources/list`` names (a client pages on with the ``pages`` tool).
 RESOURCE_PAGE_LIMIT = 200
+#: The tool a host's hook calls on the running server (Claude Code's ``mcp_tool`` hooks):
+#: callable, never listed, so it does not clutter the model's tools.
+HOOK_TOOL = "goat_hook_context"
+#: Characters of memory a prompt gets from :data:`HOOK_TOOL` unless the hook says.
+HOOK_BUDGET = 4000
 
 _PAGES_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -49,9 +57,9 @@ _PAGES_SCHEMA: dict[str, Any] = {
             "description": "How many pages to list.",
         },
         "cursor": {
-            "type": ["string", "null"],
-            "default": None,
-            "description": "The next_cursor of the previous call, to continue the listing.",
+            "type": "string",
+            "description": "The next_cursor of the previous call, to continue the listing "
+            "(leave out for the first page).",
         },
     },
     "additionalProperties": False,
@@ -85,7 +93,7 @@ _UNBOUND_SCHEMAS: dict[str, dict[str, Any]] = {
         "type": "object",
         "properties": {
             "text": {"type": "string", "minLength": 1},
-            "title": {"type": ["string", "null"], "maxLength": 200, "default": None},
+            "title": {"type": "string", "maxLength": 200},
         },
         "required": ["text"],
         "additionalProperties": False,
@@ -130,12 +138,16 @@ class ToolOutcome:
 
     data: dict[str, Any]
     is_error: bool
+    #: the text is the data as one line of JSON (a hook's output), without ``scope``
+    plain: bool = False
 
     @property
     def text(self) -> str:
         if self.is_error:
             err = self.data["error"]
             return f"{err['type']}: {err['message']}"
+        if self.plain:
+            return json.dumps(self.data, ensure_ascii=False)
         return json.dumps(self.data, ensure_ascii=False, indent=1, default=str)
 
 
@@ -149,6 +161,8 @@ class ServedScope:
     def __init__(self, host: MemoryHost, served: ServeScope) -> None:
         self.host = host
         self.served = served
+        #: what each hook session was given (:meth:`hook_context`)
+        self.sessions = SessionLedger()
 
     # -- the context -------------------------------------------------------------------------
     def context(self) -> MemoryContext:
@@ -165,14 +179,17 @@ class ServedScope:
 
     def _unavailable_message(self, context: MemoryContext) -> str:
         scope = self.served.scope
+        home = self.host.home
         reason = context.reason or f"{context.label} is not available"
-        if context.binding is None:
+        if context.binding is None and context.state == "off":  # truly unbound
             return (
-                f"{context.label} has no memory: {scope.key} is not bound, and a Pen never "
-                f"uses Global's memory. Bind it with {bind_hint(scope)}; the next call uses "
-                "it, no restart needed."
+                f"{context.label} has no memory: {scope.key} is not bound in the GOAT home "
+                f"{home.describe()}, and a Pen never uses Global's memory. Bind it with "
+                f"{bind_hint(scope, home)}; the next call uses it, no restart needed."
             )
-        return f"{reason} (scope {scope.key})"
+        # a memory.json that cannot be read is never "not bound": binding again would
+        # overwrite the user's other bindings
+        return f"{reason} (scope {scope.key}; GOAT home {home.describe()})"
 
     # -- tools -------------------------------------------------------------------------------
     def tools(self) -> list[ServedTool]:
@@ -237,6 +254,17 @@ class ServedScope:
             )
         return out
 
+    def offers(self, name: str) -> bool:
+        """Whether ``name`` is one of :meth:`tools` now, or the hook's :data:`HOOK_TOOL` (a
+        scope whose context cannot be built offers its tools all the same: the call then
+        says why it fails)."""
+        if name == HOOK_TOOL:
+            return True
+        try:
+            return any(t.name == name for t in self.tools())
+        except GoatError:
+            return True
+
     def _meta(self, context: MemoryContext | None = None) -> dict[str, Any]:
         label = context.label if context is not None else None
         return {"scope": self.served.scope.key, "store": label}
@@ -249,6 +277,8 @@ class ServedScope:
 
     async def call(self, name: str, arguments: Mapping[str, Any] | None) -> ToolOutcome:
         """Run tool ``name``; never raises for a tool's own failure (a tool error instead)."""
+        if name == HOOK_TOOL:
+            return await self.hook_context(arguments)
         context: MemoryContext | None = None
         try:
             if arguments is None:
@@ -317,12 +347,80 @@ class ServedScope:
         page = await context.get_page(ref)
         return {**page.to_json(), "note": PAGE_DATA_NOTE}
 
+    # -- the hook's tool ----------------------------------------------------------------------
+    async def hook_context(self, arguments: Mapping[str, Any] | None) -> ToolOutcome:
+        """:data:`HOOK_TOOL`: a host hook's context, as the hook's JSON output (its text is
+        what Claude Code's ``mcp_tool`` hooks parse). Never lists in :meth:`tools`, never
+        writes memory, never fails the prompt: a problem gives an empty context and a log
+        line.
+
+        ``SessionStart`` gives the scope receipt. ``UserPromptSubmit`` gives the prompt's
+        memory block without the items this ``session_id`` was already given.
+        """
+        args = dict(arguments or {})
+        event = args.get("event") or "UserPromptSubmit"
+        text, why = "", None
+        try:
+            if event == "SessionStart":
+                text = self.receipt()
+            elif event == "UserPromptSubmit":
+                text, why = await self._prompt_block(args)
+            else:
+                why = f"no context for hook event {str(event)[:50]!r}"
+        except GoatError as exc:
+            why = f"{type(exc).__name__}: {exc}"
+        except Exception as exc:  # the prompt goes on without memory, never a traceback
+            why = f"{type(exc).__name__} while preparing the context"
+        if why:
+            log.info("serve.hook_context", scope=self.served.scope.key, reason=redact(why))
+        output = {"hookEventName": event, "additionalContext": text}
+        return ToolOutcome({"hookSpecificOutput": output}, False, plain=True)
+
+    async def _prompt_block(self, args: dict[str, Any]) -> tuple[str, str | None]:
+        prompt, session = args.get("prompt"), args.get("session_id")
+        budget = args.get("budget", HOOK_BUDGET)
+        if not isinstance(prompt, str):
+            raise BadInput("prompt must be a string")
+        if isinstance(budget, bool) or not isinstance(budget, int) or budget < 0:
+            raise BadInput("budget must be a non-negative integer")
+        session = session if isinstance(session, str) and session else None
+        given = self.sessions.given(session) if session is not None else frozenset()
+        turn = await self.context().prepare_turn(prompt, budget, exclude=given)
+        if session is not None and turn.items:
+            from goat_core.host import turn_item_key
+
+            self.sessions.add(session, [turn_item_key(i) for i in turn.items])
+        why = f"{turn.outcome}: {turn.reason}" if turn.reason else None
+        if turn.degraded:
+            why = f"{why or turn.outcome} (degraded: {'; '.join(turn.degraded)})"
+        return turn.block, why
+
+    def receipt(self) -> str:
+        """The scope receipt (:func:`~goat_core.serve._receipt.scope_receipt`) now."""
+        from goat_core.serve._receipt import scope_receipt
+
+        context = self.context()
+        return scope_receipt(
+            self.served,
+            self.host.home,
+            label=context.label,
+            bound=context.binding is not None,
+            available=context.available,
+            reason=None if context.available else self._unavailable_message(context),
+            provider=context.spec.name if context.spec is not None else None,
+        )
+
     # -- resources ---------------------------------------------------------------------------
     def scope_resource(self) -> dict[str, Any]:
-        """``goat://scope``: the scope, its provider and label, and how it was resolved."""
+        """``goat://scope``: the scope, its provider and label, how it was resolved, the
+        GOAT home, and the receipt a SessionStart hook gives."""
         context = self.context()
+        home = self.host.home
         return {
+            "receipt": self.receipt(),
             **self.served.to_json(),
+            "home": str(home.config_dir),
+            "home_source": home.source,
             "label": context.label,
             "provider": context.spec.name if context.spec is not None else None,
             "binding": context.binding.id if context.binding is not None else None,

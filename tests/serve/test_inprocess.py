@@ -224,7 +224,6 @@ def _count_notes(home: Path) -> int:
         ("recall", {}, "BadInput"),
         ("pages", {"limit": 0}, "BadInput"),
         ("show", {"page": ""}, "BadInput"),
-        ("forget", {"page": "x"}, "NotFound"),
     ],
 )
 async def test_bad_input_is_a_clear_tool_error_and_stores_nothing(

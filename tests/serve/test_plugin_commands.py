@@ -1,12 +1,13 @@
-"""The Claude Code plugin's exact commands (``hooks/hooks.json``, ``.mcp.json``), with the
-documented hook input, in four places: a git repository, a worktree of it, a subfolder, and a
-non-git folder. Each place gives one scope, the same for the hook and the server. Plus the
-hook's contract: one JSON object, the budget, exit 0 on every failure, no writes."""
+"""The Claude Code plugin's exact strings (``hooks/hooks.json``, ``.mcp.json``, the version),
+and the commands behind them: ``goat serve --from-dir`` and ``goat hook claude-code`` with
+the environment Claude Code gives a hook, in four places (a git repository, a worktree of
+it, a subfolder, a non-git folder), each one scope for both. Plus the hook's contract: one
+JSON object, the budget, exit 0 on every failure, no writes. A real Claude Code runs the
+plugin in tests/hosts."""
 
 from __future__ import annotations
 
 import json
-import re
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -16,11 +17,11 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-from .conftest import PLUGIN_DIR, git, goat, goat_env, run_hook
+from goat_core.serve._tools import HOOK_TOOL
+
+from .conftest import GOAT, PLUGIN_DIR, git, goat, goat_env, run_hook
 
 pytestmark = pytest.mark.anyio
-
-_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_.]*)(?::-([^}]*))?\}")
 
 
 @pytest.fixture
@@ -28,66 +29,81 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-def expand(text: str, env: dict[str, str]) -> str:
-    """Claude Code's ``${VAR}`` / ``${VAR:-default}`` expansion (``user_config.*`` included)."""
-    return _VAR.sub(lambda m: env.get(m[1]) or (m[2] or ""), text)
+def _plugin_json(*parts: str) -> Any:
+    return json.loads(PLUGIN_DIR.joinpath(*parts).read_text())
 
 
-def claude_env(home: Path, project: Path) -> dict[str, str]:
-    env = goat_env(home)
-    env.update(
-        CLAUDE_PROJECT_DIR=str(project),
-        CLAUDE_PLUGIN_ROOT=str(PLUGIN_DIR),
-        **{"user_config.scope_pin": ""},  # the plugin setting, left empty
-    )
-    return env
+def test_the_plugin_files_pin_the_exact_commands() -> None:
+    """The strings Claude Code runs (tests/hosts run them in a real Claude Code): the
+    prompt hook is an ``mcp_tool`` call of the running server's hidden hook tool, the
+    SessionStart hook an exec-form command reading its pin from the environment, and the
+    server gets the project folder and the pin option as arguments."""
+    hooks = _plugin_json("hooks", "hooks.json")["hooks"]
+    assert set(hooks) == {"SessionStart", "UserPromptSubmit"}  # no Stop/SessionEnd: no writes
+    ((prompt,),) = [e["hooks"] for e in hooks["UserPromptSubmit"]]
+    assert prompt == {
+        "type": "mcp_tool",
+        "server": "plugin:goat-memory:goat-memory",
+        "tool": HOOK_TOOL,
+        "input": {
+            "event": "UserPromptSubmit",
+            "prompt": "${prompt}",
+            "session_id": "${session_id}",
+        },
+        "timeout": 10,
+    }
+    ((start,),) = [e["hooks"] for e in hooks["SessionStart"]]
+    assert start == {
+        "type": "command",
+        "command": "goat",
+        "args": ["hook", "claude-code"],
+        "timeout": 10,
+    }
+    servers = _plugin_json(".mcp.json")["mcpServers"]
+    assert servers == {
+        "goat-memory": {
+            "command": "goat",
+            "args": [
+                "serve",
+                "--from-dir",
+                "${CLAUDE_PROJECT_DIR}",
+                "--pin",
+                "${user_config.scope_pin}",
+            ],
+        }
+    }
 
 
-def hook_command() -> dict[str, Any]:
-    hooks = json.loads((PLUGIN_DIR / "hooks" / "hooks.json").read_text())["hooks"]
-    assert set(hooks) == {"UserPromptSubmit"}  # no Stop, SessionEnd or PreCompact hook
-    (entry,) = hooks["UserPromptSubmit"]
-    (command,) = entry["hooks"]
-    assert command["type"] == "command"
-    return command
+def test_the_plugin_version_follows_the_project() -> None:
+    from goat_core import __version__
+
+    assert _plugin_json(".claude-plugin", "plugin.json")["version"] == __version__
+    market = json.loads((PLUGIN_DIR.parents[1] / ".claude-plugin" / "marketplace.json").read_text())
+    (entry,) = market["plugins"]
+    assert entry["version"] == __version__
 
 
-def server_command() -> tuple[str, list[str]]:
-    servers = json.loads((PLUGIN_DIR / ".mcp.json").read_text())["mcpServers"]
-    (server,) = servers.values()
-    return server["command"], server["args"]
+def claude_env(home: Path, project: Path, pin: str = "") -> dict[str, str]:
+    """What Claude Code gives the plugin's hook: the project folder and the pin option."""
+    return goat_env(home, CLAUDE_PROJECT_DIR=str(project), CLAUDE_PLUGIN_OPTION_SCOPE_PIN=pin)
 
 
 def run_plugin_hook(home: Path, project: Path, prompt: str) -> tuple[dict[str, Any], str, int]:
-    env = claude_env(home, project)
-    command = hook_command()
     payload = {
         "session_id": "abc123",
-        "transcript_path": str(project / "transcript.jsonl"),
         "cwd": str(project),
-        "permission_mode": "default",
         "hook_event_name": "UserPromptSubmit",
         "prompt": prompt,
     }
-    proc = subprocess.run(
-        ["/bin/sh", "-c", expand(command["command"], env)],
-        input=json.dumps(payload),
-        env=env,
-        cwd=project,
-        capture_output=True,
-        text=True,
-        timeout=command.get("timeout", 60),
-    )
-    lines = [line for line in proc.stdout.splitlines() if line.strip()]
-    assert len(lines) == 1, proc.stdout
-    return json.loads(lines[0]), proc.stderr, proc.returncode
+    return run_hook(home, payload, env=claude_env(home, project), cwd=project)
 
 
 async def server_scope_and_remember(home: Path, project: Path, text: str) -> dict[str, Any]:
-    env = claude_env(home, project)
-    command, args = server_command()
     params = StdioServerParameters(
-        command=expand(command, env), args=[expand(a, env) for a in args], env=env, cwd=project
+        command=GOAT,
+        args=["serve", "--from-dir", str(project), "--pin", ""],
+        env=goat_env(home),
+        cwd=project,
     )
     async with Client(params) as client:
         scope = json.loads((await client.read_resource("goat://scope")).contents[0].text)
@@ -132,32 +148,30 @@ async def test_plugin_commands_agree_in_four_places(home: Path, places: dict[str
     assert "myrepo" in scopes["repo"] and "notes-folder" in scopes["plain"]
 
 
-async def test_the_pin_setting_moves_server_and_hook_together(home: Path, tmp_path: Path) -> None:
+async def test_the_pin_option_moves_server_and_hook_together(home: Path, tmp_path: Path) -> None:
+    """The server gets the option as ``--pin``, the hook as
+    ``$CLAUDE_PLUGIN_OPTION_SCOPE_PIN``: both serve Global."""
     project = tmp_path / "pinned"
     project.mkdir()
-    env = claude_env(home, project)
-    env["user_config.scope_pin"] = "global"
-    command, args = server_command()
     params = StdioServerParameters(
-        command=command, args=[expand(a, env) for a in args], env=env, cwd=project
+        command=GOAT,
+        args=["serve", "--from-dir", str(project), "--pin", "global"],
+        env=goat_env(home),
+        cwd=project,
     )
     async with Client(params) as client:
         scope = json.loads((await client.read_resource("goat://scope")).contents[0].text)
         await client.call_tool("remember", {"text": "pinned pelican fact"})
     assert scope["scope"] == "global" and scope["how"] == "pin"
-    proc = subprocess.run(
-        ["/bin/sh", "-c", expand(hook_command()["command"], env)],
-        input=json.dumps({"prompt": "pelican fact?", "cwd": str(project)}),
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=30,
+    out, err, _code = run_hook(
+        home,
+        {"prompt": "pelican fact?", "cwd": str(project)},
+        env=claude_env(home, project, pin="global"),
     )
-    out = json.loads(proc.stdout)
-    assert "pinned pelican fact" in out["hookSpecificOutput"]["additionalContext"]
+    assert "pinned pelican fact" in out["hookSpecificOutput"]["additionalContext"], err
 
 
-@pytest.mark.parametrize("how", ["--pin", "GOAT_PIN"])
+@pytest.mark.parametrize("how", ["--pin", "GOAT_PIN", "CLAUDE_PLUGIN_OPTION_SCOPE_PIN"])
 def test_a_pin_alone_decides_the_hooks_scope(home: Path, how: str) -> None:
     """The exact input: ``{"prompt": "where does the osprey nest?"}`` (no ``cwd``, no
     ``$CLAUDE_PROJECT_DIR``) with the pin ``global`` as the flag or in ``$GOAT_PIN``: the pin
@@ -167,7 +181,7 @@ def test_a_pin_alone_decides_the_hooks_scope(home: Path, how: str) -> None:
     if how == "--pin":
         out, err, code = run_hook(home, payload, "--pin", "global")
     else:
-        out, err, code = run_hook(home, payload, env=goat_env(home, GOAT_PIN="global"))
+        out, err, code = run_hook(home, payload, env=goat_env(home, **{how: "global"}))
     assert code == 0, err
     assert "old radio mast" in out["hookSpecificOutput"]["additionalContext"], err
     assert "goat hook: global " in err
