@@ -60,6 +60,7 @@ from goat_core.errors import ScopeError
 
 __all__ = [
     "GIT_TIMEOUT_SECONDS",
+    "earlier_pens",
     "is_never_a_project",
     "normalize_remote_url",
     "project_identity",
@@ -284,6 +285,31 @@ def _identify(cwd: Path) -> tuple[str, Derivation, str, str]:
     reason = "outside a git repository" if repo is None else "its repository is rooted at ~ or /"
     detail = f"folder {folder.as_posix()} ({reason})"
     return folder.as_posix(), Derivation.CWD, folder.name, detail
+
+
+def earlier_pens(cwd: Path) -> list[tuple[Scope, str]]:
+    """The Pens ``cwd`` derived before its project identity last changed in a way git still
+    shows, each with why: a repository with a remote derived its Pen from its git common dir
+    before the remote was added, and a repository from its folder before ``git init``.
+
+    :returns: ``[(pen, reason)]`` in that order, without the Pen it derives now; empty
+        outside a repository or for ``$HOME`` and ``/``.
+    :raises ScopeError: as :func:`project_identity`.
+    """
+    if is_never_a_project(cwd.expanduser()):
+        return []
+    identity, derivation, _basename, _detail = _identify(cwd)
+    repo = _repo_paths(_real(cwd))
+    if repo is None or derivation is Derivation.CWD:
+        return []
+    top, common = repo
+    out: list[tuple[Scope, str]] = []
+    if derivation is Derivation.GIT_REMOTE:
+        pen = derive_pen_id(_common_dir_name(common), common.as_posix())
+        out.append((Scope.pen(pen), "before a git remote was added"))
+    pen = derive_pen_id(top.name, top.as_posix())
+    out.append((Scope.pen(pen), "before the folder became a git repository"))
+    return out
 
 
 def project_identity(cwd: Path) -> tuple[str, Derivation, str]:

@@ -14,6 +14,7 @@ import click
 
 from goat_core.cli._options import (
     _chosen_scope,
+    _home,
     _parse_sets,
     _registry,
     _scope_choice,
@@ -152,17 +153,31 @@ def providers_cmd(as_json: bool) -> None:
 
 @click.command("scope")
 @json_option
-def scope_cmd(as_json: bool) -> None:
-    """Show the scope the current directory resolves to, and how it was derived."""
+@home_option
+def scope_cmd(as_json: bool, home: Path | None) -> None:
+    """Show the scope the current directory resolves to, and how it was derived.
+
+    A folder whose identity changed (a git remote added) keeps the bound Pen it derived
+    before, as goat serve and the hooks do: derivation ``continued``, and the detail says
+    which Pen it derives now."""
     from goat_core.contract import ScopeRequest
+    from goat_core.serve._scope import ServeScope, continued, has_binding
 
     resolution = _registry().resolve_scope(ScopeRequest(cwd=Path.cwd(), derive_from_cwd=True))
+    derived = ServeScope(
+        resolution.scope,
+        resolution.derivation.value,
+        resolution.identity,
+        resolution.detail,
+        str(Path.cwd()),
+    )
+    served = continued(derived, has_binding(_home(home)))
     data: dict[str, Any] = {
-        "scope": resolution.scope.key,
-        "pen_id": resolution.scope.pen_id,
-        "derivation": resolution.derivation.value,
-        "identity": resolution.identity,
-        "detail": resolution.detail,
+        "scope": served.scope.key,
+        "pen_id": served.scope.pen_id,
+        "derivation": served.how,
+        "identity": served.identity,
+        "detail": served.detail,
     }
     if as_json:
         emit_json(data)

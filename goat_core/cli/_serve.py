@@ -338,16 +338,19 @@ def doctor_claude_code(
 
     from goat_core.cli._options import _registry
     from goat_core.host import Chat, SyncMemoryHost
-    from goat_core.serve._scope import env_pin, resolve_serve_scope
+    from goat_core.serve._scope import env_pin, has_binding, resolve_serve_scope
 
     directory = directory or os.environ.get("CLAUDE_PROJECT_DIR") or os.getcwd()
     pin = pin if pin is not None else env_pin()
     registry = _registry()
     # the server (--from-dir) and the hook ($CLAUDE_PROJECT_DIR, else cwd) resolve through
     # this one function with the one pin setting; the plugin's tests run both commands
-    server = resolve_serve_scope(registry, from_dir=directory, pin=pin)
+    goat_home = _home(home)
+    server = resolve_serve_scope(
+        registry, from_dir=directory, pin=pin, bound=has_binding(goat_home)
+    )
     problems: list[str] = []
-    with SyncMemoryHost(home=_home(home), registry=registry) as host:
+    with SyncMemoryHost(home=goat_home, registry=registry) as host:
         context = host.context_for(Chat(project_id=server.scope.pen_id))
         label, available, reason = context.label, context.available, context.reason
         provider = context.spec.name if context.spec is not None else None
@@ -360,8 +363,11 @@ def doctor_claude_code(
         problems.append(reason or f"{label} has no memory")
     data: dict[str, Any] = {
         "directory": directory,
+        "home": str(goat_home.config_dir),
+        "home_source": goat_home.source,
         "scope": server.scope.key,
         "how": server.how,
+        "detail": server.detail,
         "identity": server.identity,
         "label": label,
         "provider": provider,
@@ -378,6 +384,9 @@ def doctor_claude_code(
             + (f": {server.identity}" if server.identity else "")
             + ")"
         )
+        if server.how == "continued":
+            click.echo(f"kept        {server.detail}")
+        click.echo(f"home        {goat_home.describe()}")
         click.echo(f"memory      {label}" + (f" via {provider}" if provider else ": none"))
         click.echo(f"goat        {goat or 'not on PATH'}")
         for problem in problems:

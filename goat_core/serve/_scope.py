@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import shlex
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -101,12 +101,15 @@ def resolve_serve_scope(
     global_: bool = False,
     from_dir: str | os.PathLike[str] | None = None,
     pin: str | None = None,
+    bound: Callable[[Scope], bool] | None = None,
 ) -> ServeScope:
     """The one scope to serve.
 
     Exactly one of ``pen``, ``global_`` and ``from_dir`` (a pin only goes with
     ``from_dir``). With ``from_dir``, a pin (``pin``, else :func:`env_pin`) decides; else the
-    directory resolves as ``goat scope`` resolves the working directory.
+    directory resolves as ``goat scope`` resolves the working directory; with ``bound``
+    (whether a scope has a binding), a changed identity keeps its bound Pen
+    (:func:`continued`).
 
     :raises BadInput: not exactly one choice, or ``from_dir`` is not a directory.
     :raises ScopeError: an invalid Pen id, or git refused the directory.
@@ -127,13 +130,40 @@ def resolve_serve_scope(
     how = resolution.derivation.value
     if resolution.derivation is Derivation.GLOBAL:
         how = "global"
-    return ServeScope(
+    derived = ServeScope(
         resolution.scope,
         how,
         identity=resolution.identity,
         detail=resolution.detail,
         directory=str(directory),
     )
+    return continued(derived, bound) if bound is not None else derived
+
+
+def continued(derived: ServeScope, bound: Callable[[Scope], bool]) -> ServeScope:
+    """``derived``, or the bound Pen its folder derived before (``how`` ``continued``).
+
+    When a folder's project identity changes (a git remote added, ``git init``), it derives
+    a new Pen. If that Pen is unbound and exactly one Pen it derived before
+    (:func:`goat_core.scope.earlier_pens`) is bound, the bound one is kept: memory never
+    moves silently to an unbound Pen. Anything else gives ``derived`` unchanged.
+    """
+    from goat_core.scope import earlier_pens
+
+    if derived.directory is None or derived.scope.pen_id is None or bound(derived.scope):
+        return derived
+    try:
+        earlier = [(s, why) for s, why in earlier_pens(Path(derived.directory)) if bound(s)]
+    except ScopeError:
+        return derived
+    if len(earlier) != 1:
+        return derived
+    (scope, why) = earlier[0]
+    detail = (
+        f"this folder derived {scope.key} {why}; it now derives {derived.scope.key} "
+        f"({derived.detail}), which is unbound"
+    )
+    return ServeScope(scope, "continued", derived.identity, detail, derived.directory)
 
 
 def _directory(from_dir: str | os.PathLike[str]) -> Path:
@@ -155,6 +185,23 @@ def pinned_scope(from_dir: str | os.PathLike[str], pin: str | None) -> ServeScop
     if pinned is None:
         return None
     return ServeScope(pinned, "pin", directory=str(directory))
+
+
+def has_binding(home: GoatHome) -> Callable[[Scope], bool]:
+    """Whether a scope has a binding in ``home``'s ``memory.json`` (read at each call; an
+    unreadable file binds nothing). Global always has one: the embedded default."""
+    from goat_core.errors import GoatError
+    from goat_core.host import load_config
+
+    def bound(scope: Scope) -> bool:
+        if scope.is_global:
+            return True
+        try:
+            return load_config(home).selected(scope) is not None
+        except GoatError:
+            return False
+
+    return bound
 
 
 def bind_hint(scope: Scope, home: GoatHome | None = None) -> str:

@@ -71,18 +71,23 @@ async def _serve(
     from goat_core.plugins import PluginSettings, Registry
     from goat_core.serve._local import socket_path
     from goat_core.serve._progress import server_host
-    from goat_core.serve._scope import resolve_serve_scope
+    from goat_core.serve._scope import has_binding, resolve_serve_scope
     from goat_core.serve._server import build_server
     from goat_core.serve._tools import ServedScope
 
     log = get_logger(__name__)
     registry = Registry.load(PluginSettings.from_env())
-    served_scope = resolve_serve_scope(
-        registry, pen=pen, global_=global_, from_dir=from_dir, pin=pin
-    )
     out = io.TextIOWrapper(os.fdopen(protocol_fd, "wb", buffering=0), encoding="utf-8")
     stdout: Any = anyio.wrap_file(out)
     async with server_host(home, registry) as host:
+        served_scope = resolve_serve_scope(
+            registry,
+            pen=pen,
+            global_=global_,
+            from_dir=from_dir,
+            pin=pin,
+            bound=has_binding(host.home),
+        )
         served = ServedScope(host, served_scope)
         server = build_server(served)
         if not gc.isenabled():  # `goat serve` paused it for start-up (goat_core.cli)

@@ -1,0 +1,88 @@
+"""Pen identity continuity: a bound repository that gains a git remote derives a new Pen;
+the CLI, the server and the hook all keep serving the bound one, and say so."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+from .conftest import GOAT, git, goat, goat_env, run_hook
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    path = tmp_path / "heronry"
+    path.mkdir()
+    git(path, "init", "-q")
+    git(path, "commit", "-q", "--allow-empty", "-m", "init")
+    return path
+
+
+def _scope(home: Path, cwd: Path) -> dict[str, str]:
+    out = goat(home, "scope", "--json", cwd=cwd).stdout
+    return dict(json.loads(out))
+
+
+async def test_a_remote_added_to_a_bound_repository_keeps_its_memory(
+    home: Path, repo: Path
+) -> None:
+    before = _scope(home, repo)
+    pen = before["pen_id"]
+    goat(home, "bind", "--pen", pen, "markdown")
+    goat(home, "remember", "--pen", pen, "the heronry key is under the blue stone")
+    git(repo, "remote", "add", "origin", "git@github.com:birds/heronry.git")
+
+    after = _scope(home, repo)  # the CLI
+    assert after["scope"] == f"pen:{pen}" and after["derivation"] == "continued"
+    assert "before a git remote was added" in after["detail"]
+    assert "which is unbound" in after["detail"]
+
+    out, err, code = run_hook(  # the hook
+        home, {"prompt": "where is the heronry key?", "cwd": str(repo)}, cwd=repo
+    )
+    assert "blue stone" in out["hookSpecificOutput"]["additionalContext"], err
+
+    params = StdioServerParameters(  # the server
+        command=GOAT, args=["serve", "--from-dir", str(repo)], env=goat_env(home), cwd=repo
+    )
+    async with Client(params) as client:
+        scope = json.loads((await client.read_resource("goat://scope")).contents[0].text)
+        r = await client.call_tool("recall", {"query": "heronry key"})
+    assert scope["scope"] == f"pen:{pen}" and scope["how"] == "continued"
+    assert "this folder's bound Pen, kept" in scope["receipt"]
+    assert "blue stone" in json.dumps(r.structured_content)
+
+    doctor = goat(home, "doctor", "claude-code", "--dir", str(repo), "--json", check=False)
+    assert json.loads(doctor.stdout)["scope"] == f"pen:{pen}"
+
+
+def test_a_bound_new_identity_wins(home: Path, repo: Path) -> None:
+    """Both bound: the Pen the folder derives now is served (nothing is kept)."""
+    old = _scope(home, repo)["pen_id"]
+    goat(home, "bind", "--pen", old, "markdown")
+    git(repo, "remote", "add", "origin", "https://example.com/birds/heronry")
+    new = _scope(home, repo)["pen_id"]
+    assert new == old  # kept while the new one is unbound
+    derived = json.loads(
+        goat(home, "scope", "--json", cwd=repo, env=goat_env(home / "other")).stdout
+    )
+    goat(home, "bind", "--pen", derived["pen_id"], "markdown")
+    now = _scope(home, repo)
+    assert now["pen_id"] == derived["pen_id"] and now["derivation"] == "git-remote"
+
+
+def test_an_unbound_repository_is_never_moved(home: Path, repo: Path) -> None:
+    git(repo, "remote", "add", "origin", "https://example.com/birds/heronry")
+    now = _scope(home, repo)
+    assert now["derivation"] == "git-remote"
