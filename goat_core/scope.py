@@ -298,7 +298,7 @@ def earlier_pens(cwd: Path) -> list[tuple[Scope, str]]:
     """
     if is_never_a_project(cwd.expanduser()):
         return []
-    identity, derivation, _basename, _detail = _identify(cwd)
+    _identity, derivation, _basename, _detail = _identify(cwd)
     repo = _repo_paths(_real(cwd))
     if repo is None or derivation is Derivation.CWD:
         return []

@@ -48,7 +48,7 @@ async def test_a_remote_added_to_a_bound_repository_keeps_its_memory(
     assert "before a git remote was added" in after["detail"]
     assert "which is unbound" in after["detail"]
 
-    out, err, code = run_hook(  # the hook
+    out, err, _code = run_hook(  # the hook
         home, {"prompt": "where is the heronry key?", "cwd": str(repo)}, cwd=repo
     )
     assert "blue stone" in out["hookSpecificOutput"]["additionalContext"], err
