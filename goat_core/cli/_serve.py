@@ -22,17 +22,15 @@ from goat_core.cli._options import _home, home_option, json_option
 from goat_core.cli._output import emit_json
 from goat_core.errors import BadInput, ProviderUnavailable
 
-_SERVE_EXTRA = "goat-core[serve]"
+#: How to install what goat serve needs (goat-core is installed from a checkout).
+_SERVE_EXTRA = "install goat-core's serve extra from a GOAT checkout (pip install '.[serve]')"
 
 
 def _require_mcp() -> None:
     import importlib.util
 
     if importlib.util.find_spec("mcp") is None:
-        raise ProviderUnavailable(
-            f"goat serve needs the MCP SDK: pip install '{_SERVE_EXTRA}' (or pipx inject "
-            "goat-core mcp)"
-        )
+        raise ProviderUnavailable(f"goat serve needs the MCP SDK: {_SERVE_EXTRA}")
 
 
 @click.command("serve")
@@ -358,7 +356,7 @@ def doctor_claude_code(
     if goat is None:
         problems.append("`goat` is not on PATH: Claude Code runs `goat serve` and `goat hook`")
     if importlib.util.find_spec("mcp") is None:
-        problems.append(f"the MCP SDK is missing: pip install '{_SERVE_EXTRA}'")
+        problems.append(f"the MCP SDK is missing: {_SERVE_EXTRA}")
     if not available:
         problems.append(reason or f"{label} has no memory")
     data: dict[str, Any] = {

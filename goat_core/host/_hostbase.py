@@ -294,9 +294,10 @@ class HostBase(ABC):
             if binding.id == DEFAULT_BINDING_ID:
                 raise ProviderUnavailable(
                     f"the embedded default Global store needs provider "
-                    f"{EMBEDDED_DEFAULT_PROVIDER!r}, which is not installed: install "
-                    f"goat-{EMBEDDED_DEFAULT_PROVIDER} (pip install goat-"
-                    f"{EMBEDDED_DEFAULT_PROVIDER}) or bind Global to another provider"
+                    f"{EMBEDDED_DEFAULT_PROVIDER!r}, which is not installed: install the "
+                    f"goat-{EMBEDDED_DEFAULT_PROVIDER} plugin from a GOAT checkout (pip "
+                    f"install ./plugins/{EMBEDDED_DEFAULT_PROVIDER}) or bind Global to "
+                    "another provider"
                 ) from exc
             raise ProviderUnavailable(
                 f"provider {binding.provider!r} of binding {binding.id!r} is not installed: {exc}"

@@ -1,4 +1,5 @@
-"""The shared provider conformance suite (``pip install goat-core[testing]``).
+"""The shared provider conformance suite (goat-core's ``testing`` extra:
+``pip install '.[testing]'`` in a GOAT checkout).
 
 A provider distribution subclasses :class:`ProviderConformanceTests` in its own tests::
 
