@@ -145,7 +145,7 @@ async def test_missing_embedded_default_says_how_to_fix(home: GoatHome) -> None:
     host = MemoryHost(home=home, registry=make_registry(ref.bank_plugin))
     ctx = host.context_for(Chat())
     assert ctx.state == "unavailable"
-    with pytest.raises(ProviderUnavailable, match="install goat-markdown"):
+    with pytest.raises(ProviderUnavailable, match="install the goat-markdown plugin"):
         await ctx.remember("x")
 
 

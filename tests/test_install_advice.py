@@ -10,7 +10,6 @@ manifests, CI) and every install command in it: ``pip install``, ``pipx install`
 from __future__ import annotations
 
 import re
-import shlex
 import subprocess
 from pathlib import Path
 
