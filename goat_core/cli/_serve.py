@@ -395,4 +395,112 @@ def doctor_claude_code(
         raise ProviderUnavailable(f"{len(problems)} problem(s): " + "; ".join(problems))
 
 
+def _served_scope_args(args: list[str]) -> dict[str, Any]:
+    """The scope choice in ``goat serve`` arguments (``--pen``, ``--global``, ``--from-dir``,
+    ``--pin``), as :func:`~goat_core.serve._scope.resolve_serve_scope` takes it."""
+    out: dict[str, Any] = {}
+    for i, arg in enumerate(args):
+        value = args[i + 1] if i + 1 < len(args) else None
+        if arg == "--global":
+            out["global_"] = True
+        elif arg in ("--pen", "--from-dir", "--pin") and value is not None:
+            out[arg.lstrip("-").replace("-", "_")] = value
+    return out
+
+
+def _doctor_host(name: str) -> click.Command:
+    from goat_core.serve._hosts import HOSTS
+
+    host = HOSTS[name]
+
+    @click.command(name)
+    @click.option(
+        "--dir",
+        "directory",
+        metavar="DIR",
+        default=None,
+        help="The project directory (default: the current one).",
+    )
+    @json_option
+    @home_option
+    def doctor(directory: str | None, as_json: bool, home: Path | None) -> None:
+        from goat_core.cli._options import _registry
+        from goat_core.errors import GoatError
+        from goat_core.host import Chat, GoatHome, SyncMemoryHost
+        from goat_core.serve._hosts import inspect_host
+        from goat_core.serve._scope import has_binding, resolve_serve_scope
+
+        project = Path(directory or os.getcwd()).resolve()
+        report = inspect_host(host, project, os.environ)
+        problems = list(report.problems)
+        mine = _home(home)
+        data: dict[str, Any] = {
+            "host": host.title,
+            "config": str(report.path) if report.path else None,
+            "entry": report.entry_name,
+            "command": report.command,
+            "args": report.args,
+            "scope": None,
+            "memory": False,
+        }
+        if report.command is not None:
+            served_home = (
+                GoatHome.at(report.home, source=report.home_how)
+                if report.home
+                else GoatHome.platform_default()
+            )
+            data["home"], data["home_how"] = str(served_home.config_dir), report.home_how
+            if served_home.config_dir != mine.config_dir:
+                problems.append(
+                    f"{host.title} would start goat serve with the GOAT home "
+                    f"{served_home.config_dir} ({report.home_how}), not {mine.describe()}: "
+                    f"pass it with --home in args or GOAT_HOME in the entry's env"
+                )
+            cwd = report.path.parent if report.path else project
+            choice = _served_scope_args(report.args)
+            if "from_dir" in choice and not os.path.isabs(choice["from_dir"]):
+                # hosts start stdio servers in the project folder
+                choice["from_dir"] = str(project / choice["from_dir"])
+            del cwd
+            try:
+                registry = _registry()
+                served = resolve_serve_scope(registry, **choice, bound=has_binding(served_home))
+                with SyncMemoryHost(home=served_home, registry=registry) as memory:
+                    context = memory.context_for(Chat(project_id=served.scope.pen_id))
+                    data["scope"], data["how"] = served.scope.key, served.how
+                    data["memory"] = context.available
+                    if not context.available:
+                        problems.append(context.reason or f"{context.label} has no memory")
+            except GoatError as exc:
+                problems.append(f"goat serve {' '.join(report.args)} would fail: {exc}")
+        data["problems"] = problems
+        if as_json:
+            emit_json(data)
+        else:
+            click.echo(f"host        {host.title}")
+            click.echo(
+                f"config      {data['config'] or 'none'}"
+                + (f" [{report.entry_name}]" if report.entry_name else "")
+            )
+            if report.command is not None:
+                click.echo(f"command     {report.command} {' '.join(report.args)}")
+                click.echo(f"home        {data['home']} ({report.home_how})")
+                click.echo(f"scope       {data['scope'] or '-'}")
+            for problem in problems:
+                click.echo(f"problem     {problem}")
+            if not problems:
+                click.echo(f"ok          {host.title} will serve this scope's memory")
+        if problems:
+            raise ProviderUnavailable(f"{len(problems)} problem(s): " + "; ".join(problems))
+
+    doctor.help = (
+        f"Would {host.title}'s goat serve entry start with your GOAT home and serve memory?"
+    )
+    return doctor
+
+
+for _name in ("codex", "cursor", "vscode", "gemini", "claude-desktop"):
+    doctor_group.add_command(_doctor_host(_name))
+
+
 COMMANDS = (serve_cmd, serve_token_cmd, hook_group, doctor_group)

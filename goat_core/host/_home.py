@@ -50,6 +50,11 @@ class GoatHome:
         chosen = os.environ.get("GOAT_HOME") or None
         if chosen:
             return cls.at(chosen, source="$GOAT_HOME")
+        return cls.platform_default()
+
+    @classmethod
+    def platform_default(cls) -> GoatHome:
+        """The platform directories, whatever the environment says."""
         import platformdirs  # only when no home is set
 
         return cls(

@@ -4,6 +4,7 @@ providers and remote sessions behind them (:class:`HostBase`, which
 
 from __future__ import annotations
 
+import shlex
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -184,8 +185,10 @@ class HostBase(ABC):
                 None,
                 None,
                 state="off",
-                reason=f"{scope_label(scope)} has no binding: no memory in this scope "
-                f"(bind one with `goat bind --pen {scope.pen_id} PROVIDER`)",
+                reason=f"{scope_label(scope)} has no binding in the GOAT home "
+                f"{self.home.describe()}: no memory in this scope (bind one with "
+                f"`goat bind --pen {scope.pen_id} PROVIDER --home "
+                f"{shlex.quote(str(self.home.config_dir))}`)",
             )
         if not binding.enabled:
             return MemoryContext(
