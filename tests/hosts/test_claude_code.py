@@ -129,7 +129,7 @@ def test_session_start_receipt_reaches_the_model(
         f"GOAT home: {claude_code.goat_home} (from $GOAT_HOME).",
         "Memory: bound to markdown; use the recall and remember tools.",
     ):
-        assert line in sent, f"the receipt line {line!r} is not in the first request\n{run.report()}"
+        assert line in sent, f"receipt line {line!r} not in the first request\n{run.report()}"
 
 
 def test_a_session_gets_each_note_once(claude_code: ClaudeCode, fake_api: FakeAnthropic) -> None:
