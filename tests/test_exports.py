@@ -15,11 +15,9 @@ MODULES = [
     "goat_core.scope",
     "goat_core.contract",
     "goat_core.plugins",
-    # old paths, kept as deprecated re-exports (tests/test_deprecated_paths.py)
-    "goat_core.manager",
-    "goat_core.models",
-    "goat_core.provider",
-    "goat_core.registry",
+    "goat_core.host",
+    "goat_core.filestore",
+    "goat_core.testing",
 ]
 
 

@@ -1,8 +1,7 @@
-"""goat_core.filestore: its import paths (the package, its search index, the old module paths)."""
+"""goat_core.filestore: its import paths (the package and its search index)."""
 
 from __future__ import annotations
 
-import importlib
 import inspect
 import subprocess
 import sys
@@ -12,25 +11,6 @@ import pytest
 
 import goat_core.filestore
 import goat_core.filestore.search
-
-OLD_PATHS = {
-    "goat_core.files": goat_core.filestore,
-    "goat_core.frontmatter": goat_core.filestore,
-    "goat_core.links": goat_core.filestore,
-    "goat_core.pages": goat_core.filestore,
-    "goat_core.search": goat_core.filestore.search,
-}
-
-
-@pytest.mark.filterwarnings("ignore::DeprecationWarning")
-@pytest.mark.parametrize("old", sorted(OLD_PATHS))
-def test_old_module_reexports_the_same_objects(old: str) -> None:
-    module = importlib.import_module(old)
-    new = OLD_PATHS[old]
-    assert module.__all__
-    for name in module.__all__:
-        assert name in new.__all__, f"{old}.{name} is not public in {new.__name__}"
-        assert getattr(module, name) is getattr(new, name)
 
 
 @pytest.mark.parametrize("package", [goat_core.filestore, goat_core.filestore.search])
@@ -48,7 +28,7 @@ def test_package_all_is_exactly_its_public_names(package: ModuleType) -> None:
 
 def test_importing_the_toolkit_does_not_load_the_search_index() -> None:
     code = (
-        "import sys, goat_core.filestore, goat_core.files, goat_core.pages;"
+        "import sys, goat_core.filestore;"
         "print(sorted(m for m in ('sqlite3', 'yaml', 'goat_core.filestore.search')"
         " if m in sys.modules))"
     )

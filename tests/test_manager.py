@@ -321,5 +321,5 @@ def test_importing_goat_core_loads_no_plugin(two: FakeSite) -> None:
     assert not {
         m
         for m in modules
-        if m.startswith(("goat_core.default_plugins", "goat_core.plugins.builtin"))
+        if m.startswith("goat_core.plugins.builtin")
     }

@@ -51,7 +51,7 @@ class ProviderHome(Protocol):
     """Where a provider keeps what does not belong in its store: search indexes, lock files,
     and the default store folders. Never a place for notes, memory.json or credentials.
 
-    The host passes its ``GoatHome`` (:mod:`goat_core.home`), which has all of these.
+    The host passes its ``GoatHome`` (:class:`goat_core.host.GoatHome`), which has all of these.
     """
 
     @property
