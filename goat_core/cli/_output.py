@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
@@ -31,9 +32,32 @@ def _err(message: str) -> None:
     click.echo(_shown(redact(message)), err=True)
 
 
+#: Where :func:`emit_json` writes once :func:`reserve_stdout` ran (the real stdout).
+_json_fd: int | None = None
+
+
+def reserve_stdout() -> None:
+    """Keep stdout for :func:`emit_json` alone: fd 1 and ``sys.stdout`` go to stderr, so a
+    plugin that prints (at import or in a hook) never breaks ``--json`` output. Run before
+    any plugin is imported."""
+    global _json_fd
+    if _json_fd is not None:
+        return
+    sys.stdout.flush()
+    _json_fd = os.dup(1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+
+
 def emit_json(data: Any) -> None:
     """Print ``data`` as indented JSON on stdout (non-ASCII kept, other values as ``str``)."""
-    click.echo(json.dumps(data, ensure_ascii=False, indent=2, default=str))
+    text = json.dumps(data, ensure_ascii=False, indent=2, default=str)
+    if _json_fd is None:
+        click.echo(text)
+        return
+    payload = (text + "\n").encode("utf-8")
+    while payload:
+        payload = payload[os.write(_json_fd, payload) :]
 
 
 def _one_line(text: str) -> str:

@@ -184,7 +184,13 @@ def cli() -> None:
 def main(argv: Sequence[str] | None = None) -> None:
     """Console-script entry point (``goat``). Started with its stderr closed (``2>&-``),
     Python has no ``sys.stderr``: it becomes ``os.devnull``, so progress and warnings are
-    dropped rather than failing the command."""
+    dropped rather than failing the command. With ``--json``, stdout carries the JSON
+    only (:func:`~goat_core.cli._output.reserve_stdout`)."""
     if sys.stderr is None:
         sys.stderr = open(os.devnull, "w", encoding="utf-8")  # kept for the process
-    cli.main(args=list(argv) if argv is not None else None, prog_name="goat")
+    args = list(argv) if argv is not None else sys.argv[1:]
+    if "--json" in args:
+        from goat_core.cli._output import reserve_stdout
+
+        reserve_stdout()  # a plugin that prints never reaches the JSON
+    cli.main(args=args, prog_name="goat")
