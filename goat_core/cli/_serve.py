@@ -245,9 +245,10 @@ class _FailOpenCommand(click.Command):
 def hook_claude_code(
     budget: str | None, deadline: str | None, pin: str | None, home: Path | None
 ) -> None:
-    """Claude Code's (and Codex CLI's) UserPromptSubmit hook: the memory block of the
-    project's scope as additionalContext. Reads the hook JSON on stdin; prints exactly one
-    JSON object; exits 0 on every failure (the reason goes to stderr)."""
+    """A command hook for Claude Code and Codex CLI: on UserPromptSubmit the memory block of
+    the project's scope, on SessionStart the scope receipt, as additionalContext. Reads the
+    hook JSON on stdin; prints exactly one JSON object; exits 0 on every failure (the
+    reason goes to stderr)."""
     import gc
 
     from goat_core.serve._hook import MAX_INPUT_BYTES, HookResult
@@ -302,6 +303,17 @@ def hook_claude_code(
     sys.stderr.write(f"goat hook: {where} ({result.via}): {result.reason or 'ok'}\n")
     sys.stderr.flush()
     os._exit(0)  # never wait on a worker past the deadline; nothing is left to flush
+
+
+#: Codex CLI's hooks take the same input and output (``integrations/hosts/codex-hooks.toml``).
+hook_group.add_command(
+    _FailOpenCommand(
+        "codex",
+        callback=hook_claude_code.callback,
+        params=hook_claude_code.params,
+        help=hook_claude_code.help,
+    )
+)
 
 
 # -- the doctor -------------------------------------------------------------------------------

@@ -289,6 +289,7 @@ def run_codex(
     fake: FakeResponsesAPI,
     entry: McpEntry,
     extra_env: dict[str, str] | None = None,
+    extra_args: list[str] | None = None,
 ) -> CodexRun:
     codex_home = tmp_path / "codex-home"
     config = write_codex_config(codex_home, fake.base_url, entry)
@@ -304,6 +305,7 @@ def run_codex(
     command = [
         codex_bin,
         "exec",
+        *(extra_args or []),
         "--skip-git-repo-check",
         "--ephemeral",
         "--json",
@@ -488,3 +490,53 @@ def test_the_readme_snippet_as_written(
     output = run.tool_output()
     assert fact in output, f"the snippet's server did not answer from its home\n{run.explain()}"
     assert f'"scope":"{scope["scope"]}"' in output.replace(" ", ""), run.explain()
+
+
+HOOKS = SNIPPET.with_name("codex-hooks.toml")
+
+
+class HookedSnippetEntry(SnippetEntry):
+    """The README's entry and its optional hooks, both verbatim."""
+
+    def toml(self) -> str:
+        return super().toml() + "\n" + HOOKS.read_text(encoding="utf-8")
+
+
+def test_the_hooks_snippet_gives_the_receipt_and_the_prompts_notes(
+    codex_bin: str, goat_exe: str, tmp_path: Path
+) -> None:
+    """``integrations/hosts/codex-hooks.toml``: SessionStart's receipt and the prompt's
+    recalled note reach the model's first request. Hooks run once trusted in Codex's
+    review; the test stands in for that review with ``--dangerously-bypass-hook-trust``."""
+    home = tmp_path / "hooked-home"
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    env = _clean_env(tmp_path / "user-home") | {"GOAT_HOME": str(home)}
+    pen = json.loads(
+        subprocess.run(
+            [goat_exe, "scope", "--json"],
+            cwd=workdir,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=GOAT_TIMEOUT,
+        ).stdout
+    )["pen_id"]
+    fact = f"the sentinel fact is: the heron key is {uuid.uuid4().hex[:12]}"
+    _goat(goat_exe, env, "bind", "--pen", pen, "markdown")
+    _goat(goat_exe, env, "remember", "--pen", pen, fact)
+    path = f"{Path(goat_exe).parent}{os.pathsep}{env.get('PATH', '')}"
+    with FakeResponsesAPI(Script(query="sentinel fact")) as api:
+        run = run_codex(
+            codex_bin,
+            tmp_path,
+            api,
+            HookedSnippetEntry("goat", []),
+            {"GOAT_HOME": str(home), "PATH": path},
+            extra_args=["--dangerously-bypass-hook-trust"],
+        )
+        first = json.dumps(api.model_requests()[0].body.get("input"))
+    assert f"GOAT memory: Pen `{pen}` memory" in first, run.explain()
+    assert f"GOAT home: {home} (from $GOAT_HOME)" in first, run.explain()
+    assert fact in first, f"the prompt hook gave no memory\n{run.explain()}"
