@@ -1,14 +1,11 @@
 """The layout rules of docs/architecture.md, checked on the source.
 
 - no module under ``goat_core`` or a plugin's ``src`` is over :data:`MAX_LINES` lines;
-- the module-level imports among goat_core's modules (``if TYPE_CHECKING:`` ones included)
-  form no cycle;
+- the imports among the modules of goat_core and each plugin's ``src`` form no cycle: every
+  import counts, at module level (``if TYPE_CHECKING:`` ones included) or inside a function;
 - each public package has one ``__all__`` whose names all resolve, and private modules
   (``_name.py``) declare none;
 - a plugin imports goat_core only through its public packages.
-
-The host modules that have not moved into ``goat_core/host/`` yet are listed in
-:data:`HOST_MODULES_NOT_YET_MOVED`; the host move empties the list and its exemptions.
 """
 
 from __future__ import annotations
@@ -23,15 +20,6 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 MAX_LINES = 900
-
-#: Flat host modules waiting for the host move (goat_core/host/). Until then they may be over
-#: the size limit, sit in an import cycle, declare ``__all__`` in a private module, and import
-#: the deprecated paths.
-HOST_MODULES_NOT_YET_MOVED: frozenset[str] = frozenset()
-
-#: Import edges of today's host modules that close a cycle (host -> tools -> host); the host
-#: move removes them, and this test then asks for the list to be emptied.
-KNOWN_HOST_CYCLE_EDGES: frozenset[tuple[str, str]] = frozenset()
 
 PUBLIC_PACKAGES = [
     "goat_core",
@@ -89,26 +77,16 @@ def _module_level(body: Iterable[ast.stmt]) -> Iterable[ast.stmt]:
             yield from _module_level(node.body)
 
 
-def is_deprecated(tree: ast.Module) -> bool:
-    """A deprecated re-export module (it assigns ``__deprecated__``)."""
-    return any(
-        isinstance(node, ast.Assign)
-        and any(isinstance(t, ast.Name) and t.id == "__deprecated__" for t in node.targets)
-        for node in tree.body
-    )
-
-
 def import_graph(sources: Mapping[str, str]) -> dict[str, set[str]]:
-    """The module-level import graph among ``sources`` (relative path -> source text),
-    deprecated re-export modules left out. ``from a import b`` is an edge to the module
-    ``a.b`` if there is one, else to ``a``; the implicit import of parent packages is not an
-    edge."""
+    """The import graph among ``sources`` (relative path -> source text): every import, at
+    module level or inside a function. ``from a import b`` is an edge to the module ``a.b``
+    if there is one, else to ``a``; the implicit import of parent packages is not an edge."""
     trees = {module_name(rel): ast.parse(text) for rel, text in sources.items()}
     packages = {module_name(rel) for rel in sources if rel.endswith("__init__.py")}
-    modules = {name for name, tree in trees.items() if not is_deprecated(tree)}
+    modules = set(trees)
     graph: dict[str, set[str]] = {name: set() for name in modules}
     for name in modules:
-        for node in _module_level(trees[name].body):
+        for node in ast.walk(trees[name]):
             targets: list[str] = []
             if isinstance(node, ast.Import):
                 targets = [alias.name for alias in node.names]
@@ -202,11 +180,7 @@ def _plugin_sources() -> dict[str, str]:
 def test_no_module_is_over_the_line_limit() -> None:
     sources = {**_sources(REPO, "goat_core"), **_plugin_sources()}
     sizes = {rel: len(text.splitlines()) for rel, text in sources.items()}
-    over = {
-        rel: n
-        for rel, n in sizes.items()
-        if n > MAX_LINES and rel not in HOST_MODULES_NOT_YET_MOVED
-    }
+    over = {rel: n for rel, n in sizes.items() if n > MAX_LINES}
     assert not over, f"modules over {MAX_LINES} lines: {over}"
 
 
@@ -217,23 +191,24 @@ def test_the_cycle_finder_finds_a_cycle() -> None:
             "p/__init__.py": "",
             "p/a.py": "from p import b\n",
             "p/b.py": "import typing\nif typing.TYPE_CHECKING:\n    from p.c import X\n",
-            "p/c.py": "from .a import Y\n",
-            "p/d.py": "__deprecated__ = 'p'\nfrom p.a import Y\n",
-            "p/e.py": "def f():\n    from p.a import Y\n",
+            "p/c.py": "def f():\n    from .a import Y\n",
         }
     )
-    assert graph["p.e"] == set() and "p.d" not in graph
+    assert graph["p.c"] == {"p.a"}  # an import inside a function is an edge too
     assert cycles(graph) == [["p.a", "p.b", "p.c", "p.a"]]
 
 
-def test_goat_core_has_no_import_cycle() -> None:
-    graph = import_graph(_sources(REPO, "goat_core"))
-    stale = sorted(edge for edge in KNOWN_HOST_CYCLE_EDGES if edge[1] not in graph.get(edge[0], ()))
-    for a, b in KNOWN_HOST_CYCLE_EDGES:
-        graph.get(a, set()).discard(b)
-    found = cycles(graph)
+def _tree_sources() -> dict[str, str]:
+    """goat_core and every plugin's package, each by its import path."""
+    out = _sources(REPO, "goat_core")
+    for rel, text in _plugin_sources().items():
+        out[rel.split("/src/", 1)[1]] = text
+    return out
+
+
+def test_the_tree_has_no_import_cycle() -> None:
+    found = cycles(import_graph(_tree_sources()))
     assert not found, "import cycles: " + "; ".join(" -> ".join(c) for c in found)
-    assert not stale, f"KNOWN_HOST_CYCLE_EDGES lists edges that are gone, remove them: {stale}"
 
 
 # -- (c) public packages and __all__ ----------------------------------------------------------
@@ -272,7 +247,6 @@ def test_private_modules_declare_no_all() -> None:
         for rel, text in _sources(REPO, "goat_core").items()
         if Path(rel).name.startswith("_")
         and not Path(rel).name.startswith("__")
-        and rel not in HOST_MODULES_NOT_YET_MOVED
         and _all_assignments(ast.parse(text))
     ]
     assert not offenders, f"private modules with an __all__: {offenders}"

@@ -21,7 +21,7 @@ import hashlib
 import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 from goat_core.contract import (
@@ -41,7 +41,33 @@ from goat_core.errors import Rejected
 from goat_hindsight.errors import ToolRejected, WriteOutcomeUnknown
 
 if TYPE_CHECKING:
-    from goat_hindsight.provider import HindsightProvider
+    from goat_core.contract import ProviderContext, ProviderSpec, Scope
+
+    from goat_hindsight.client import HindsightClient
+
+
+class RetainTarget(Protocol):
+    """What an import needs of a bank's provider (the public attributes of
+    :class:`~goat_hindsight.provider.HindsightProvider`)."""
+
+    @property
+    def context(self) -> ProviderContext: ...
+
+    @property
+    def spec(self) -> ProviderSpec: ...
+
+    @property
+    def scope(self) -> Scope: ...
+
+    @property
+    def client(self) -> HindsightClient: ...
+
+    @property
+    def server(self) -> str: ...
+
+    @property
+    def bank_id(self) -> str: ...
+
 
 __all__ = ["LEDGER_FOLDER", "Ledger", "hindsight_operations", "retain_context"]
 
@@ -86,7 +112,7 @@ def retain_context(page: TransferPage) -> str:
 
 
 async def _import(
-    provider: HindsightProvider,
+    provider: RetainTarget,
     gate: PolicyGate,
     pages: Sequence[TransferPage],
     *,
@@ -186,7 +212,7 @@ async def _import(
     return items
 
 
-def hindsight_operations(provider: HindsightProvider) -> list[ProviderOperation]:
+def hindsight_operations(provider: RetainTarget) -> list[ProviderOperation]:
     """``import_pages(pages, *, dry_run, rename, resend_unknown, progress)`` (write);
     ``rename`` has nothing to do in a bank (no paths)."""
 

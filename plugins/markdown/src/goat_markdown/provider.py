@@ -801,9 +801,14 @@ class MarkdownProvider(FolderStoreProvider[filestore.StoredNote]):
     def operations(self) -> Sequence[ProviderOperation]:
         """``import_pages``: copies and imports written with provenance (see
         :mod:`goat_markdown.transfer`)."""
-        from goat_markdown.transfer import markdown_operations
+        from goat_markdown.transfer import ImportStore, markdown_operations
 
-        return markdown_operations(self)
+        def current() -> tuple[Any, Any]:
+            walk, _stats = self._sync_index(watch=False)
+            return walk, self._scan().notes
+
+        store = ImportStore(self.root, self._lock, current, self._index_note, self._receipt)
+        return markdown_operations(self, store)
 
     def _close(self) -> None:
         self._stop_watch("closed")

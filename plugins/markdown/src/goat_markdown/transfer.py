@@ -10,8 +10,11 @@ conflict (``rename``: the next free ``<stem>-<n>.md``).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 from goat_core.contract import (
     PolicyGate,
@@ -29,45 +32,59 @@ from goat_core.filestore import (
     import_into_store,
 )
 
-if TYPE_CHECKING:
-    from goat_markdown.provider import MarkdownProvider
-
-__all__ = ["markdown_operations"]
+__all__ = ["ImportStore", "markdown_operations"]
 
 
-def _import(
-    provider: MarkdownProvider,
-    gate: PolicyGate,
-    pages: Sequence[TransferPage],
-    dry_run: bool,
-    rename: bool,
-    progress: Callable[[int, int], None] | None,
-) -> list[TransferItem]:
-    with provider._lock:
-        walk, _stats = provider._sync_index(watch=False)
-        scan = provider._scan()
+@dataclass(frozen=True)
+class ImportStore:
+    """What an import needs of a markdown store, handed over by the provider.
 
-        def write(plan: ImportPlan) -> Receipt:
-            assert plan.target is not None and plan.text is not None
-            path = contain(provider.root, plan.target)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write(path, plan.text.encode("utf-8"), expected_etag=MISSING_ETAG)
-            provider._index_note(plan.target)
-            return provider._receipt(plan.target)
+    :param root: the store folder. :param lock: the store lock (held for the batch).
+    :param current: ``() -> (walk, notes)``: the index brought up to date, and its notes.
+    :param index_note: ``(rel) -> ...``: index one written note (a store path).
+    :param receipt: ``(rel) -> Receipt``: the receipt of a written note.
+    """
 
-        return import_into_store(
-            provider,
-            gate,
-            pages,
-            notes=scan.notes,
-            walk=walk,
-            dry_run=dry_run,
-            rename=rename,
-            progress=progress,
-            write=write,
-        )
+    root: Path
+    lock: AbstractContextManager[Any]
+    current: Callable[[], tuple[Any, Iterable[Any]]]
+    index_note: Callable[[str], object]
+    receipt: Callable[[str], Receipt]
 
 
-def markdown_operations(provider: MarkdownProvider) -> list[ProviderOperation]:
-    """``import_pages(pages, *, dry_run, rename, resend_unknown, progress)`` (write)."""
-    return [folder_import_operation(provider, _import)]
+def markdown_operations(provider: Any, store: ImportStore) -> list[ProviderOperation]:
+    """``import_pages(pages, *, dry_run, rename, resend_unknown, progress)`` (write), run on
+    ``provider``'s store worker (a :class:`~goat_core.filestore.FolderStoreProvider`)."""
+
+    def do_import(
+        provider: Any,
+        gate: PolicyGate,
+        pages: Sequence[TransferPage],
+        dry_run: bool,
+        rename: bool,
+        progress: Callable[[int, int], None] | None,
+    ) -> list[TransferItem]:
+        with store.lock:
+            walk, notes = store.current()
+
+            def write(plan: ImportPlan) -> Receipt:
+                assert plan.target is not None and plan.text is not None
+                path = contain(store.root, plan.target)
+                path.parent.mkdir(parents=True, exist_ok=True)
+                atomic_write(path, plan.text.encode("utf-8"), expected_etag=MISSING_ETAG)
+                store.index_note(plan.target)
+                return store.receipt(plan.target)
+
+            return import_into_store(
+                provider,
+                gate,
+                pages,
+                notes=notes,
+                walk=walk,
+                dry_run=dry_run,
+                rename=rename,
+                progress=progress,
+                write=write,
+            )
+
+    return [folder_import_operation(provider, do_import)]

@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from goat_core.contract import MemoryWrite, ModelTool, PageSummary, ProviderOperation
 from goat_core.errors import StoreUnwritable
@@ -29,6 +29,9 @@ from goat_core.errors import StoreUnwritable
 from goat_wiki.layout import MARKER_KEY
 from goat_wiki.lint import Finding, LintReport
 from goat_wiki.pages import PageWrite, WikiPages
+
+if TYPE_CHECKING:
+    from goat_wiki.transfer import ImportTarget
 
 __all__ = ["MARKER_KEY", "Finding", "LintReport", "PageWrite", "WikiProvider"]
 
@@ -140,6 +143,23 @@ class WikiProvider(WikiPages):
         if fix:
             return await self._typed(self._lint, fix, inspect, hidden)
         return await self._worker.run(self._lint, fix, inspect, hidden)
+
+    def import_target(self) -> ImportTarget:
+        """What an import needs of this wiki (:mod:`goat_wiki.transfer`)."""
+        from goat_wiki.transfer import ImportTarget
+
+        return ImportTarget(
+            root=self.root,
+            settings=self.settings,
+            lock=self._lock,
+            sync=self._sync,
+            scan=self._scan,
+            ensure_files=self._ensure_files,
+            ensure_raw=self._ensure_raw,
+            commit=self._commit,
+            index_note=self._index_note,
+            receipt=self._receipt,
+        )
 
     def operations(self) -> Sequence[ProviderOperation]:
         """``ingest``, ``lint``, ``lint_fix``, ``write_page`` for ``goat wiki ...`` (see

@@ -21,9 +21,9 @@ from __future__ import annotations
 import dataclasses
 import posixpath
 import unicodedata
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Collection, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from goat_core.contract import (
     Access,
@@ -38,9 +38,61 @@ from goat_core.contract import (
 from goat_core.errors import BadInput, NotFound, Rejected
 
 from goat_wiki import text as wt
+from goat_wiki.lint import LintReport
+from goat_wiki.pages import PageWrite
 
 if TYPE_CHECKING:
-    from goat_wiki.provider import LintReport, PageWrite, WikiProvider
+    from goat_core.contract import MemoryWrite as _Write
+    from goat_core.contract import PageList, ProviderSpec, RecallResult
+
+    from goat_wiki.settings import WikiSettings
+    from goat_wiki.transfer import ImportTarget
+
+
+class WikiProvider(Protocol):
+    """What the tools use of a wiki (:class:`goat_wiki.provider.WikiProvider` has it all)."""
+
+    @property
+    def root(self) -> Path: ...
+
+    @property
+    def settings(self) -> WikiSettings: ...
+
+    @property
+    def spec(self) -> ProviderSpec: ...
+
+    def label(self) -> str: ...
+
+    def import_target(self) -> ImportTarget: ...
+
+    async def write_page(
+        self, write: PageWrite, *, visible: Callable[[PageSummary], bool] | None = None
+    ) -> dict[str, Any]: ...
+
+    async def ingest(
+        self,
+        source: Path,
+        progress: Callable[[int, int], None] | None = None,
+        *,
+        inspect: Callable[[_Write], _Write] | None = None,
+    ) -> dict[str, Any]: ...
+
+    async def sources(self) -> dict[str, Any]: ...
+
+    async def read(self, ref: str) -> dict[str, Any]: ...
+
+    async def lint(
+        self,
+        *,
+        fix: bool = False,
+        inspect: Callable[[_Write], _Write] | None = None,
+        hidden: Collection[str] = (),
+    ) -> LintReport: ...
+
+    async def recall(self, query: str, *, limit: int = 10) -> RecallResult: ...
+
+    async def list_pages(self, *, limit: int = 50, cursor: str | None = None) -> PageList: ...
+
 
 __all__ = ["MAX_FINDINGS", "wiki_operations", "wiki_tools"]
 
@@ -318,8 +370,6 @@ def _limit(args: dict[str, Any], default: int, high: int) -> int:
 
 def wiki_tools(provider: WikiProvider) -> list[ModelTool]:
     """The wiki's extra tools for ``provider`` (the tool set of one chat's context)."""
-    from goat_wiki.provider import PageWrite
-
     label = provider.label()
 
     async def read_page(args: dict[str, Any], gate: PolicyGate) -> dict[str, Any]:
@@ -521,7 +571,7 @@ def wiki_operations(provider: WikiProvider) -> list[ProviderOperation]:
     from goat_wiki.transfer import wiki_operations_for_import
 
     return [
-        *wiki_operations_for_import(provider),
+        *wiki_operations_for_import(provider, provider.import_target()),
         ProviderOperation("ingest", Access.WRITE, ingest),
         ProviderOperation("lint", Access.READ, lint),
         ProviderOperation("lint_fix", Access.WRITE, lint_fix),

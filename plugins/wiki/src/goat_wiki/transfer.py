@@ -20,8 +20,11 @@ land is removed), and importing again writes the rest.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
-from dataclasses import asdict
+from contextlib import AbstractContextManager
+from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from goat_core import filestore
@@ -47,7 +50,35 @@ from goat_core.filestore import (
 from goat_wiki.sources import MANIFEST_NAME, Manifest, Source
 
 if TYPE_CHECKING:
-    from goat_wiki.provider import WikiProvider
+    from goat_wiki.layout import Layout, Scan
+    from goat_wiki.settings import WikiSettings
+
+
+@dataclass(frozen=True)
+class ImportTarget:
+    """What an import needs of a wiki, handed over by the provider
+    (:meth:`goat_wiki.provider.WikiProvider.import_target`).
+
+    :param root: the wiki folder. :param settings: its settings. :param lock: the store
+        lock, held for the batch. :param sync: ``() -> (walk, layout)``, the index brought
+        up to date. :param scan: ``() -> Scan``, the pages as read. :param ensure_files:
+        ``(raw=True) -> Layout``, the schema, index and log written if missing.
+    :param ensure_raw: ``(layout) -> Path``, the raw folder made. :param commit: a
+        journalled write (index line and log entry kept true). :param index_note:
+        ``(rel) -> ...``. :param receipt: ``(rel) -> Receipt``.
+    """
+
+    root: Path
+    settings: WikiSettings
+    lock: AbstractContextManager[Any]
+    sync: Callable[[], tuple[Any, Layout]]
+    scan: Callable[[], Scan]
+    ensure_files: Callable[..., Layout]
+    ensure_raw: Callable[[Layout], Path]
+    commit: Callable[..., Any]
+    index_note: Callable[[str], object]
+    receipt: Callable[[str], Receipt]
+
 
 __all__ = ["IMPORTS_FOLDER", "SOURCE_SUFFIX", "wiki_operations_for_import"]
 
@@ -58,8 +89,8 @@ IMPORTS_FOLDER = "imports"
 SOURCE_SUFFIX = ".txt"
 
 
-def _reserved(provider: WikiProvider) -> Callable[[str], str | None]:
-    s = provider.settings
+def _reserved(target: ImportTarget) -> Callable[[str], str | None]:
+    s = target.settings
     own = {
         n.casefold()
         for n in (
@@ -87,16 +118,17 @@ def _reserved(provider: WikiProvider) -> Callable[[str], str | None]:
 
 
 def _import(
-    provider: WikiProvider,
+    target: ImportTarget,
+    provider: Any,
     gate: PolicyGate,
     pages: Sequence[TransferPage],
     dry_run: bool,
     rename: bool,
     progress: Callable[[int, int], None] | None,
 ) -> list[TransferItem]:
-    with provider._lock:
-        walk, layout = provider._sync()
-        scan = provider._scan()
+    with target.lock:
+        walk, layout = target.sync()
+        scan = target.scan()
         prepared: dict[str, Any] = {}
 
         def prepare() -> Any:
@@ -106,10 +138,10 @@ def _import(
                 if layout.schema not in layout.own:
                     for page in pages:
                         top, sep, _ = page.path.partition("/")
-                        if sep and _reserved(provider)(page.path) is None:
-                            (provider.root / top).mkdir(exist_ok=True)
-                ready = provider._ensure_files(raw=True)
-                provider._ensure_raw(ready)
+                        if sep and _reserved(target)(page.path) is None:
+                            (target.root / top).mkdir(exist_ok=True)
+                ready = target.ensure_files(raw=True)
+                target.ensure_raw(ready)
                 prepared["layout"] = ready
             return prepared["layout"]
 
@@ -117,7 +149,7 @@ def _import(
             """Every page and its source in one journalled step: one manifest save, one
             index update and one log entry for the whole batch."""
             ready = prepare()
-            raw_dir = provider.root / ready.raw
+            raw_dir = target.root / ready.raw
             manifest_path = raw_dir / MANIFEST_NAME
             manifest = Manifest.load(manifest_path)
             taken = {s.id.casefold() for s in manifest.sources}
@@ -140,7 +172,7 @@ def _import(
                 raw_data: bytes | None = None
                 if source is None:
                     ident = manifest.choose_id(original, digest, taken)
-                    contain(provider.root, f"{ready.raw}/{ident}")
+                    contain(target.root, f"{ready.raw}/{ident}")
                     source = Source(
                         id=ident,
                         original=original,
@@ -158,7 +190,7 @@ def _import(
                     entries.append({"page": plan.target, "source": asdict(source)})
                 cite = {"id": source.id, "hash": source.hash}
                 text = set_keys(plan.text, {"sources": [cite]}).encode("utf-8")
-                contain(provider.root, plan.target)
+                contain(target.root, plan.target)
                 writes.append((plan.target, text, source.id, raw_data))
                 lines = [f"- page: {plan.target}", f"- source: {source.id}"]
                 details += lines
@@ -175,7 +207,7 @@ def _import(
                             atomic_write(
                                 raw_target, raw_data, expected_etag=MISSING_ETAG, mode=0o444
                             )
-                    target = provider.root / rel
+                    target = target.root / rel
                     target.parent.mkdir(parents=True, exist_ok=True)
                     done[rel] = atomic_write(target, text, expected_etag=MISSING_ETAG)
                     if progress is not None:
@@ -191,12 +223,12 @@ def _import(
             rels = [w[0] for w in writes]
             sources = {"manifest": f"{ready.raw}/{MANIFEST_NAME}", "entries": entries}
             extra = {"parts": parts, "title_of": title_of, "sources": sources}
-            provider._commit(
+            target.commit(
                 kind, title, rels, details, change, layout=ready, planned=planned, extra=extra
             )
             for rel in rels:
-                provider._index_note(rel)
-            return [provider._receipt(rel) for rel in rels]
+                target.index_note(rel)
+            return [target.receipt(rel) for rel in rels]
 
         return import_into_store(
             provider,
@@ -208,10 +240,11 @@ def _import(
             rename=rename,
             progress=progress,
             write_many=write_many,
-            reserved=_reserved(provider),
+            reserved=_reserved(target),
         )
 
 
-def wiki_operations_for_import(provider: WikiProvider) -> list[ProviderOperation]:
-    """``import_pages(pages, *, dry_run, rename, resend_unknown, progress)`` (write)."""
-    return [folder_import_operation(provider, _import)]
+def wiki_operations_for_import(provider: Any, target: ImportTarget) -> list[ProviderOperation]:
+    """``import_pages(pages, *, dry_run, rename, resend_unknown, progress)`` (write), run on
+    ``provider``'s store worker (a :class:`~goat_core.filestore.FolderStoreProvider`)."""
+    return [folder_import_operation(provider, functools.partial(_import, target))]
