@@ -207,9 +207,9 @@ def _import(
                             atomic_write(
                                 raw_target, raw_data, expected_etag=MISSING_ETAG, mode=0o444
                             )
-                    target = target.root / rel
-                    target.parent.mkdir(parents=True, exist_ok=True)
-                    done[rel] = atomic_write(target, text, expected_etag=MISSING_ETAG)
+                    dest = target.root / rel
+                    dest.parent.mkdir(parents=True, exist_ok=True)
+                    done[rel] = atomic_write(dest, text, expected_etag=MISSING_ETAG)
                     if progress is not None:
                         progress(n, len(writes))
                 manifest.save(manifest_path)
