@@ -1,3 +1,7 @@
-"""The one version number of goat-core and every in-tree plugin distribution."""
+"""The one version number of goat-core and every in-tree plugin distribution: the text of
+``goat_core/VERSION``, which each plugin's ``pyproject.toml`` reads through its own
+``VERSION`` link."""
 
-__version__ = "0.1.0"
+from pathlib import Path
+
+__version__ = Path(__file__).with_name("VERSION").read_text(encoding="ascii").strip()
