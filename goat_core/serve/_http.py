@@ -9,7 +9,10 @@ to the endpoint that issued it (elsewhere: 404). In front of every endpoint:
 - a ``Host`` header outside loopback names is refused (421) on a loopback bind, and an
   ``Origin`` outside ``--allow-origin`` (default: none) gets 403 (DNS rebinding);
 - a request body over :data:`MAX_BODY_BYTES` gets 413 (and one without a length, 411); a
-  tool result is bounded by :data:`~goat_core.serve._tools.MAX_RESULT_BYTES`.
+  tool result is bounded by :data:`~goat_core.serve._tools.MAX_RESULT_BYTES`;
+- a connection must send each request head within :data:`HEADER_TIMEOUT_SECONDS` and is
+  closed after :data:`KEEP_ALIVE_SECONDS` idle, so idle or slow sockets never hold the
+  server; a client that hangs up mid-request is one log line (``serve.client_gone``).
 """
 
 from __future__ import annotations
@@ -35,6 +38,14 @@ TOKEN_BINDING = "goat-serve"
 TOKEN_NAME = "http_token"
 #: Largest request body accepted (bytes).
 MAX_BODY_BYTES = 1_048_576
+#: Seconds a connection may take to send a whole request head, first or next; then it is
+#: closed (a socket that sends nothing, or a head a byte at a time, holds nothing for long).
+HEADER_TIMEOUT_SECONDS = 10.0
+#: Seconds an idle keep-alive connection stays open after a response.
+KEEP_ALIVE_SECONDS = 5.0
+#: Connections and requests served at once; beyond, 503. Far above what a user's clients
+#: open, and idle sockets time out first (:data:`HEADER_TIMEOUT_SECONDS`).
+MAX_CONNECTIONS = 1000
 _LOOPBACK_NAMES = {"localhost", "127.0.0.1", "::1"}
 
 
@@ -83,6 +94,50 @@ def read_token_file(path: Path) -> str:
     if len(token) < 16:
         raise CredentialError(f"token file {str(path)!r} holds no token of 16+ characters")
     return token
+
+
+def _timed_protocol() -> type[Any]:
+    """uvicorn's h11 protocol with a deadline on every request head: armed when the
+    connection opens and after each response, cleared when a whole head has arrived."""
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class HeadDeadlineH11(H11Protocol):  # type: ignore[misc]
+        _head_timer: Any = None
+
+        def _arm_head_timer(self) -> None:
+            self._clear_head_timer()
+            self._head_timer = self.loop.call_later(HEADER_TIMEOUT_SECONDS, self._head_late)
+
+        def _clear_head_timer(self) -> None:
+            if self._head_timer is not None:
+                self._head_timer.cancel()
+                self._head_timer = None
+
+        def _head_late(self) -> None:
+            self._head_timer = None
+            if not self.transport.is_closing():
+                self.transport.close()
+
+        def connection_made(self, transport: Any) -> None:
+            super().connection_made(transport)
+            self._arm_head_timer()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._clear_head_timer()
+            super().connection_lost(exc)
+
+        def handle_events(self) -> None:
+            before = self.cycle
+            super().handle_events()
+            if self.cycle is not before:  # a whole request head arrived
+                self._clear_head_timer()
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            if not self.transport.is_closing():
+                self._arm_head_timer()
+
+    return HeadDeadlineH11
 
 
 def _endpoint(scope_key: str) -> str:
@@ -163,7 +218,17 @@ class ScopedEndpoints:
             if int(length) > self.max_body:
                 await _reply(send, 413, f"request body over {self.max_body} bytes")
                 return
-        await manager.handle_request(scope, receive, send)
+            body = await _read_body(receive, int(length))
+            if body is None:  # the client hung up, or sent too little too slowly
+                _gone(path, "the client left before its request body was whole")
+                return
+            receive = _replay(body, receive)
+        try:
+            await manager.handle_request(scope, receive, send)
+        except Exception as exc:  # a client gone mid-request: one line, never a traceback
+            if not _is_disconnect(exc):
+                raise
+            _gone(path, type(exc).__name__)
 
     async def _lifespan(self, receive: Any, send: Any) -> None:
         message = await receive()
@@ -172,6 +237,64 @@ class ScopedEndpoints:
             await send({"type": "lifespan.startup.complete"})
             message = await receive()
         await send({"type": "lifespan.shutdown.complete"})
+
+
+#: Seconds a request body may take to arrive whole once its head has.
+BODY_TIMEOUT_SECONDS = 30.0
+
+
+async def _read_body(receive: Any, length: int) -> bytes | None:
+    """The request body, read whole (at most ``length`` bytes, within
+    :data:`BODY_TIMEOUT_SECONDS`); ``None`` when the client disconnects or is too slow."""
+    import anyio
+
+    chunks: list[bytes] = []
+    size = 0
+    with anyio.move_on_after(BODY_TIMEOUT_SECONDS):
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return None
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > length:
+                return None
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                return b"".join(chunks)
+    return None
+
+
+def _replay(body: bytes, receive: Any) -> Any:
+    """A ``receive`` that gives ``body`` whole first, then what ``receive`` gives."""
+    sent = False
+
+    async def replay() -> dict[str, Any]:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        message: dict[str, Any] = await receive()
+        return message
+
+    return replay
+
+
+def _gone(path: str, why: str) -> None:
+    from goat_core.logs import get_logger
+
+    get_logger(__name__).info("serve.client_gone", path=path, why=why)
+
+
+def _is_disconnect(exc: BaseException) -> bool:
+    """Whether ``exc`` (or, in a group, each of its parts) means the client hung up."""
+    import anyio
+    from starlette.requests import ClientDisconnect
+
+    if isinstance(exc, BaseExceptionGroup):
+        return all(_is_disconnect(e) for e in exc.exceptions)
+    gone = (ClientDisconnect, anyio.BrokenResourceError, anyio.ClosedResourceError, OSError)
+    return isinstance(exc, gone)
 
 
 async def _reply(send: Any, status: int, message: str, *, bearer: bool = False) -> None:
@@ -258,7 +381,9 @@ async def _serve(
             port=port,
             log_level="warning",
             lifespan="on",
-            limit_concurrency=64,
+            http=_timed_protocol(),
+            limit_concurrency=MAX_CONNECTIONS,
+            timeout_keep_alive=int(KEEP_ALIVE_SECONDS),
             timeout_graceful_shutdown=2,
         )
         server = uvicorn.Server(config)
