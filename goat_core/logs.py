@@ -96,15 +96,31 @@ _MAX_DEPTH = 12
 _PASS_THROUGH_KEYS = frozenset({"_record", "_from_structlog"})
 
 
+def base64_forms(value: str) -> set[str]:
+    """``value`` in base64 as a server may echo it: standard and URL-safe alphabets, with
+    and without padding, alone and as HTTP Basic credentials (``user:value``, ``value:``)
+    the way a client encodes an API key."""
+    import base64
+
+    out: set[str] = set()
+    for raw in (value, f"{value}:", f":{value}"):
+        data = raw.encode("utf-8", "surrogatepass")
+        for encode in (base64.b64encode, base64.urlsafe_b64encode):
+            text = encode(data).decode("ascii")
+            out |= {text, text.rstrip("=")}
+    return out
+
+
 def secret_forms(value: str) -> tuple[str, ...]:
     """``value`` and the forms a server may echo it in: URL-encoded (``quote`` and
-    ``quote_plus``, upper- and lowercase escapes) and JSON-escaped. A header value
-    ``Bearer <value>`` is covered by ``value`` itself."""
+    ``quote_plus``, upper- and lowercase escapes), JSON-escaped and base64
+    (:func:`base64_forms`). A header value ``Bearer <value>`` is covered by ``value``."""
     from urllib.parse import quote, quote_plus
 
     forms = {value, quote(value, safe=""), quote_plus(value, safe=""), quote(value)}
     forms |= {re.sub(r"%[0-9A-F]{2}", lambda m: m.group(0).lower(), f) for f in set(forms)}
     forms.add(json.dumps(value)[1:-1])
+    forms |= base64_forms(value)
     return tuple(sorted(f for f in forms if len(f) >= _MIN_SECRET_LENGTH))
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import urllib.error
 import urllib.request
@@ -29,7 +30,21 @@ def _post(url: str, body: dict[str, Any]) -> tuple[int, dict[str, Any] | None]:
 
 
 def test_secret_forms_are_the_key_its_header_and_its_url_encodings() -> None:
-    assert secret_forms(KEY) == [KEY, f"Bearer {KEY}", "k%2F%2B%3D%20%21x", "k%2f%2b%3d%20%21x"]
+    forms = secret_forms(KEY)
+    assert forms[:4] == [KEY, f"Bearer {KEY}", "k%2F%2B%3D%20%21x", "k%2f%2b%3d%20%21x"]
+    assert base64.b64encode(KEY.encode()).decode() in forms  # echoed in base64
+    assert base64.b64encode(f"{KEY}:".encode()).decode() in forms  # as Basic credentials
+
+
+def test_a_secret_echoed_in_base64_is_redacted() -> None:
+    """The exact input: a server echoing the key base64-encoded, as Basic credentials."""
+    from goat_core.logs import RedactSecrets
+
+    key = "sk-live-4f8a9d2c61b7e035"
+    echoed = base64.b64encode(f"{key}:".encode()).decode()
+    redactor = RedactSecrets([key])
+    text = redactor.scrub_text(f"401: the server rejected {echoed}, try again")
+    assert echoed not in text and "[REDACTED]" in text
 
 
 def test_assert_no_secret_names_the_form_that_leaked() -> None:

@@ -46,10 +46,15 @@ PROTOCOL_VERSION = "2025-11-25"
 
 
 def secret_forms(key: str) -> list[str]:
-    """What must never be shown for ``key``: the key, its ``Authorization`` header value and
-    its URL-encoded forms (upper- and lower-case escapes)."""
+    """What must never be shown for ``key``: the key, its ``Authorization`` header value,
+    its URL-encoded forms (upper- and lower-case escapes), then its JSON-escaped and base64
+    forms (``goat_core/logs.py``, :func:`~goat_core.logs.base64_forms`)."""
+    from goat_core.logs import base64_forms
+
     encoded = quote(key, safe="")
-    return [key, f"Bearer {key}", encoded, encoded.lower()]
+    first = [key, f"Bearer {key}", encoded, encoded.lower()]
+    more = {json.dumps(key)[1:-1], *base64_forms(key)} - set(first)
+    return first + sorted(m for m in more if len(m) >= 8)
 
 
 def assert_no_secret(text: str, *keys: str) -> None:
