@@ -82,7 +82,8 @@ _NAME = re.compile(r"[a-z][a-z0-9_]{0,63}")
 
 
 class _Args(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # strict: a model's ``"5"`` or ``true`` is not a limit of 5 or 1
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
 class RecallArgs(_Args):

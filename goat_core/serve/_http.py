@@ -222,6 +222,10 @@ class ScopedEndpoints:
             if body is None:  # the client hung up, or sent too little too slowly
                 _gone(path, "the client left before its request body was whole")
                 return
+            problem = _bad_id(body)
+            if problem is not None:
+                await _reply_rpc_error(send, problem)
+                return
             receive = _replay(body, receive)
         try:
             await manager.handle_request(scope, receive, send)
@@ -278,6 +282,34 @@ def _replay(body: bytes, receive: Any) -> Any:
         return message
 
     return replay
+
+
+def _bad_id(body: bytes) -> str | None:
+    """Why ``body``'s JSON-RPC ``id`` is none the spec allows (a string, an integer or
+    ``null``), else ``None``; a body that is not JSON is left to the MCP layer."""
+    try:
+        message = json.loads(body)
+    except (ValueError, RecursionError):
+        return None
+    for item in message if isinstance(message, list) else [message]:
+        if not isinstance(item, dict) or "id" not in item:
+            continue
+        ident = item["id"]
+        if ident is None or isinstance(ident, str):
+            continue
+        if isinstance(ident, int) and not isinstance(ident, bool):
+            continue
+        return f"Invalid Request: id must be a string, an integer or null, not {ident!r:.40}"
+    return None
+
+
+async def _reply_rpc_error(send: Any, message: str) -> None:
+    """A JSON-RPC Invalid Request (-32600) with ``id`` null, status 400."""
+    error = {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": message}}
+    body = json.dumps(error).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": 400, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
 
 
 def _gone(path: str, why: str) -> None:

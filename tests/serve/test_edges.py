@@ -218,3 +218,12 @@ def test_a_signal_stops_goat_serve_and_removes_its_socket(
             proc.wait()
     assert code == -signum
     assert not path.exists()
+
+
+@pytest.mark.parametrize("limit", ["5", True, 5.0, None])
+async def test_arguments_keep_their_json_types(connect: Connect, limit: Any) -> None:
+    """The exact input: recall with ``limit`` ``"5"``, ``true``, ``5.0`` or ``null``."""
+    async with connect(global_=True) as client:
+        r = await client.call_tool("recall", {"query": "x", "limit": limit})
+    assert r.is_error and r.structured_content["error"]["type"] == "BadInput"
+    assert "limit" in r.structured_content["error"]["message"]

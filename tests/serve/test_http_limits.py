@@ -107,3 +107,18 @@ def test_a_client_that_hangs_up_mid_body_is_one_short_line(
     assert "Traceback" not in err, err[-3000:]
     lines = [line for line in err.splitlines() if "disconnect" in line.lower()]
     assert len(lines) <= 30 and all(len(line) < 200 for line in lines), lines[:3]
+
+
+@pytest.mark.parametrize("ident", ['{"a": 1}', "NaN", "1.5", "true", "[1]"])
+def test_a_request_id_the_spec_forbids_gets_an_answer(
+    served: tuple[str, int, object], ident: str
+) -> None:
+    """The exact input: a JSON-RPC ``id`` that is an object or NaN (it got 202 and no
+    answer), a float, a boolean or an array: 400 with JSON-RPC -32600."""
+    url, _, _ = served
+    body = '{"jsonrpc": "2.0", "id": ' + ident + ', "method": "ping"}'
+    with httpx2.Client(timeout=10) as http:
+        r = http.post(url, content=body, headers=HEADERS)
+    assert r.status_code == 400, r.text
+    error = r.json()
+    assert error["id"] is None and error["error"]["code"] == -32600
