@@ -417,6 +417,39 @@ def test_bind_validation_error_is_exit_2_with_the_settings_message(
     assert not (home / "memory.json").exists()  # nothing saved
 
 
+@pytest.mark.parametrize(
+    ("text", "found"),
+    [
+        (
+            '{"bindings": {"main": {"provider": "fake", "settings": {}}},\n'
+            ' "global": "main", "pens": {"Alpha": "main"}}\n',
+            "has no schema_version",
+        ),  # the pre-versioned (version 0) shape
+        (
+            '{"bindings": {"main": {"provider": "fake", "settings": {}}},\n'
+            ' "selection": {"global": "main"}}\n',
+            "has no schema_version",
+        ),
+        ('{"schema_version": 0, "bindings": {}, "selection": {}}\n', "has schema_version 0,"),
+        ('{"schema_version": 2, "bindings": {}, "selection": {}}\n', "has schema_version 2,"),
+    ],
+)
+@pytest.mark.parametrize(
+    "args", [["status"], ["bind", "--global", "fake"], ["disable", "--global"]]
+)
+def test_a_memory_json_of_another_schema_is_exit_2_and_left_unchanged(
+    fake_dist: Path, home: Path, text: str, found: str, args: list[str]
+) -> None:
+    home.mkdir(parents=True)
+    path = home / "memory.json"
+    path.write_text(text, encoding="utf-8")
+    result = run(*args)
+    assert result.exit_code == 2
+    line = one_error_line(result)
+    assert f"{path} {found}" in line and "schema_version 1 only" in line
+    assert path.read_text(encoding="utf-8") == text
+
+
 def test_bind_unknown_setting_is_exit_2(fake_dist: Path, home: Path) -> None:
     result = run("bind", "--pen", "docs", "fake", "--set", "colour=blue")
     assert result.exit_code == 2
@@ -1135,9 +1168,7 @@ def spec():
     return ProviderSpec(
         name="fakeremote", display_name="Fake remote", version="0.1.0",
         capabilities=frozenset({Capability.SHARED_BANK}), settings_model=RemoteSettings,
-        network=True, factory=FakeRemote, egress_urls=lambda s: [s.server],
-        legacy_decoder=lambda e: "legacy workspace binding; reconnect"
-        if "workspace" in e.get("settings", {}) else None)
+        network=True, factory=FakeRemote, egress_urls=lambda s: [s.server])
 
 
 @hookimpl
@@ -1170,20 +1201,13 @@ def bind_remote(pen: str, bank: str) -> None:
     assert result.exit_code == 0, result.output
 
 
-def test_status_shows_truthful_tones_for_healthy_broken_disabled_and_legacy(
+def test_status_shows_truthful_tones_for_healthy_broken_and_disabled(
     remote_dist: Path, home: Path
 ) -> None:
     for pen, bank in [("ok", "main"), ("down", "down"), ("locked", "locked"), ("gone", "gone")]:
         bind_remote(pen, bank)
     bind_remote("off", "quiet")
     assert run("disable", "--pen", "off").exit_code == 0
-    config = json.loads((home / "memory.json").read_text())
-    config["bindings"]["pen-old"] = {
-        "provider": "fakeremote",
-        "settings": {"workspace": "/home/me/project"},
-    }
-    config["selection"]["pen:old"] = "pen-old"
-    (home / "memory.json").write_text(json.dumps(config))
     assert contacts(home) == []  # bound with --no-connect: nothing contacted yet
 
     rows = {r["scope"]: r for r in ok_json("status")["bindings"]}
@@ -1195,21 +1219,19 @@ def test_status_shows_truthful_tones_for_healthy_broken_disabled_and_legacy(
         "pen:locked": ("warn", "auth"),
         "pen:gone": ("warn", "not_found"),
         "pen:off": ("dim", None),
-        "pen:old": ("warn", "legacy"),
     }
     assert rows["pen:ok"]["last_checked"] and "`main`" in rows["pen:ok"]["reason"]
     assert "connection refused" in rows["pen:down"]["reason"]
     assert "goat check" in rows["pen:locked"]["reason"]
-    assert "reconnect" in rows["pen:old"]["reason"] and rows["pen:old"]["last_checked"] is None
     assert rows["pen:off"]["last_checked"] is None
-    # one short live check per enabled remote binding; disabled and legacy never contacted
+    # one short live check per enabled remote binding; a disabled one is never contacted
     assert sorted(contacts(home)) == ["down", "gone", "locked", "main"]
     human = run("status")
     assert human.exit_code == 0
     lines = {line.split()[0]: line for line in human.stdout.splitlines() if line.strip()}
     assert "CAUSE" in lines["SCOPE"]
     assert "unreachable" in lines["pen:down"] and "auth" in lines["pen:locked"]
-    assert "legacy" in lines["pen:old"] and "dim" in lines["pen:off"]
+    assert "dim" in lines["pen:off"]
 
 
 def test_a_write_to_a_shared_bank_names_the_bank_not_just_the_scope(

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import stat
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +20,6 @@ from goat_core.host._config import (
     CURRENT_SCHEMA,
     Config,
     binding_id_for,
-    legacy_decoders,
     load_config,
     save_config,
 )
@@ -53,15 +51,6 @@ def _write(home: GoatHome, text: str) -> Path:
     home.config_dir.mkdir(parents=True, exist_ok=True)
     home.config_path.write_text(text, encoding="utf-8")
     return home.config_path
-
-
-def _hindsight_decoder(entry: Mapping[str, Any]) -> str | None:
-    if "workspace" in entry:
-        return "a coding-agent binding (workspace folder); reconnect to a bank"
-    return None
-
-
-DECODERS = {"hindsight": _hindsight_decoder}
 
 
 # -- basics -------------------------------------------------------------------------------------
@@ -183,15 +172,8 @@ def test_newer_schema_is_refused_and_file_untouched(home: GoatHome) -> None:
         load_config(home)
     message = str(info.value)
     assert "schema_version 7" in message and "schema_version 1" in message
-    assert str(path) in message
+    assert str(path) in message and "upgrade goat-core" in message
     assert path.read_text() == text
-
-
-@pytest.mark.parametrize("bad", ['"1"', "-1", "1.0", "true"])
-def test_schema_version_must_be_a_non_negative_integer(home: GoatHome, bad: str) -> None:
-    _write(home, f'{{"schema_version": {bad}, "bindings": {{}}, "selection": {{}}}}')
-    with pytest.raises(ConfigError, match="schema_version must be a non-negative integer"):
-        load_config(home)
 
 
 V0 = """{
@@ -204,46 +186,52 @@ V0 = """{
   "pens": {"Alpha": "team", "beta": "main"}
 }
 """
-
-
-def test_v0_is_migrated_in_memory_and_written_only_on_save(home: GoatHome) -> None:
-    path = _write(home, V0)
-    config = load_config(home)
-    assert config.migrated_from == 0
-    assert config.schema_version == CURRENT_SCHEMA
-    assert config.selection == {"global": "main", "pen:alpha": "team", "pen:beta": "main"}
-    assert config.selected(PEN_A) == Binding(
-        id="team",
-        provider="hindsight",
-        settings={"base_url": "https://h.example"},
-        egress=("https://h.example/mcp/team/",),
-    )
-    assert config.selected(PEN_B) is config.selected(GLOBAL)
-    assert path.read_text() == V0  # loading never writes
-    save_config(home, config)
-    doc = json.loads(path.read_text())
-    assert doc["schema_version"] == 1
-    assert "pens" not in doc and "global" not in doc
-    reloaded = load_config(home)
-    assert reloaded.migrated_from is None
-    assert reloaded.selection == config.selection
-    assert reloaded.bindings == config.bindings
+NO_VERSION = """{
+  "bindings": {"main": {"provider": "markdown", "settings": {"root": "/notes"}}},
+  "selection": {"global": "main"}
+}
+"""
 
 
 @pytest.mark.parametrize(
-    ("text", "rule"),
+    ("text", "found"),
     [
-        ('{"bindings": {}, "pens": {"a/b": "x"}}', "invalid Pen id 'a/b'"),
-        ('{"bindings": {}, "global": 3}', "'global' must be a binding id"),
-        ('{"bindings": {}, "pens": []}', "'pens' must be an object"),
-        ('{"bindings": {}, "extra": 1}', "unknown key\\(s\\) extra in a version 0 file"),
-        ('{"bindings": {}, "pens": {"A": "x", "a": "y"}}', "both normalise to pen:a"),
+        (V0, "has no schema_version"),  # the pre-versioned shape is not migrated
+        (NO_VERSION, "has no schema_version"),  # a schema 1 shape without its version
+        ('{"schema_version": 0, "bindings": {}, "selection": {}}', "has schema_version 0,"),
+        ('{"schema_version": 2, "bindings": {}, "selection": {}}', "has schema_version 2,"),
+        ('{"schema_version": -1, "bindings": {}}', "has schema_version -1,"),
+        ('{"schema_version": "1", "bindings": {}}', 'has schema_version "1",'),
+        ('{"schema_version": 1.0, "bindings": {}}', "has schema_version 1.0,"),
+        ('{"schema_version": true, "bindings": {}}', "has schema_version true,"),
+        ('{"schema_version": null, "bindings": {}}', "has schema_version null,"),
     ],
 )
-def test_v0_shape_errors(home: GoatHome, text: str, rule: str) -> None:
-    _write(home, text)
-    with pytest.raises(ConfigError, match=rule):
+def test_any_schema_but_1_is_refused_naming_file_and_version(
+    home: GoatHome, text: str, found: str
+) -> None:
+    path = _write(home, text)
+    before = sorted(p.name for p in home.config_dir.iterdir())
+    with pytest.raises(ConfigError) as info:
         load_config(home)
+    message = str(info.value)
+    assert message.startswith(f"{path} {found}")
+    assert "reads schema_version 1 only" in message and "left unchanged" in message
+    assert info.value.details["supported"] == 1
+    assert path.read_text(encoding="utf-8") == text  # nothing migrated or rewritten
+    assert sorted(p.name for p in home.config_dir.iterdir()) == before
+
+
+def test_the_error_carries_the_version_found(home: GoatHome) -> None:
+    _write(home, V0)
+    with pytest.raises(ConfigError) as info:
+        load_config(home)
+    assert info.value.details["found"] is None
+    _write(home, '{"schema_version": 0}')
+    with pytest.raises(ConfigError) as info:
+        load_config(home)
+    assert info.value.details["found"] == 0
+    assert "bind again with `goat bind`" in str(info.value)
 
 
 # -- shape errors -------------------------------------------------------------------------------
@@ -336,88 +324,6 @@ def test_config_is_frozen() -> None:
         config.schema_version = 2  # type: ignore[misc]
 
 
-# -- legacy entries -----------------------------------------------------------------------------
-LEGACY_ENTRY = (
-    '{ "provider":"hindsight",   "workspace" : "/home/u/proj",\n'
-    '      "n": 1.0e0, "name": "caf\\u00e9", "order": [3,1,2] }'
-)
-LEGACY_FILE = (
-    '{"schema_version": 1,\n "bindings": {\n'
-    '  "global": {"provider": "markdown", "settings": {}},\n'
-    f'  "pen-alpha": {LEGACY_ENTRY}\n'
-    ' },\n "selection": {"global": "global", "pen:alpha": "pen-alpha"}}\n'
-)
-
-
-def test_legacy_entry_bytes_survive_a_save_of_another_change(home: GoatHome) -> None:
-    _write(home, LEGACY_FILE)
-    config = load_config(home, decoders=DECODERS)
-    assert config.legacy_reason("pen-alpha") == (
-        "a coding-agent binding (workspace folder); reconnect to a bank"
-    )
-    assert config.legacy_reason("global") is None
-    assert [(s.key, b.provider) for s, b in config.legacy_scopes()] == [("pen:alpha", "hindsight")]
-    assert [s.key for s, _ in config.scopes()] == ["global"]
-    with pytest.raises(
-        ConfigError, match=r"legacy entry: a coding-agent binding .*goat bind --pen"
-    ):
-        config.selected(PEN_A)
-
-    save_config(home, config.with_binding(PEN_B, _md("pen-beta")).with_enabled(GLOBAL, False))
-    saved = home.config_path.read_text(encoding="utf-8")
-    assert LEGACY_ENTRY in saved
-    reloaded = load_config(home, decoders=DECODERS)
-    assert reloaded.legacy == config.legacy
-    assert reloaded.selected(PEN_B) == _md("pen-beta")
-
-
-def test_replacing_a_legacy_binding_drops_it(home: GoatHome) -> None:
-    _write(home, LEGACY_FILE)
-    config = load_config(home, decoders=DECODERS)
-    replaced = config.with_binding(PEN_A, _hindsight("pen-alpha"))
-    assert replaced.legacy == {}
-    assert replaced.selected(PEN_A) == _hindsight("pen-alpha")
-    save_config(home, replaced)
-    assert "workspace" not in home.config_path.read_text()
-
-
-def test_unbinding_a_legacy_binding_drops_it() -> None:
-    config = Config(
-        legacy={
-            "old": config_mod.LegacyBinding(id="old", provider="hindsight", reason="r", raw="{}")
-        },
-        selection={"pen:alpha": "old"},
-    )
-    assert config.without_binding(PEN_A) == Config()
-    with pytest.raises(ConfigError, match="legacy entry"):
-        config.with_enabled(PEN_A, True)
-
-
-def test_without_decoder_a_legacy_shaped_entry_is_an_error(home: GoatHome) -> None:
-    _write(home, LEGACY_FILE)
-    with pytest.raises(ConfigError, match="binding 'pen-alpha' is invalid: workspace"):
-        load_config(home)
-
-
-def test_failing_decoder_is_a_config_error(home: GoatHome) -> None:
-    _write(home, LEGACY_FILE)
-
-    def broken(entry: Mapping[str, Any]) -> str | None:
-        raise KeyError("settings")
-
-    with pytest.raises(ConfigError, match="legacy decoder of provider 'hindsight' failed"):
-        load_config(home, decoders={"hindsight": broken})
-
-
-def test_legacy_decoders_from_provider_specs() -> None:
-    class Spec:
-        def __init__(self, decoder: Any) -> None:
-            self.legacy_decoder = decoder
-
-    specs: Any = {"hindsight": Spec(_hindsight_decoder), "markdown": Spec(None)}
-    assert legacy_decoders(specs) == {"hindsight": _hindsight_decoder}
-
-
 # -- secret guard -------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     ("settings", "rule"),
@@ -452,13 +358,6 @@ def test_secret_guard_allows_ordinary_names(home: GoatHome) -> None:
 
 # -- properties ---------------------------------------------------------------------------------
 _json_leaf = st.none() | st.booleans() | st.integers() | st.text(max_size=10)
-_json = st.recursive(
-    _json_leaf,
-    lambda inner: (
-        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3)
-    ),
-    max_leaves=8,
-)
 _pen_ids = st.from_regex(r"[a-z0-9][a-z0-9._-]{0,10}", fullmatch=True)
 _safe_keys = st.sampled_from(["root", "bank_id", "base_url", "limit", "mode", "tags"])
 
@@ -482,19 +381,3 @@ def test_property_save_load_round_trip(
     config = config.with_binding(GLOBAL, Binding(id="global", provider="m", enabled=enabled))
     save_config(home, config)
     assert load_config(home) == config
-
-
-@given(
-    value=st.dictionaries(st.text(max_size=8), _json, max_size=5),
-    indent=st.sampled_from([None, 0, 1, 4]),
-    separators=st.sampled_from([(",", ":"), (", ", ": "), (" ,", " : ")]),
-)
-def test_property_raw_entry_spans_are_exact(
-    value: dict[str, Any], indent: int | None, separators: tuple[str, str]
-) -> None:
-    text = json.dumps({"x": 1, "bindings": value}, indent=indent, separators=separators)
-    raw = config_mod._raw_entries(text)
-    assert list(raw) == list(value)
-    for key, entry_text in raw.items():
-        assert json.loads(entry_text) == value[key]
-        assert entry_text in text

@@ -358,7 +358,7 @@ async def test_loading_listing_reading_and_building_open_no_connection(
     registry = Registry(pm)
     registry.plugin_infos()
     providers = registry.providers()
-    config = load_config(home, decoders={})
+    config = load_config(home)
 
     spec = _throwaway_spec()
     binding = config.selected(Scope.global_())

@@ -199,9 +199,6 @@ def remote_spec(network: Network) -> ProviderSpec:
         credentials=(CredentialSpec(name="api_key", description="API key", required=False),),
         factory=factory,
         egress_urls=lambda s: [s.server],
-        legacy_decoder=lambda entry: (
-            "legacy workspace binding" if "workspace" in entry.get("settings", {}) else None
-        ),
     )
     return spec
 
@@ -680,7 +677,7 @@ async def test_reconcile_disconnects_removed_connects_new_keeps_unchanged(
 
 
 # -- the setup gate ----------------------------------------------------------------------------
-async def test_setup_gate_disabled_legacy_and_unbound_are_never_contacted(
+async def test_setup_gate_disabled_and_unbound_are_never_contacted(
     host: MemoryHost, world: World
 ) -> None:
     assert (await host.prepare_turn(Chat("team"), "deploys", 500)).outcome == "off"
@@ -688,20 +685,8 @@ async def test_setup_gate_disabled_legacy_and_unbound_are_never_contacted(
     assert world.network.built == []  # nothing bound: nothing built, nothing contacted
     await host.bind(PEN, "remote", dict(BANK1), connect=False)
     await host.set_enabled(PEN, False)
-    raw = json.loads(host.home.config_path.read_text("utf-8"))
-    raw["bindings"]["pen-old"] = {
-        "provider": "remote",
-        "settings": {"workspace": "/home/me/project"},
-    }
-    raw["selection"]["pen:old"] = "pen-old"
-    host.home.config_path.write_text(json.dumps(raw), "utf-8")
     await host.refresh()
     assert (await host.prepare_turn(Chat("team"), "deploys", 500)).outcome == "off"
-    turn = await host.prepare_turn(Chat("old"), "deploys", 500)
-    assert turn.outcome == "unavailable" and "reconnect" in (turn.reason or "")
-    legacy = row(host, Scope.pen("old"))
-    assert (legacy.tone, legacy.cause, legacy.provider) == (Tone.WARN, "legacy", "remote")
-    assert "reconnect" in legacy.reason
     assert row(host).tone is Tone.DIM
     assert world.network.built == [] and world.ep(BANK1).checks == 0
 

@@ -367,7 +367,8 @@ def check_cmd(
 
 
 def _over_saved(host: SyncMemoryHost, scope: Scope, draft: dict[str, Any]) -> dict[str, Any]:
-    """``draft`` over the saved binding's settings (an unbound or legacy scope: as given)."""
+    """``draft`` over the saved binding's settings (an unbound scope, or an invalid
+    memory.json: as given)."""
     from goat_core.errors import ConfigError
 
     try:
@@ -412,7 +413,7 @@ def _status_rows(statuses: Sequence[BindingStatus]) -> list[dict[str, Any]]:
 def _checked_status(host: SyncMemoryHost, request: ScopeRequest) -> list[dict[str, Any]]:
     """A short live check of every enabled binding (a local stat, or the remote's cheap
     probe through the connection supervisor, at most :data:`STATUS_CHECK_SECONDS`), then
-    the status rows with the fresh results. Disabled and legacy bindings are not contacted."""
+    the status rows with the fresh results. Disabled bindings are not contacted."""
     return _status_rows(host.refresh(request=request, timeout=STATUS_CHECK_SECONDS))
 
 

@@ -40,14 +40,12 @@ class Tone(StrEnum):
 #: - ``incompatible``: the server lacks an operation the provider needs, speaks a version
 #:   the provider cannot use, or is set up so that no write could honestly be ``stored`` (it
 #:   does not make writes durable).
-#: - ``legacy``: a stored binding entry that fails closed (set by the host, never by a
-#:   provider).
 #:
 #: :meth:`Health.from_error` picks the cause from the error class, so a provider need not
 #: spell it. The names of the first release, ``bank_not_found`` and ``missing_tools``, are
 #: still accepted and read as ``not_found`` and ``incompatible``
 #: (:data:`LEGACY_CAUSES`), so a provider written against them keeps working.
-HealthCause = Literal["auth", "not_found", "unreachable", "incompatible", "legacy"]
+HealthCause = Literal["auth", "not_found", "unreachable", "incompatible"]
 
 #: Cause names of the first release, and what they mean now.
 LEGACY_CAUSES: dict[str, HealthCause] = {

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 import warnings
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -309,8 +309,6 @@ class ProviderSpec(BaseModel):
     :param factory: ``factory(context) -> Provider``; imports heavy modules lazily.
     :param egress_urls: ``egress_urls(settings) -> [url, ...]``, the URL prefixes an explicit
         bind authorises (remote providers only).
-    :param legacy_decoder: ``legacy_decoder(raw_entry) -> reason | None``; a non-None reason
-        marks a stored binding entry as legacy: kept byte-for-byte, failing closed.
     :param max_input_chars: largest text remember/feedback accepts; larger is ``TooLarge``.
     :param extracts_facts: the provider keeps facts it extracts from a text rather than the
         text itself (as Hindsight does), so ``get_page`` and recall need not return a stored
@@ -337,7 +335,6 @@ class ProviderSpec(BaseModel):
     network: bool = False
     factory: Callable[[ProviderContext], Provider]
     egress_urls: Callable[[Any], Sequence[str]] | None = None
-    legacy_decoder: Callable[[Mapping[str, Any]], str | None] | None = None
     max_input_chars: int = 100_000
     extracts_facts: bool = False
     title_lookup: bool = False

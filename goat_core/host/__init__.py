@@ -10,7 +10,7 @@ store, the egress guard of remote providers and their connection :class:`Supervi
 The modules behind this package are private; import from ``goat_core.host``.
 """
 
-from goat_core.host._config import Config, legacy_decoders, load_config, save_config
+from goat_core.host._config import Config, load_config, save_config
 from goat_core.host._connect import GuardedConnect
 from goat_core.host._context import MemoryContext, memory_tools
 from goat_core.host._credentials import CredentialStore
@@ -40,7 +40,6 @@ __all__ = [
     "check_egress",
     "GuardedConnect",
     "CoreTool",
-    "legacy_decoders",
     "APP_NAME",
     "DEFAULT_BINDING_ID",
     "EGRESS_HEADER",

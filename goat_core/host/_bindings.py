@@ -22,7 +22,6 @@ from goat_core.host._records import (
     EMBEDDED_DEFAULT_PROVIDER,
     BindingStatus,
     BindOutcome,
-    scope_label,
 )
 from goat_core.host._supervisor import SessionState, transport_fingerprint
 
@@ -121,10 +120,7 @@ class HostBindings(HostBase):
             previous = self.config
             check_root_overlap(self.home, previous, scope, validated)
             config = previous.with_binding(scope, binding)
-            try:
-                old = previous.selected(scope)
-            except ConfigError:
-                old = None  # a legacy entry: its key (if any) is not GOAT's to reuse
+            old = previous.selected(scope)
             dropped = (
                 tuple(sorted(set(old.settings) - set(binding.settings)))
                 if old is not None and old.provider == binding.provider
@@ -393,7 +389,7 @@ class HostBindings(HostBase):
         Remote bindings are checked through the supervisor (shared per transport; an
         auth failure of this process is not retried), all at once, waiting at most
         ``timeout`` seconds (a check still running goes on and publishes later). Local
-        bindings get their cheap probe. Disabled, unbound and legacy bindings are never
+        bindings get their cheap probe. Disabled and unbound bindings are never
         contacted. This is what ``goat status`` runs, and ``--watch`` every 15 s.
         """
         import anyio
@@ -459,10 +455,6 @@ class HostBindings(HostBase):
         }
         if context.state == "off":
             return BindingStatus(tone=Tone.DIM, reason=context.reason or "off", **base)
-        if binding is None:
-            legacy = self._legacy_row(scope)
-            if legacy is not None:
-                return legacy
         if context.spec is not None and context.spec.network and binding is not None:
             return self._remote_row(scope, context, base)
         if context.state == "unavailable":
@@ -482,27 +474,6 @@ class HostBindings(HostBase):
         )
         tone = Tone.QUIET if _is_default_store(scope, binding) else Tone.ACCENT
         return BindingStatus(tone=tone, reason=reason, **base)
-
-    def _legacy_row(self, scope: Scope) -> BindingStatus | None:
-        """A legacy binding: warn, cause ``legacy``, asking to reconnect (never contacted)."""
-        try:
-            config = self.config
-        except GoatError:
-            return None
-        binding_id = config.selected_id(scope)
-        entry = config.legacy.get(binding_id) if binding_id is not None else None
-        if entry is None:
-            return None
-        _, problem = self._selected(scope)
-        return BindingStatus(
-            scope=scope.key,
-            label=scope_label(scope),
-            provider=entry.provider,
-            tone=Tone.WARN,
-            reason=problem or entry.reason,
-            binding_id=entry.id,
-            cause="legacy",
-        )
 
     def _remote_row(
         self, scope: Scope, context: MemoryContext, base: dict[str, Any]

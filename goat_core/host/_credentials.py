@@ -147,10 +147,9 @@ class CredentialStore:
         except (OSError, ValueError):
             return []
         ids: set[str] = set()
-        for section in ("bindings", "legacy"):
-            entries = data.get(section) if isinstance(data, dict) else None
-            if isinstance(entries, dict):
-                ids.update(k for k in entries if isinstance(k, str))
+        entries = data.get("bindings") if isinstance(data, dict) else None
+        if isinstance(entries, dict):
+            ids.update(k for k in entries if isinstance(k, str))
         return sorted(
             other for other in ids - {binding_id} if credential_env_var(other, name) == variable
         )

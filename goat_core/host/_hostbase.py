@@ -24,13 +24,7 @@ from goat_core.contract import (
 )
 from goat_core.errors import ConfigError, GoatError, NotFound, ProviderUnavailable, ScopeError
 from goat_core.filestore import StoreLock
-from goat_core.host._config import (
-    Config,
-    config_unwritable,
-    legacy_decoders,
-    load_config,
-    save_config,
-)
+from goat_core.host._config import Config, config_unwritable, load_config, save_config
 from goat_core.host._connect import GuardedConnect
 from goat_core.host._context import MemoryContext
 from goat_core.host._credentials import CredentialStore
@@ -112,7 +106,7 @@ class HostBase(ABC):
         """The configuration in force (fixed, or read from ``memory.json`` now)."""
         if self._config is not None:
             return self._config
-        return load_config(self.home, decoders=legacy_decoders(self.registry.providers()))
+        return load_config(self.home)
 
     def _config_lock(self) -> Any:
         """The cross-process lock around a read-modify-write of ``memory.json`` (a lock file
@@ -238,8 +232,8 @@ class HostBase(ABC):
         )
 
     def _remote_targets(self) -> list[Target]:
-        """Every selected, enabled, non-legacy remote binding (the setup gate: nothing
-        else is ever connected; a legacy entry fails closed and is never a target)."""
+        """Every selected, enabled remote binding (the setup gate: nothing else is ever
+        connected)."""
         try:
             config = self.config
         except GoatError:

@@ -78,8 +78,8 @@ class BindingStatus(BaseModel):
         binding), ``warn`` (broken; ``reason`` says why), ``dim`` (intentionally off).
     :param identity: for a Pen derived from a directory, the project identity.
     :param derivation: how that Pen was derived (``git-remote``, ``git-root``, ...).
-    :param cause: for ``warn``: ``auth``, ``not_found``, ``unreachable``,
-        ``incompatible`` or ``legacy`` (:data:`~goat_core.contract.HealthCause`).
+    :param cause: for ``warn``: ``auth``, ``not_found``, ``unreachable`` or
+        ``incompatible`` (:data:`~goat_core.contract.HealthCause`).
     """
 
     model_config = ConfigDict(frozen=True)

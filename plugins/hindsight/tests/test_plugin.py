@@ -1,24 +1,20 @@
-"""The plugin as a host loads it: entry point, spec, cheap import, credentials, legacy entries,
-and the allow-list as written in the source."""
+"""The plugin as a host loads it: entry point, spec, cheap import, credentials, and the
+allow-list as written in the source."""
 
 from __future__ import annotations
 
 import ast
-import json
 import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 from fake_hindsight import ALL_TOOLS
-from goat_core.contract import Capability, Consistency, Scope
-from goat_core.errors import ConfigError
-from goat_core.host import GoatHome, legacy_decoders, load_config, save_config
+from goat_core.contract import Capability, Consistency
 from goat_core.plugins import PluginSettings, Registry, make_plugin_manager
 
 import goat_hindsight
 from goat_hindsight.client import ALLOWED_TOOLS
-from goat_hindsight.plugin import API_KEY_HELP, LEGACY_REASON, decode_legacy, spec
+from goat_hindsight.plugin import API_KEY_HELP, spec
 
 PACKAGE = Path(goat_hindsight.__file__).parent
 
@@ -42,7 +38,7 @@ def test_spec_declarations() -> None:
     assert not s.supports(Capability.MAP)
     assert s.consistency is Consistency.EVENTUAL
     assert s.network is True
-    assert s.egress_urls is not None and s.legacy_decoder is decode_legacy
+    assert s.egress_urls is not None
     (cred,) = s.credentials
     assert cred.name == "api_key" and cred.required is False
     assert "OAuth is not supported yet" in cred.description
@@ -58,68 +54,6 @@ def test_plugin_import_is_cheap() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
-
-
-# -- legacy bindings -------------------------------------------------------------------------
-
-LEGACY_ENTRIES = [
-    {"provider": "hindsight", "settings": {"workspace": "/home/u/proj"}},
-    {"provider": "hindsight", "settings": {"config_path": "~/.hindsight/coding-agent.json"}},
-    {
-        "provider": "hindsight",
-        "settings": {"workspace_folder": "/p", "config": "~/.hindsight/coding-agent.json"},
-    },
-    {
-        "provider": "hindsight",
-        "settings": {"agent": {"file": "C:\\u\\.hindsight\\coding-agent.json"}},
-    },
-    {"provider": "hindsight", "settings": {}, "workspace": "/home/u/proj"},
-]
-
-
-@pytest.mark.parametrize("entry", LEGACY_ENTRIES)
-def test_legacy_entries_are_recognised(entry: dict[str, object]) -> None:
-    assert decode_legacy(entry) == LEGACY_REASON
-    assert "reconnect" in LEGACY_REASON
-
-
-@pytest.mark.parametrize(
-    "entry",
-    [
-        {"provider": "hindsight", "settings": {"base_url": "https://h.example", "bank_id": "b"}},
-        {
-            "provider": "hindsight",
-            "settings": {"base_url": "https://my.hindsight.example", "bank_id": "b"},
-        },
-        {"provider": "hindsight", "settings": {}},
-    ],
-)
-def test_current_entries_are_not_legacy(entry: dict[str, object]) -> None:
-    assert decode_legacy(entry) is None
-
-
-def test_legacy_binding_is_kept_byte_for_byte_and_fails_closed(tmp_path: Path) -> None:
-    home = GoatHome.at(tmp_path / "home")
-    home.config_path.parent.mkdir(parents=True, exist_ok=True)
-    raw_entry = (
-        '{"provider":  "hindsight", "settings": {"workspace": "/home/u/proj",\n'
-        '   "config": "~/.hindsight/coding-agent.json"}}'
-    )
-    text = (
-        '{"schema_version": 1, "bindings": {"pen-proj": ' + raw_entry + "},"
-        ' "selection": {"pen:proj": "pen-proj"}}'
-    )
-    home.config_path.write_text(text)
-    config = load_config(home, decoders=legacy_decoders({"hindsight": spec()}))
-    assert config.legacy["pen-proj"].reason == LEGACY_REASON
-    with pytest.raises(ConfigError, match="reconnect"):
-        config.selected(Scope.pen("proj"))
-    save_config(home, config)
-    assert raw_entry in home.config_path.read_text()  # never rewritten
-    assert json.loads(home.config_path.read_text())["bindings"]["pen-proj"]["settings"] == {
-        "workspace": "/home/u/proj",
-        "config": "~/.hindsight/coding-agent.json",
-    }
 
 
 # -- the allow-list in the source ------------------------------------------------------------
