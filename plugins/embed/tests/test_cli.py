@@ -11,22 +11,53 @@ from click.testing import CliRunner
 from goat_core.cli import cli
 
 
-def test_embedders_json_lists_both_offline(tmp_path: Path) -> None:
-    result = CliRunner().invoke(cli, ["embedders", "--json", "--home", str(tmp_path)])
+def _rows(home: Path) -> dict[str, dict[str, Any]]:
+    result = CliRunner().invoke(cli, ["embedders", "--json", "--home", str(home)])
     assert result.exit_code == 0, result.output
-    rows = {r["name"]: r for r in json.loads(result.output)["embedders"]}
-    assert set(rows) >= {"minilm-en", "use-multilingual"}
+    return {r["name"]: r for r in json.loads(result.output)["embedders"]}
+
+
+def test_embedders_json_says_verified_once_fetched(tmp_path: Path, seed_home: Any) -> None:
+    rows = _rows(seed_home(tmp_path))
+    assert set(rows) >= {"minilm-en", "minilm-en-fp32", "use-multilingual"}
     for row in rows.values():
-        assert set(row) == {"name", "dimensions", "languages", "offline", "source"}
-        assert row["offline"] is True
+        keys = {"name", "dimensions", "languages", "weights", "detail", "offline", "source"}
+        assert set(row) == keys
+        assert row["weights"] == "verified" and row["offline"] is True, row
     assert rows["minilm-en"]["dimensions"] == 384
+    assert "huggingface.co" in rows["minilm-en"]["source"]
+
+
+def test_a_new_home_says_not_fetched_with_the_command(tmp_path: Path) -> None:
+    """No weights come with the plugin: a new GOAT home lists MiniLM as not fetched and
+    names the one command that fetches it; the table says the same."""
+    rows = _rows(tmp_path)
+    for name in ("minilm-en", "minilm-en-fp32"):
+        assert rows[name]["weights"] == "not fetched" and rows[name]["offline"] is False
+        assert f"`goat embedders fetch {name}`" in rows[name]["detail"]
+    assert rows["use-multilingual"]["weights"] == "verified"  # in its package
+    table = CliRunner().invoke(cli, ["embedders", "--home", str(tmp_path)])
+    assert "WEIGHTS" in table.output and "not fetched: `goat embedders fetch minilm-en`" in (
+        table.output
+    )
+
+
+def test_a_copy_failing_its_sha256_is_fetched_but_unverified(tmp_path: Path) -> None:
+    cache = tmp_path / "data" / "embedders" / "minilm-en"
+    cache.mkdir(parents=True)
+    (cache / "model.safetensors").write_bytes(b"not the weights")
+    row = _rows(tmp_path)["minilm-en"]
+    assert row["weights"] == "fetched" and "unverified" in row["detail"], row
+    assert "model.safetensors" in row["detail"] and row["offline"] is False
 
 
 def test_fetch_refuses_without_url_and_non_https(tmp_path: Path, no_network: list[str]) -> None:
     runner = CliRunner()
     home = ["--home", str(tmp_path)]
-    result = runner.invoke(cli, ["embedders", "fetch", "minilm-en", *home])
+    result = runner.invoke(cli, ["embedders", "fetch", "use-multilingual", *home])
     assert result.exit_code == 2 and "takes no download" in result.output
+    result = runner.invoke(cli, ["embedders", "fetch", "minilm-en", "--mirror", "http://x/", *home])
+    assert result.exit_code == 2 and "only https" in result.output
     result = runner.invoke(
         cli, ["embedders", "fetch", "minilm-en", "http://example.org/model.bin", *home]
     )
@@ -43,9 +74,11 @@ def test_fetch_refuses_without_url_and_non_https(tmp_path: Path, no_network: lis
 import pytest  # noqa: E402
 
 
-def _semantic_pen(tmp_path: Path) -> tuple[list[str], Path]:
-    """A pen bound with ``embedder=minilm-en-fp32`` over a four-note vault, recalled once
-    (so the fp32 graph is built and cached); returns the ``--home`` option and the graph."""
+def _semantic_pen(tmp_path: Path, seed_home: Any) -> tuple[list[str], Path]:
+    """A pen bound with ``embedder=minilm-en-fp32`` over a four-note vault (the weights
+    fetched into its GOAT home), recalled once (so the fp32 graph is built and cached);
+    returns the ``--home`` option and the graph."""
+    seed_home(tmp_path / "home")
     vault = tmp_path / "vault"
     vault.mkdir()
     for i in range(3):
@@ -78,7 +111,9 @@ def _semantic_pen(tmp_path: Path) -> tuple[list[str], Path]:
 
 
 @pytest.mark.parametrize("damage", ["non-ascii-record", "truncated-with-record", "wrong-width"])
-def test_recall_with_a_damaged_cached_graph_answers_degraded(damage: str, tmp_path: Path) -> None:
+def test_recall_with_a_damaged_cached_graph_answers_degraded(
+    damage: str, tmp_path: Path, seed_home: Any
+) -> None:
     """docs/design.md, Semantic recall: "when the embedder cannot be loaded, recall answers
     the keyword results with complete=false and the reason in degraded". A ``.sha256``
     record that is not ASCII, a damaged graph whose record (key and sha256) matches it, and a
@@ -87,7 +122,7 @@ def test_recall_with_a_damaged_cached_graph_answers_degraded(damage: str, tmp_pa
     never "unexpected ..." (exit 1)."""
     from test_graph_cache import _fake_graph, _record_for
 
-    home, graph = _semantic_pen(tmp_path)
+    home, graph = _semantic_pen(tmp_path, seed_home)
     record = graph.with_name(graph.name + ".sha256")
     if damage == "non-ascii-record":
         record.write_bytes(b"\xff\xfe")
@@ -105,13 +140,13 @@ def test_recall_with_a_damaged_cached_graph_answers_degraded(damage: str, tmp_pa
 
 
 def test_semantic_recall_of_an_undecodable_argument_is_not_an_internal_error(
-    tmp_path: Path,
+    tmp_path: Path, seed_home: Any
 ) -> None:
     """``goat recall $'kit\\xfftens'``: Python hands an undecodable argv byte over as a lone
     surrogate (``\\udcff``), which the tokenizer cannot take (``TypeError: TextInputSequence
     must be str``). The embedder replaces it (``?``) before tokenising: the recall answers
     complete, as the keyword index alone does."""
-    home, _ = _semantic_pen(tmp_path)
+    home, _ = _semantic_pen(tmp_path, seed_home)
     result = CliRunner().invoke(cli, ["recall", "kit\udcfftens", "--pen", "docs", "--json", *home])
     assert result.exit_code == 0, result.output
     answer = json.loads(result.stdout)
@@ -173,7 +208,7 @@ def test_fetch_refused_by_the_guard_is_not_reported_as_the_servers_answer(
     assert no_network == []
 
 
-def test_host_recall_with_a_lone_surrogate_answers(tmp_path: Path) -> None:
+def test_host_recall_with_a_lone_surrogate_answers(tmp_path: Path, seed_home: Any) -> None:
     """The host API (what ``goat serve``'s tools and the hook's server use) recalling a query
     holding a lone surrogate (a hook's stdin JSON ``"\\ud800"``, which ``json.loads`` accepts
     and the hook passes on to the running server; an undecodable argv byte; a Python caller;
@@ -183,7 +218,7 @@ def test_host_recall_with_a_lone_surrogate_answers(tmp_path: Path) -> None:
     import anyio
     from goat_core.host import Chat, GoatHome, MemoryHost
 
-    home, _ = _semantic_pen(tmp_path)
+    home, _ = _semantic_pen(tmp_path, seed_home)
 
     async def main() -> object:
         async with MemoryHost(home=GoatHome.at(Path(home[1]))) as host:
@@ -195,7 +230,7 @@ def test_host_recall_with_a_lone_surrogate_answers(tmp_path: Path) -> None:
 
 
 def test_first_use_says_it_is_embedding_before_the_graph_is_built(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed_home: Any
 ) -> None:
     """The first semantic recall of a store builds the ONNX graph (several seconds) and then
     embeds every note: the CLI's ``goat: embedding N notes…`` line comes before the build,
@@ -215,7 +250,7 @@ def test_first_use_says_it_is_embedding_before_the_graph_is_built(
     vault.mkdir()
     for i in range(25):
         (vault / f"n{i}.md").write_text(f"# Note {i}\n\nPhone and desktop, item {i}.\n", "utf-8")
-    home = ["--home", str(tmp_path / "home")]
+    home = ["--home", str(seed_home(tmp_path / "home"))]
     runner = CliRunner()
     bind = ["bind", "--pen", "docs", "markdown", "--set", f"root={vault}"]
     bound = runner.invoke(cli, [*bind, "--set", "embedder=minilm-en-fp32", *home])
@@ -225,3 +260,21 @@ def test_first_use_says_it_is_embedding_before_the_graph_is_built(
     said = result.stderr.index("goat: embedding 25 notes for semantic recall")
     assert said < result.stderr.index("<graph build starts>"), result.stderr
     assert json.loads(result.stdout)["degraded"] == [], result.stdout  # ranked semantically
+
+
+def test_recall_without_fetched_weights_names_the_fetch_command(tmp_path: Path) -> None:
+    """A binding with an embedder whose weights are not in the cache: recall answers the
+    keyword results, degraded, with the one command that fetches them."""
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "cats.md").write_text("# Cats\n\nFelines sleep a lot.\n", "utf-8")
+    home = ["--home", str(tmp_path / "home")]
+    runner = CliRunner()
+    bind = ["bind", "--pen", "docs", "markdown", "--set", f"root={vault}"]
+    bound = runner.invoke(cli, [*bind, "--set", "embedder=minilm-en", *home])
+    assert bound.exit_code == 0, bound.output
+    result = runner.invoke(cli, ["recall", "felines", "--pen", "docs", "--json", *home])
+    assert result.exit_code == 0, result.output
+    answer = json.loads(result.stdout)
+    assert answer["complete"] is False
+    assert any("`goat embedders fetch minilm-en`" in d for d in answer["degraded"]), answer

