@@ -5,7 +5,7 @@
     python benchmarks/bench_edit_race.py --no-exchange        # the check-then-rename path
 
 One note, two writers. GOAT appends to it through the shipped ``markdown`` provider (built the
-way a host builds it, driven through :class:`goat_core.contract.SyncProvider`) in this process.
+way a host builds it, driven through ``_blocking.Blocking``) in this process.
 An editor runs in a child process and saves the way editors do: it reads the note, writes its
 own temp file with the content plus one marker line (``edit-<race>``), fsyncs it and renames it
 over the note, taking no lock. Each race is one GOAT append and one editor save:
@@ -69,9 +69,10 @@ def _burn(stop: Any) -> None:
 
 
 def _open_store(home_dir: Path, root: Path) -> Any:
+    from _blocking import Blocking
     from goat_markdown.plugin import MarkdownSettings, spec
 
-    from goat_core.contract import Binding, ProviderContext, Scope, SyncProvider
+    from goat_core.contract import Binding, ProviderContext, Scope
     from goat_core.host import GoatHome
 
     settings = MarkdownSettings(root=root)
@@ -85,7 +86,7 @@ def _open_store(home_dir: Path, root: Path) -> Any:
         settings=settings,
         home=GoatHome.at(home_dir),
     )
-    return SyncProvider(lambda: spec().factory(context))
+    return Blocking(lambda: spec().factory(context))
 
 
 def run(races: int, *, load: int, exchange: bool, seed: int, work: Path) -> dict[str, Any]:

@@ -13,7 +13,7 @@ set to it (the shipped default: at most 4, and no more than the usable cores).
 
 The vault is generated once under ``--work`` (``gen_vault.py``, seed 42) and the GOAT home
 under it is emptied first, so every run embeds from scratch. The provider is built through its
-spec's factory and driven through ``SyncProvider``, with the host's progress sink replaced by
+spec's factory and driven through ``_blocking.Blocking``, with the host's progress sink replaced by
 a counter printed on one line. Prints figures; asserts nothing.
 """
 

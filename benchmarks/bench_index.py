@@ -6,7 +6,7 @@
     python benchmarks/bench_index.py --work DIR      # where vaults and the GOAT home go
 
 Every measured path is the shipped code: the ``markdown`` provider built through its spec's
-factory and driven through :class:`goat_core.contract.SyncProvider` (``reindex()``,
+factory and driven through :class:`_blocking.Blocking` (``reindex()``,
 ``recall()``), ``goat_core.filestore.walk_notes`` for the change scan and
 ``goat_core.filestore.parse_note`` (PyYAML's C loader) for the baseline. Every figure is
 measured in the same run, on a warm page cache (each vault is read once before timing).
@@ -33,9 +33,10 @@ from typing import Any, TypeVar
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+from _blocking import Blocking  # noqa: E402
 from gen_vault import generate  # noqa: E402
 
-from goat_core.contract import Binding, ProviderContext, Scope, SyncProvider  # noqa: E402
+from goat_core.contract import Binding, ProviderContext, Scope  # noqa: E402
 from goat_core.filestore import parse_note, walk_notes  # noqa: E402
 from goat_core.host import GoatHome  # noqa: E402
 
@@ -46,9 +47,9 @@ T = TypeVar("T")
 # --------------------------------------------------------------------------- the provider
 
 
-def open_store(home: GoatHome, root: Path) -> SyncProvider:
+def open_store(home: GoatHome, root: Path) -> Blocking:
     """The markdown provider on ``root`` for the Global scope, built the way a host builds it
-    (the spec's factory with a :class:`ProviderContext`), behind a :class:`SyncProvider`."""
+    (the spec's factory with a :class:`ProviderContext`), behind a :class:`Blocking`."""
     from goat_markdown.plugin import MarkdownSettings, spec
 
     settings = MarkdownSettings(root=root)
@@ -62,7 +63,7 @@ def open_store(home: GoatHome, root: Path) -> SyncProvider:
         settings=settings,
         home=home,
     )
-    return SyncProvider(lambda: spec().factory(context))
+    return Blocking(lambda: spec().factory(context))
 
 
 def index_files(home: GoatHome, root: Path) -> list[Path]:

@@ -2,7 +2,7 @@
 
     python benchmarks/bench_index_damage.py [--notes 1200] [--damages 10] [--load 2]
 
-One markdown store (the shipped provider through ``SyncProvider``, file watcher on) answers
+One markdown store (the shipped provider through ``_blocking.Blocking``, file watcher on) answers
 recalls of a word only one note holds, back to back, while ``--load`` CPU-bound processes run.
 Every 1.5 s the index file's bytes are damaged (one 4 KB page in three zeroed from a random
 point). Each read is classed: ``ok`` (the one note, complete, not degraded), ``degraded``

@@ -6,7 +6,7 @@ notes broken down into its parts.
     python benchmarks/bench_recall_speed.py --hybrid 10000     # plus hybrid at 10k notes
 
 Keyword: the shipped ``markdown`` provider (built through its spec's factory, driven through
-``SyncProvider`` as a host drives it) on the vault, kept open as a long-lived host keeps it
+``_blocking.Blocking`` as a host drives it) on the vault, kept open as a long-lived host keeps it
 (its file watcher on after the first calls; the mode is printed). ``recall(q, limit=10)``
 (snippets and result models included) over the 70 questions of
 ``benchmarks/questions/en_questions.tsv``, 5 rounds, against bm25s's ``retrieve`` (10 hits, no
@@ -41,13 +41,14 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+from _blocking import Blocking  # noqa: E402
 from eval_recall import bm25s_rankings, find_vault, read_tsv  # noqa: E402
 
-from goat_core.contract import Binding, ProviderContext, Scope, SyncProvider  # noqa: E402
+from goat_core.contract import Binding, ProviderContext, Scope  # noqa: E402
 from goat_core.host import GoatHome  # noqa: E402
 
 
-def open_store(home: GoatHome, root: Path, embedder: str | None = None) -> SyncProvider:
+def open_store(home: GoatHome, root: Path, embedder: str | None = None) -> Blocking:
     from goat_markdown.plugin import MarkdownSettings, spec
 
     settings = MarkdownSettings(root=root, embedder=embedder)
@@ -61,7 +62,7 @@ def open_store(home: GoatHome, root: Path, embedder: str | None = None) -> SyncP
         settings=settings,
         home=home,
     )
-    return SyncProvider(lambda: spec().factory(context))
+    return Blocking(lambda: spec().factory(context))
 
 
 def timings(fn: Callable[[str], Any], queries: Sequence[str], rounds: int) -> list[float]:
@@ -78,7 +79,7 @@ def p(values: list[float], q: float) -> float:
     return statistics.quantiles(values, n=100)[int(q) - 1] if len(values) > 1 else values[0]
 
 
-def provider_of(store: SyncProvider) -> Any:
+def provider_of(store: Blocking) -> Any:
     """The provider object behind the blocking wrapper (for its watch mode and internals)."""
     store.recall("warm up", limit=1)
     return store.provider
@@ -287,7 +288,7 @@ class _Precomputed:
         return self._model.embed_documents(texts)
 
 
-def provider_of_keyword_only(store: SyncProvider) -> Any:
+def provider_of_keyword_only(store: Blocking) -> Any:
     """The provider behind ``store`` after a keyword sync (no vector sync yet)."""
     store.list_pages(limit=1)
     return store.provider

@@ -44,7 +44,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from goat_core.contract import Binding, ProviderContext, Scope, SyncProvider, embedder_cache_dir
+from _blocking import Blocking
+
+from goat_core.contract import Binding, ProviderContext, Scope, embedder_cache_dir
 from goat_core.filestore.search import FUSION, Fusion, SearchIndex, VectorIndex, fuse
 from goat_core.host import GoatHome
 from goat_core.plugins import Registry
@@ -102,7 +104,7 @@ def mrr(rankings: Sequence[Sequence[Any]], answers: Sequence[str]) -> float:
     return total / max(len(answers), 1)
 
 
-def open_store(home: GoatHome, root: Path, embedder: str | None) -> SyncProvider:
+def open_store(home: GoatHome, root: Path, embedder: str | None) -> Blocking:
     from goat_markdown.plugin import MarkdownSettings, spec
 
     settings = MarkdownSettings(root=root, embedder=embedder)
@@ -117,7 +119,7 @@ def open_store(home: GoatHome, root: Path, embedder: str | None) -> SyncProvider
         home=home,
         progress=lambda done, total: print(f"\r  embedding {done}/{total}", end="", flush=True),
     )
-    return SyncProvider(lambda: spec().factory(context))
+    return Blocking(lambda: spec().factory(context))
 
 
 class System:

@@ -36,7 +36,6 @@ from goat_core.contract import (
     ScopeKind,
     ScopeRequest,
     ScopeResolution,
-    SyncProvider,
     Tone,
 )
 from goat_core.errors import (
@@ -113,7 +112,6 @@ __all__ = [
     "ScopeRequest",
     "ScopeResolution",
     "StoreWorker",
-    "SyncProvider",
     "TooLarge",
     "Tone",
     "__version__",

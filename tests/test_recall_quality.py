@@ -14,6 +14,7 @@ and the rank of each question::
 
 from __future__ import annotations
 
+import functools
 import shutil
 import sys
 import tempfile
@@ -23,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 HERE = Path(__file__).resolve().parent
@@ -165,11 +167,12 @@ def description_cases(root: Path) -> list[tuple[str, tuple[str, ...]]]:
 
 @contextmanager
 def markdown_store(root: Path, home_dir: Path) -> Iterator[Any]:
-    """A markdown store (``SyncProvider``) on ``root``, its GOAT home (and so its index)
-    under ``home_dir``, built the way a host builds it."""
+    """A markdown store on ``root``, its GOAT home (and so its index) under ``home_dir``,
+    built the way a host builds it; each call runs in an event loop of its own
+    (:func:`recall`)."""
     from goat_markdown.plugin import MarkdownSettings, spec
 
-    from goat_core.contract import Binding, ProviderContext, Scope, SyncProvider
+    from goat_core.contract import Binding, ProviderContext, Scope
     from goat_core.host import GoatHome
 
     settings = MarkdownSettings(root=root)
@@ -183,16 +186,21 @@ def markdown_store(root: Path, home_dir: Path) -> Iterator[Any]:
         settings=settings,
         home=GoatHome.at(home_dir),
     )
-    sp = SyncProvider(lambda: spec().factory(context))
+    provider = spec().factory(context)
     try:
-        yield sp
+        yield provider
     finally:
-        sp.close()
+        anyio.run(provider.close)
+
+
+def recall(store: Any, query: str) -> Any:
+    """The store's recall of ``query`` (limit 10), awaited in ``anyio.run``."""
+    return anyio.run(functools.partial(store.recall, query, limit=10))
 
 
 def ranked_paths(store: Any) -> Recall:
     """``recall(query) -> ranked paths`` (limit 10) of a store from :func:`markdown_store`."""
-    return lambda q: [item.path for item in store.recall(q, limit=10).items]
+    return lambda q: [item.path for item in recall(store, q).items]
 
 
 def copy_vault(source: Path, dest_parent: Path) -> Path:
@@ -250,7 +258,7 @@ def test_natural_questions(vault_store: tuple[Path, Any]) -> None:
 )
 def test_scores_are_positive_and_distinct(vault_store: tuple[Path, Any], query: str) -> None:
     _root, store = vault_store
-    result = store.recall(query, limit=10)
+    result = recall(store, query)
     scores = [item.score for item in result.items]
     assert len(scores) == 10 and min(scores) >= 0.01  # the CLI prints two decimals
     assert scores == sorted(scores, reverse=True)

@@ -87,37 +87,3 @@ def test_a_natively_cancelled_caller_leaves_queued_work_to_run() -> None:
         assert done.wait(5)
     finally:
         worker.close()
-
-
-def test_run_idle_runs_here_only_while_nothing_submitted_is_unfinished() -> None:
-    """``run_idle`` runs on the calling thread when the worker is idle and returns ``BUSY``
-    without running while a submitted call is queued or running; a call submitted while an
-    inline one runs starts only after it."""
-    from goat_core.filestore._worker import BUSY
-
-    worker = StoreWorker("idle")
-    try:
-        assert worker.run_idle(threading.get_ident) == threading.get_ident()
-        gate = threading.Event()
-        held = worker.submit(gate.wait, 5)
-        ran: list[str] = []
-        assert worker.run_idle(ran.append, "inline") is BUSY and ran == []
-        gate.set()
-        held.result(5)
-        assert worker.run_idle(ran.append, "inline") is None and ran == ["inline"]
-
-        order: list[str] = []
-        later: list[object] = []
-
-        def inline() -> None:
-            order.append("inline start")
-            later.append(worker.submit(order.append, "submitted"))
-            time.sleep(0.2)
-            order.append("inline end")
-
-        worker.run_idle(inline)
-        later[0].result(5)  # type: ignore[attr-defined]
-        assert order == ["inline start", "inline end", "submitted"]
-    finally:
-        worker.close()
-    assert worker.run_idle(ran.append, "closed") is BUSY

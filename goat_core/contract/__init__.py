@@ -51,7 +51,6 @@ from goat_core.contract._spec import (
     CredentialSpec,
     credential_env_var,
 )
-from goat_core.contract._sync import SyncProvider
 from goat_core.contract._transfer import (
     COPIED_FROM,
     IMPORT_OPERATION,
@@ -106,7 +105,6 @@ __all__ = [
     "ScopeKind",
     "ScopeRequest",
     "ScopeResolution",
-    "SyncProvider",
     "Tone",
     "TransferItem",
     "TransferOutcome",

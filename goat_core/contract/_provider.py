@@ -223,13 +223,6 @@ class Provider:
         """Ranked results for user text (never query syntax). ``limit`` 1..100."""
         raise NotImplementedError
 
-    def _recall_now(self, query: str, limit: int) -> RecallResult | None:
-        """:meth:`recall` answered on the calling thread, for a blocking caller
-        (:class:`~goat_core.contract.SyncProvider`), or ``None`` when it cannot be (the
-        default; the caller then awaits :meth:`recall`). A provider answers here only what
-        :meth:`recall` would answer, in the same order with its other calls."""
-        return None
-
     async def reflect(self, query: str) -> Reflection:
         """Reason over memory. Capability ``reflect``."""
         raise self._unsupported(Capability.REFLECT, "reflect")

@@ -824,27 +824,6 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
             return RecallResult(scope=self.scope.key, complete=False, degraded=(why,))
         return await self._worker.run(self._recall, query, limit)
 
-    def _recall_now(self, query: str, limit: int) -> RecallResult | None:
-        """:meth:`recall` on the calling thread while the store's worker is idle
-        (:meth:`~goat_core.filestore.StoreWorker.run_idle`: in order with every other call,
-        one at a time), else ``None``; also ``None`` for a subclass that overrides
-        :meth:`recall` (its own recall is awaited) and with an embedder (the vector index's
-        connection and the model stay on the worker)."""
-        if (
-            type(self).recall is not FolderStoreProvider.recall
-            or self._closed
-            or self._embedder is not None
-        ):
-            return None
-        from goat_core.filestore._pages import check_recall_args
-        from goat_core.filestore._worker import BUSY
-
-        check_recall_args(query, limit)
-        if why := self._missing():
-            return RecallResult(scope=self.scope.key, complete=False, degraded=(why,))
-        got = self._worker.run_idle(self._recall, query, limit)
-        return None if got is BUSY else got
-
     async def list_pages(self, *, limit: int = 50, cursor: str | None = None) -> PageList:
         """Notes ordered by path case-insensitively; ``next_cursor`` continues the listing.
 

@@ -9,7 +9,12 @@ Import the pytest fixtures into a ``conftest.py`` and build the store fixture on
     @pytest.fixture
     def store(home):
         with folder_stores(spec(), home) as make:
-            yield make  # make(root=None, scope=None, **settings) -> SyncProvider
+            yield make  # make(root=None, scope=None, **settings) -> the provider
+
+    @pytest.mark.anyio
+    async def test_recall(store, vault):
+        md = store(root=vault)
+        assert (await md.recall("quokkas")).items == []
 
 - :func:`home`: a fresh, empty GOAT home per test; :func:`vault`: an empty folder to bind.
 - :func:`folder_store_context`: a provider context the way a host builds one.
@@ -28,9 +33,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
-from goat_core.contract import Binding, ProviderContext, ProviderSpec, Scope, SyncProvider
+from goat_core.contract import Binding, Provider, ProviderContext, ProviderSpec, Scope
 from goat_core.host import GoatHome
 
 __all__ = [
@@ -87,27 +93,23 @@ def folder_store_context(
 
 
 @contextmanager
-def folder_stores(
-    spec: ProviderSpec, home: GoatHome, facade: type[SyncProvider] = SyncProvider
-) -> Iterator[Callable[..., SyncProvider]]:
-    """``make(root=None, scope=None, **settings) -> SyncProvider``, building each store through
-    ``spec.factory`` as a host does; every store made is closed on exit.
-
-    :param facade: the blocking facade to wrap each store in: :class:`SyncProvider`, or a
-        subclass with typed methods for the provider's own operations.
-    """
-    opened: list[SyncProvider] = []
+def folder_stores(spec: ProviderSpec, home: GoatHome) -> Iterator[Callable[..., Any]]:
+    """``make(root=None, scope=None, **settings) -> Provider``, building each store through
+    ``spec.factory`` as a host does (on the calling thread); every store made is closed on
+    exit (``anyio.run(provider.close)``: leave the context outside any event loop, as a
+    pytest fixture's teardown is)."""
+    opened: list[Provider] = []
 
     def make(root: Path | None = None, scope: Scope | None = None, **settings: Any) -> Any:
-        sp = facade(lambda: spec.factory(folder_store_context(spec, home, root, scope, **settings)))
-        opened.append(sp)
-        return sp
+        provider = spec.factory(folder_store_context(spec, home, root, scope, **settings))
+        opened.append(provider)
+        return provider
 
     try:
         yield make
     finally:
-        for sp in opened:
-            sp.close()
+        for provider in opened:
+            anyio.run(provider.close)
 
 
 def _truthy(value: str | None) -> bool:

@@ -10,14 +10,15 @@ import json
 import sys
 from pathlib import Path
 
-from goat_core.contract import Binding, MemoryWrite, ProviderContext, Scope, SyncProvider
+import anyio
+from goat_markdown.plugin import MarkdownSettings, spec
+
+from goat_core.contract import Binding, MemoryWrite, ProviderContext, Scope
 from goat_core.errors import Conflict
 from goat_core.host import GoatHome
 
-from goat_markdown.plugin import MarkdownSettings, spec
 
-
-def main() -> None:
+async def main() -> None:
     home, root, tag, n = sys.argv[1], Path(sys.argv[2]), sys.argv[3], int(sys.argv[4])
     settings = MarkdownSettings(root=root)
     context = ProviderContext(
@@ -27,16 +28,19 @@ def main() -> None:
         home=GoatHome.at(home),
     )
     stored, conflicts = [], []
-    with SyncProvider(lambda: spec().factory(context)) as p:
+    p = spec().factory(context)
+    try:
         for i in range(n):
             text = f"entry-{tag}-{i:03d}"
             try:
-                p.remember(MemoryWrite(text=text, title="Shared log"))
+                await p.remember(MemoryWrite(text=text, title="Shared log"))
                 stored.append(text)
             except Conflict:
                 conflicts.append(text)
+    finally:
+        await p.close()
     print(json.dumps({"stored": stored, "conflicts": conflicts}))
 
 
 if __name__ == "__main__":
-    main()
+    anyio.run(main)

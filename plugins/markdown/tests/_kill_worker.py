@@ -12,10 +12,11 @@ import sys
 import time
 from pathlib import Path
 
-from goat_core.contract import Binding, MemoryWrite, ProviderContext, Scope, SyncProvider
-from goat_core.host import GoatHome
-
+import anyio
 from goat_markdown.plugin import MarkdownSettings, spec
+
+from goat_core.contract import Binding, MemoryWrite, ProviderContext, Scope
+from goat_core.host import GoatHome
 
 
 def main() -> None:
@@ -41,8 +42,15 @@ def main() -> None:
         settings=settings,
         home=GoatHome.at(home),
     )
-    with SyncProvider(lambda: spec().factory(context)) as p:
-        p.remember(MemoryWrite(text=text, title="Killed log"))
+    p = spec().factory(context)
+
+    async def write() -> None:
+        try:
+            await p.remember(MemoryWrite(text=text, title="Killed log"))
+        finally:
+            await p.close()
+
+    anyio.run(write)
     print("finished")
 
 

@@ -14,8 +14,11 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO, MakeStore
+
 from goat_core.contract import MemoryWrite, Scope
 from goat_core.host import Chat, GoatHome, SyncMemoryHost
+
+pytestmark = pytest.mark.anyio
 
 BENCH_RACE = REPO / "benchmarks" / "bench_edit_race.py"
 
@@ -101,7 +104,7 @@ def _temp_files(vault: Path) -> list[str]:
     return sorted(p.name for p in vault.iterdir() if p.name.endswith(".goat-tmp"))
 
 
-def test_temp_files_of_sigkilled_writers_are_removed_at_the_next_write(
+async def test_temp_files_of_sigkilled_writers_are_removed_at_the_next_write(
     store: MakeStore, home: GoatHome, vault: Path
 ) -> None:
     """Litter (docs/design.md, Known gaps), the exact input: GOAT writers killed with SIGKILL inside
@@ -114,7 +117,7 @@ def test_temp_files_of_sigkilled_writers_are_removed_at_the_next_write(
     (``sweep_temp_files`` in ``goat_core/filestore/_files.py``) or the temp name lost its pid.
     """
     s = store(root=vault)
-    s.remember(MemoryWrite(text="first", title="Killed log"))
+    await s.remember(MemoryWrite(text="first", title="Killed log"))
     before = (vault / "Killed log.md").read_bytes()
     for i in range(6):
         killed = _killed_writer(home, vault, f"killed-{i}")
@@ -135,7 +138,7 @@ def test_temp_files_of_sigkilled_writers_are_removed_at_the_next_write(
         old_legacy.write_bytes(b"partial")
         an_hour_ago = time.time() - 3600
         os.utime(old_legacy, (an_hour_ago, an_hour_ago))
-        s.remember(MemoryWrite(text="after the kills", title="Killed log"))
+        await s.remember(MemoryWrite(text="after the kills", title="Killed log"))
         left = sorted(p.name for p in vault.iterdir() if p.name.startswith("."))
         assert left == sorted(keep)
     finally:
@@ -145,7 +148,7 @@ def test_temp_files_of_sigkilled_writers_are_removed_at_the_next_write(
     assert "after the kills" in text and "killed-" not in text
 
 
-def test_temp_files_of_dead_writers_are_removed_at_the_next_scan(
+async def test_temp_files_of_dead_writers_are_removed_at_the_next_scan(
     store: MakeStore, home: GoatHome, vault: Path
 ) -> None:
     """A reindex (a full scan, no write) removes them too, once the store lock is free; while
@@ -153,14 +156,14 @@ def test_temp_files_of_dead_writers_are_removed_at_the_next_scan(
     import filelock
 
     s = store(root=vault)
-    s.remember(MemoryWrite(text="first", title="Killed log"))
+    await s.remember(MemoryWrite(text="first", title="Killed log"))
     killed = _killed_writer(home, vault, "killed")
     assert _temp_files(vault) == [killed]
     lock = filelock.FileLock(str(home.lock_path(vault)), timeout=5, preserve_lock_file=True)
     with lock:
-        s.reindex()
+        await s.reindex()
         assert _temp_files(vault) == [killed]  # the lock is taken: not now
-    s.reindex()
+    await s.reindex()
     assert _temp_files(vault) == []
 
 
@@ -190,9 +193,9 @@ def _damage_pages(db: Path, start: float = 0.0) -> None:
 
 
 def _host(home: GoatHome, progress: list[tuple[int, int]]) -> SyncMemoryHost:
-    from goat_core.plugins import PluginSettings, Registry, make_plugin_manager, register_plugin
-
     import goat_markdown.plugin
+
+    from goat_core.plugins import PluginSettings, Registry, make_plugin_manager, register_plugin
 
     pm = make_plugin_manager(PluginSettings(autoload=False))
     assert register_plugin(pm, goat_markdown.plugin, "markdown")

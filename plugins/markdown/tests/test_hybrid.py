@@ -11,19 +11,23 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+import anyio
 import numpy as np
 import pytest
 from _lock_holder import lock_held_elsewhere
+
 from goat_core import hookimpl
-from goat_core.contract import Binding, EmbedderSpec, ProviderContext, Scope, SyncProvider
+from goat_core.contract import Binding, EmbedderSpec, Provider, ProviderContext, Scope
 from goat_core.errors import NotFound, ProviderUnavailable
 from goat_core.filestore.search import NOTE_WEIGHT, VectorIndex, chunk_note, fuse, note_text
 from goat_core.host import GoatHome
 from goat_core.plugins import PluginSettings, Registry
+
+pytestmark = pytest.mark.anyio
 
 SYNONYMS = {"phone": "mobile", "desktop": "computer", "laptop": "computer", "refund": "money"}
 
@@ -97,7 +101,7 @@ def home(tmp_path: Path) -> GoatHome:
 
 def _store(
     home: GoatHome, root: Path, embedder: str | None, lookup: Any, background: bool = False
-) -> SyncProvider:
+) -> Any:
     from goat_core.filestore import FolderStoreSettings
 
     pytest.importorskip("goat_markdown")
@@ -113,12 +117,12 @@ def _store(
         embedders=lookup,
         embed_in_background=background,
     )
-    return SyncProvider(lambda: spec().factory(context))
+    return spec().factory(context)
 
 
 @pytest.fixture
 def stores(home: GoatHome) -> Iterator[Any]:
-    opened: list[SyncProvider] = []
+    opened: list[Provider] = []
 
     def make(
         root: Path,
@@ -137,7 +141,7 @@ def stores(home: GoatHome) -> Iterator[Any]:
 
     yield make
     for sp in opened:
-        sp.close()
+        anyio.run(sp.close)
 
 
 # -- fusion and chunks --------------------------------------------------------------------
@@ -213,17 +217,19 @@ def test_registry_collects_embedders_and_reports_duplicates() -> None:
 
 
 # -- recall -------------------------------------------------------------------------------
-def test_keyword_only_without_embedder_is_the_index_answer(stores: Any, vault: Path) -> None:
+async def test_keyword_only_without_embedder_is_the_index_answer(stores: Any, vault: Path) -> None:
     store = stores(vault)
-    result = store.recall("phone toolbar", limit=5)
+    result = await store.recall("phone toolbar", limit=5)
     assert [i.path for i in result.items] == ["Phone tips.md"]
     assert result.complete and result.degraded == ()
 
 
-def test_hybrid_finds_by_meaning_and_snippets_the_best_chunk(stores: Any, vault: Path) -> None:
+async def test_hybrid_finds_by_meaning_and_snippets_the_best_chunk(
+    stores: Any, vault: Path
+) -> None:
     fake = FakeEmbedder()
     store = stores(vault, "fake", _spec(fake))
-    result = store.recall("between laptop and desktop", limit=3)
+    result = await store.recall("between laptop and desktop", limit=3)
     assert result.items[0].path == "Sync across devices.md"
     assert "mobile" in (result.items[0].snippet or "")
     assert result.degraded == ()
@@ -231,22 +237,22 @@ def test_hybrid_finds_by_meaning_and_snippets_the_best_chunk(stores: Any, vault:
     assert all(i.path != "Long.md" for i in result.items[:2])
 
 
-def test_vectors_are_incremental(stores: Any, vault: Path) -> None:
+async def test_vectors_are_incremental(stores: Any, vault: Path) -> None:
     fake = FakeEmbedder()
     store = stores(vault, "fake", _spec(fake))
-    store.recall("anything", limit=1)
+    await store.recall("anything", limit=1)
     first = len(fake.embedded)
     assert first >= len(NOTES)
-    store.recall("anything", limit=1)
+    await store.recall("anything", limit=1)
     assert len(fake.embedded) == first  # nothing changed, nothing embedded
     os.utime(vault / "Refunds.md", ns=(1, 1))
     (vault / "Refunds.md").write_text("# Refunds\n\nMoney back in 30 days.\n", encoding="utf-8")
-    store.reindex()
-    store.recall("anything", limit=1)
+    await store.reindex()
+    await store.recall("anything", limit=1)
     assert len(fake.embedded) == first + 2  # one note: its one chunk and its own row
 
 
-def test_vectors_sync_only_after_the_keyword_index_changed(
+async def test_vectors_sync_only_after_the_keyword_index_changed(
     stores: Any, vault: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A recall with nothing changed neither lists the keyword index nor compares the
@@ -262,37 +268,37 @@ def test_vectors_sync_only_after_the_keyword_index_changed(
     monkeypatch.setattr(VectorIndex, "sync", counting)
     fake = FakeEmbedder()
     store = stores(vault, "fake", _spec(fake))
-    store.recall("anything", limit=1)
+    await store.recall("anything", limit=1)
     embedded = len(fake.embedded)
-    store.recall("anything", limit=1)
-    store.recall("phone", limit=3)
+    await store.recall("anything", limit=1)
+    await store.recall("phone", limit=3)
     assert len(synced) == 1
     os.utime(vault / "Refunds.md", ns=(1, 1))
     (vault / "Refunds.md").write_text("# Refunds\n\nMoney back in 30 days.\n", encoding="utf-8")
-    store.reindex()
-    store.recall("anything", limit=1)
+    await store.reindex()
+    await store.recall("anything", limit=1)
     assert len(synced) == 2 and len(fake.embedded) == embedded + 2  # its section and its note row
     # another process's write to the keyword index: SQLite's data_version changes
     from goat_core.filestore.search import FileStat, IndexedDoc, SearchIndex
 
-    with SearchIndex(store.provider._index_path) as other:
+    with SearchIndex(store._index_path) as other:
         doc = IndexedDoc("Refunds.md", "Refunds", "Money back in 60 days.")
         other.update_one(doc, FileStat("Refunds.md", 2, 2))
-    store.recall("anything", limit=1)
+    await store.recall("anything", limit=1)
     assert len(synced) == 3
 
 
-def test_missing_embedder_answers_degraded_never_silently(stores: Any, vault: Path) -> None:
+async def test_missing_embedder_answers_degraded_never_silently(stores: Any, vault: Path) -> None:
     store = stores(vault, "fake", _spec(None))
-    result = store.recall("phone", limit=5)
+    result = await store.recall("phone", limit=5)
     assert result.items and not result.complete
     assert any("semantic recall" in d and "keyword results only" in d for d in result.degraded)
     unknown = stores(vault, "nope", _spec(FakeEmbedder()))
-    result = unknown.recall("phone", limit=5)
+    result = await unknown.recall("phone", limit=5)
     assert not result.complete and any("no embedder named 'nope'" in d for d in result.degraded)
 
 
-def test_an_embedder_that_fails_to_load_with_its_own_exception_answers_degraded(
+async def test_an_embedder_that_fails_to_load_with_its_own_exception_answers_degraded(
     stores: Any, vault: Path
 ) -> None:
     """An embedder factory raising something else than a GoatError (a runtime's own error,
@@ -310,7 +316,7 @@ def test_an_embedder_that_fails_to_load_with_its_own_exception_answers_degraded(
         factory=factory,
         available=lambda cache: True,
     )
-    result = stores(vault, "fake", spec).recall("phone", limit=5)
+    result = await stores(vault, "fake", spec).recall("phone", limit=5)
     assert result.items and not result.complete
     assert any(
         "embedder 'fake' failed to load (RuntimeError: [ONNXRuntimeError]" in d
@@ -322,7 +328,7 @@ def test_an_embedder_that_fails_to_load_with_its_own_exception_answers_degraded(
 @pytest.mark.parametrize(
     "message", ["database or disk is full", "attempt to write a readonly database"]
 )
-def test_a_vector_index_that_cannot_take_a_change_ranks_with_what_it_holds(
+async def test_a_vector_index_that_cannot_take_a_change_ranks_with_what_it_holds(
     stores: Any, vault: Path, monkeypatch: pytest.MonkeyPatch, message: str
 ) -> None:
     """The GOAT home full or read-only after the vectors were built: a note added since is
@@ -332,21 +338,21 @@ def test_a_vector_index_that_cannot_take_a_change_ranks_with_what_it_holds(
 
     fake = FakeEmbedder()
     store = stores(vault, "fake", _spec(fake))
-    assert store.recall("between laptop and desktop", limit=3).degraded == ()
+    assert (await store.recall("between laptop and desktop", limit=3)).degraded == ()
     (vault / "Refunds.md").write_text("# Refunds\n\nMoney back in 30 days.\n", encoding="utf-8")
 
     def unwritable(self: VectorIndex, *args: Any, **kwargs: Any) -> Any:
         raise sqlite3.OperationalError(message)
 
     monkeypatch.setattr(VectorIndex, "sync", unwritable)
-    result = store.recall("between laptop and desktop", limit=3)
+    result = await store.recall("between laptop and desktop", limit=3)
     assert result.items[0].path == "Sync across devices.md"
     assert not result.complete
     assert result.degraded == (
         f"the vector index could not take the notes' latest changes ({message}); "
         "semantic ranking used the vectors it held before",
     )
-    refunds = store.recall("refunds money back", limit=3)
+    refunds = await store.recall("refunds money back", limit=3)
     assert refunds.items[0].path == "Refunds.md" and not refunds.complete
 
 
@@ -354,17 +360,17 @@ def _vector_file(home: GoatHome, vault: Path) -> Path:
     return home.index_path(vault, "search-vectors-fake")
 
 
-def test_damaged_vector_index_is_rebuilt(stores: Any, home: GoatHome, vault: Path) -> None:
+async def test_damaged_vector_index_is_rebuilt(stores: Any, home: GoatHome, vault: Path) -> None:
     fake = FakeEmbedder()
     store = stores(vault, "fake", _spec(fake))
-    store.recall("phone", limit=1)
-    store.close()
+    await store.recall("phone", limit=1)
+    await store.close()
     path = _vector_file(home, vault)
     for suffix in ("-wal", "-shm"):
         Path(str(path) + suffix).unlink(missing_ok=True)
     path.write_bytes(b"this is not a database" * 100)
     store = stores(vault, "fake", _spec(fake))
-    result = store.recall("between laptop and desktop", limit=3)
+    result = await store.recall("between laptop and desktop", limit=3)
     assert result.items[0].path == "Sync across devices.md" and result.degraded == ()
     index = VectorIndex(path, fake)
     assert index.rebuilt is None and index.note_count() == len(NOTES)
@@ -450,7 +456,7 @@ def test_kill_9_during_embedding_leaves_a_usable_index(tmp_path: Path) -> None:
     index.close()
 
 
-def test_every_keyword_match_reaches_the_fusion_at_a_large_enough_limit(
+async def test_every_keyword_match_reaches_the_fusion_at_a_large_enough_limit(
     stores: Any, tmp_path: Path
 ) -> None:
     """60 notes hold the query's word among many others; 60 more hold only its synonym, so
@@ -468,14 +474,14 @@ def test_every_keyword_match_reaches_the_fusion_at_a_large_enough_limit(
     for i in range(FUSION.depth + 10):
         (root / f"syn{i:03}.md").write_text("mobile\n")
     sp = stores(root, "fake", _spec(FakeEmbedder()))
-    result = sp.recall("phone", limit=100)
+    result = await sp.recall("phone", limit=100)
     shown = [item.path for item in result.items]
     assert len(shown) == 100
     assert len([p for p in shown if p.startswith("kw")]) == FUSION.depth + 10
     assert not result.complete
-    first = sp.recall("phone", limit=10)
+    first = await sp.recall("phone", limit=10)
     assert [item.path for item in first.items] == shown[:10] and not first.complete
-    forty = sp.recall("phone", limit=40)
+    forty = await sp.recall("phone", limit=40)
     assert [item.path for item in forty.items] == shown[:40] and not forty.complete
 
 
@@ -488,7 +494,7 @@ def embed_lock_held(home: GoatHome, vault: Path) -> Iterator[subprocess.Popen[st
         yield proc
 
 
-def test_a_store_another_process_is_embedding_is_not_embedded_twice(
+async def test_a_store_another_process_is_embedding_is_not_embedded_twice(
     stores: Any, vault: Path, embed_lock_held: subprocess.Popen[str]
 ) -> None:
     """While another process embeds the store (it holds the embedding lock), a recall here
@@ -500,7 +506,7 @@ def test_a_store_another_process_is_embedding_is_not_embedded_twice(
 
     fake = FakeEmbedder()
     store = stores(vault, "fake", _spec(fake))
-    result = store.recall("phone toolbar", limit=3)
+    result = await store.recall("phone toolbar", limit=3)
     assert result.items[0].path == "Phone tips.md"
     assert not result.complete
     (reason,) = result.degraded
@@ -508,7 +514,7 @@ def test_a_store_another_process_is_embedding_is_not_embedded_twice(
     assert "with embedder 'fake'" in reason and "uses the vectors it has stored so far" in reason
     assert fake.embedded == []
     with pytest.raises(EmbeddingElsewhere) as caught:
-        store.reindex()
+        await store.reindex()
     assert isinstance(caught.value, Conflict) and caught.value.exit_code == 5
     assert "keyword index of" in str(caught.value) and "is up to date" in str(caught.value)
     assert fake.embedded == []
@@ -516,12 +522,12 @@ def test_a_store_another_process_is_embedding_is_not_embedded_twice(
     assert embed_lock_held.stdin is not None
     embed_lock_held.stdin.close()
     embed_lock_held.wait(10)
-    result = store.recall("between laptop and desktop", limit=3)
+    result = await store.recall("between laptop and desktop", limit=3)
     assert result.items[0].path == "Sync across devices.md" and result.degraded == ()
     assert len(fake.embedded) > len(NOTES)
 
 
-def test_the_embedding_lock_is_released_when_the_embedder_fails(
+async def test_the_embedding_lock_is_released_when_the_embedder_fails(
     stores: Any, vault: Path, home: GoatHome
 ) -> None:
     """A sync that fails part way (the embedder raises) leaves the lock free for the next."""
@@ -536,28 +542,28 @@ def test_the_embedding_lock_is_released_when_the_embedder_fails(
 
     fake = Failing()
     store = stores(vault, "fake", _spec(fake))
-    assert "the model fell over" in store.recall("phone", limit=3).degraded[0]
+    assert "the model fell over" in (await store.recall("phone", limit=3)).degraded[0]
     fake.fail = False
-    result = store.recall("between laptop and desktop", limit=3)
+    result = await store.recall("between laptop and desktop", limit=3)
     assert result.degraded == () and result.items[0].path == "Sync across devices.md"
 
 
-def test_the_semantic_floor_keeps_unrelated_notes_out(stores: Any, vault: Path) -> None:
+async def test_the_semantic_floor_keeps_unrelated_notes_out(stores: Any, vault: Path) -> None:
     """With the embedder's ``semantic_floor``, only notes scoring at least that are semantic
     candidates: words the vault has nothing about answer nothing, complete (without it, every
     note is listed by meaning and the answer says more matched than shown); a question by
     meaning still finds its note."""
     fake = FakeEmbedder()
     floored = stores(vault, "fake", _spec(fake, floor=0.3))
-    nothing = floored.recall("qwxz vbnm", limit=3)  # fake scores: 0.07 at best
+    nothing = await floored.recall("qwxz vbnm", limit=3)  # fake scores: 0.07 at best
     assert (nothing.items, nothing.complete, nothing.degraded) == ((), True, ())
-    found = floored.recall("between laptop and desktop", limit=3)  # fake scores: 0.47, 0.27
+    found = await floored.recall("between laptop and desktop", limit=3)  # fake scores: 0.47, 0.27
     assert [i.path for i in found.items] == ["Sync across devices.md"]
     assert found.complete and found.degraded == ()
-    floored.close()
+    await floored.close()
 
     unfloored = stores(vault, "fake", _spec(FakeEmbedder()))
-    listed = unfloored.recall("qwxz vbnm", limit=3)
+    listed = await unfloored.recall("qwxz vbnm", limit=3)
     assert len(listed.items) == 3 and not listed.complete
 
 
@@ -575,25 +581,25 @@ def test_vector_search_drops_notes_under_the_floor(tmp_path: Path) -> None:
     index.close()
 
 
-def test_a_store_with_nothing_to_embed_is_complete_while_another_process_holds_the_lock(
+async def test_a_store_with_nothing_to_embed_is_complete_while_another_process_holds_the_lock(
     stores: Any, vault: Path, home: GoatHome
 ) -> None:
     """The lock is taken only when there is something to embed: a fresh process whose store
     is fully embedded answers complete even while another one holds the lock."""
     first = stores(vault, "fake", _spec(FakeEmbedder()))
-    assert first.recall("phone", limit=3).degraded == ()
-    first.close()
+    assert (await first.recall("phone", limit=3)).degraded == ()
+    await first.close()
     with lock_held_elsewhere(home.lock_path(vault.resolve(), "search-embed-fake")):
         fake = FakeEmbedder()
         fresh = stores(vault, "fake", _spec(fake))
-        result = fresh.recall("between laptop and desktop", limit=3)
+        result = await fresh.recall("between laptop and desktop", limit=3)
         assert result.degraded == () and result.items[0].path == "Sync across devices.md"
-        assert fresh.reindex()["embedded"] == 0
+        assert (await fresh.reindex())["embedded"] == 0
         assert fake.embedded == []
 
 
 @pytest.mark.parametrize("kind", ["directory", "dangling-symlink"])
-def test_an_unusable_embedding_lock_is_said_in_the_log(
+async def test_an_unusable_embedding_lock_is_said_in_the_log(
     stores: Any, vault: Path, home: GoatHome, kind: str
 ) -> None:
     """Something else in the lock's place (a folder, a symlink the lock will not follow):
@@ -610,7 +616,7 @@ def test_an_unusable_embedding_lock_is_said_in_the_log(
     fake = FakeEmbedder()
     store = stores(vault, "fake", _spec(fake))
     with capture_logs() as logs:
-        result = store.recall("between laptop and desktop", limit=3)
+        result = await store.recall("between laptop and desktop", limit=3)
     assert result.degraded == () and result.items[0].path == "Sync across devices.md"
     assert fake.embedded
     (warning,) = [e for e in logs if e["event"] == "vectors.lock_unavailable"]
@@ -636,40 +642,52 @@ class GatedEmbedder(FakeEmbedder):
         return super().embed_documents(texts)
 
 
-def _until(check: Any, seconds: float = 30.0) -> Any:
+async def _until(check: Callable[[], Awaitable[Any]], seconds: float = 30.0) -> Any:
     import time
 
     deadline = time.monotonic() + seconds
     while True:
-        got = check()
+        got = await check()
         if got or time.monotonic() > deadline:
             return got
-        time.sleep(0.05)
+        await anyio.sleep(0.05)
 
 
-def test_a_background_host_answers_at_once_while_the_store_embeds(stores: Any, vault: Path) -> None:
+async def _settled(store: Any, query: str) -> bool:
+    """The store's recall of ``query`` says nothing degraded (embedding done)."""
+    return (await store.recall(query, limit=3)).degraded == ()
+
+
+async def _said(store: Any, query: str, word: str) -> list[str]:
+    """What the store's recall of ``query`` says degraded, naming ``word``."""
+    return [d for d in (await store.recall(query, limit=3)).degraded if word in d]
+
+
+async def test_a_background_host_answers_at_once_while_the_store_embeds(
+    stores: Any, vault: Path
+) -> None:
     """``embed_in_background`` (goat serve): the first recall starts embedding on the store's
     thread and answers at once, keyword hits and the vectors stored so far, not complete and
     saying so; once the thread is done, recall ranks by meaning and is complete."""
     fake = GatedEmbedder()
     store = stores(vault, "fake", _spec(fake), background=True)
-    first = store.recall("phone toolbar", limit=3)  # the gate is shut: nothing embedded yet
+    first = await store.recall("phone toolbar", limit=3)  # the gate is shut: nothing embedded yet
     assert first.items[0].path == "Phone tips.md" and not first.complete
     (reason,) = first.degraded
     assert "is being embedded for semantic recall with embedder 'fake'" in reason
     assert "(0 of 4 notes done" in reason and "uses the vectors stored so far" in reason
-    again = store.recall("between laptop and desktop", limit=3)
+    again = await store.recall("between laptop and desktop", limit=3)
     assert "is being embedded" in again.degraded[0]  # still under way: one thread, not two
     fake.gate.set()
-    done = _until(lambda: store.recall("between laptop and desktop", limit=3).degraded == ())
+    done = await _until(lambda: _settled(store, "between laptop and desktop"))
     assert done
     embedded = len(fake.embedded)
-    result = store.recall("between laptop and desktop", limit=3)
+    result = await store.recall("between laptop and desktop", limit=3)
     assert result.items[0].path == "Sync across devices.md" and result.degraded == ()
     assert embedded > len(NOTES) and len(fake.embedded) == embedded  # each note once
 
 
-def test_a_failed_background_embedding_is_reported_then_tried_again(
+async def test_a_failed_background_embedding_is_reported_then_tried_again(
     stores: Any, vault: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A failure on the store's thread is what every recall reports for ``retry_after``
@@ -681,18 +699,18 @@ def test_a_failed_background_embedding_is_reported_then_tried_again(
     fake.fail = "the model fell over"
     fake.gate.set()
     store = stores(vault, "fake", _spec(fake), background=True)
-    assert "is being embedded" in store.recall("phone", limit=3).degraded[0]
-    failed = _until(
-        lambda: [d for d in store.recall("phone", limit=3).degraded if "fell over" in d]
-    )
+    assert "is being embedded" in (await store.recall("phone", limit=3)).degraded[0]
+    failed = await _until(lambda: _said(store, "phone", "fell over"))
     assert failed and "semantic recall with embedder 'fake' is unavailable" in failed[0]
-    assert "fell over" in store.recall("phone", limit=3).degraded[0]  # again, not retried yet
+    assert (
+        "fell over" in (await store.recall("phone", limit=3)).degraded[0]
+    )  # again, not retried yet
     fake.fail = None
-    assert _until(lambda: store.recall("between laptop and desktop", limit=3).degraded == ())
+    assert await _until(lambda: _settled(store, "between laptop and desktop"))
 
 
 @pytest.mark.parametrize("background", [False, True])
-def test_a_vector_index_deleted_under_a_running_store_is_opened_again(
+async def test_a_vector_index_deleted_under_a_running_store_is_opened_again(
     stores: Any, vault: Path, home: GoatHome, background: bool
 ) -> None:
     """The vector index's files deleted (by hand, or rebuilt for the same model) while a
@@ -701,17 +719,17 @@ def test_a_vector_index_deleted_under_a_running_store_is_opened_again(
     fake = GatedEmbedder()
     fake.gate.set()
     store = stores(vault, "fake", _spec(fake), background=background)
-    assert _until(lambda: store.recall("between laptop and desktop", limit=3).degraded == ())
+    assert await _until(lambda: _settled(store, "between laptop and desktop"))
     for f in home.index_path(vault.resolve(), "x").parent.glob("*vectors*"):
         f.unlink()
     (vault / "Refunds.md").write_text("# Refunds\n\nMoney back in 30 days.\n", "utf-8")
-    assert _until(lambda: store.recall("between laptop and desktop", limit=3).degraded == ())
-    result = store.recall("between laptop and desktop", limit=3)
+    assert await _until(lambda: _settled(store, "between laptop and desktop"))
+    result = await store.recall("between laptop and desktop", limit=3)
     assert result.items[0].path == "Sync across devices.md"
     assert _vector_file(home, vault).exists()
 
 
-def test_damage_found_by_a_background_hosts_search_is_repaired_in_the_background(
+async def test_damage_found_by_a_background_hosts_search_is_repaired_in_the_background(
     stores: Any, vault: Path, home: GoatHome
 ) -> None:
     """Rows found damaged by a recall's search in a background host: their notes are
@@ -720,7 +738,7 @@ def test_damage_found_by_a_background_hosts_search_is_repaired_in_the_background
     fake = GatedEmbedder()
     fake.gate.set()
     store = stores(vault, "fake", _spec(fake), background=True)
-    assert _until(lambda: store.recall("between laptop and desktop", limit=3).degraded == ())
+    assert await _until(lambda: _settled(store, "between laptop and desktop"))
     fake.gate.clear()  # from now, an embedding waits: a foreground one would hold the recall
     rows = Path(f"{_vector_file(home, vault)}-rows0")
     data = bytearray(rows.read_bytes())
@@ -730,15 +748,15 @@ def test_damage_found_by_a_background_hosts_search_is_repaired_in_the_background
     import time
 
     t0 = time.monotonic()
-    damaged = store.recall("phone toolbar", limit=3)
+    damaged = await store.recall("phone toolbar", limit=3)
     assert time.monotonic() - t0 < 10
     assert not damaged.complete and damaged.items[0].path == "Phone tips.md"
     assert any("is being embedded" in d for d in damaged.degraded), damaged.degraded
     fake.gate.set()
-    assert _until(lambda: store.recall("between laptop and desktop", limit=3).degraded == ())
+    assert await _until(lambda: _settled(store, "between laptop and desktop"))
 
 
-def test_closing_a_background_host_stops_its_embedding_and_loses_nothing(
+async def test_closing_a_background_host_stops_its_embedding_and_loses_nothing(
     stores: Any, vault: Path, home: GoatHome
 ) -> None:
     """Closing the store while its thread embeds stops the thread after its batch; the
@@ -747,17 +765,17 @@ def test_closing_a_background_host_stops_its_embedding_and_loses_nothing(
 
     fake = GatedEmbedder()
     store = stores(vault, "fake", _spec(fake), background=True)
-    assert "is being embedded" in store.recall("phone", limit=3).degraded[0]
+    assert "is being embedded" in (await store.recall("phone", limit=3)).degraded[0]
     threading.Timer(0.3, fake.gate.set).start()  # the batch in hand finishes after close asks
-    store.close()
+    await store.close()
     assert not [t for t in threading.enumerate() if t.name == "goat-embed-background"]
     later = stores(vault, "fake", _spec(FakeEmbedder()))
-    result = later.recall("between laptop and desktop", limit=3)
+    result = await later.recall("between laptop and desktop", limit=3)
     assert result.items[0].path == "Sync across devices.md" and result.degraded == ()
 
 
 @pytest.mark.parametrize("background", [False, True])
-def test_a_secret_in_an_embedders_error_never_reaches_the_answer(
+async def test_a_secret_in_an_embedders_error_never_reaches_the_answer(
     stores: Any, vault: Path, background: bool
 ) -> None:
     """An embedder failing with a credential in its message (``SECRET_TOKEN=...``): the
@@ -768,9 +786,9 @@ def test_a_secret_in_an_embedders_error_never_reaches_the_answer(
     fake.fail = f"boom SECRET_TOKEN={secret} mid-way"
     fake.gate.set()
     store = stores(vault, "fake", _spec(fake), background=background)
-    said = _until(lambda: [d for d in store.recall("phone", limit=3).degraded if "boom" in d])
+    said = await _until(lambda: _said(store, "phone", "boom"))
     assert said and secret not in said[0] and "SECRET_TOKEN=[REDACTED]" in said[0]
     if not background:  # the same failure named by an explicit reindex
         with pytest.raises(ProviderUnavailable) as caught:
-            store.reindex()
+            await store.reindex()
         assert secret not in str(caught.value) and "SECRET_TOKEN=[REDACTED]" in str(caught.value)

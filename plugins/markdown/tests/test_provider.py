@@ -6,11 +6,17 @@ import os
 import stat
 import threading
 import unicodedata
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from conftest import MakeStore
+from goat_markdown.plugin import MarkdownSettings, spec
+from goat_markdown.provider import MarkdownProvider
+from pydantic import ValidationError
+
 from goat_core import Registry
 from goat_core.contract import Capability, Consistency, MemoryWrite, ReceiptStatus, Scope, ScopeKind
 from goat_core.errors import (
@@ -25,10 +31,8 @@ from goat_core.errors import (
 from goat_core.filestore import parse_note
 from goat_core.host import GoatHome
 from goat_core.plugins import PluginSettings
-from pydantic import ValidationError
 
-from goat_markdown.plugin import MarkdownSettings, spec
-from goat_markdown.provider import MarkdownProvider
+pytestmark = pytest.mark.anyio
 
 OBSIDIAN_NOTE = (
     "---\n"
@@ -86,15 +90,15 @@ def test_plugin_import_is_cheap() -> None:
 # -- store roots --------------------------------------------------------------------------------
 
 
-def test_default_store_created_per_scope(store: MakeStore, home: GoatHome) -> None:
+async def test_default_store_created_per_scope(store: MakeStore, home: GoatHome) -> None:
     g = store()
     pen = store(scope=Scope.pen("docs"))
-    assert g.provider.root == Path(os.path.realpath(home.stores_dir / "global"))
-    assert pen.provider.root == Path(os.path.realpath(home.stores_dir / "pens" / "docs"))
-    assert stat.S_IMODE(g.provider.root.stat().st_mode) == 0o700
-    g.remember(MemoryWrite(text="only in global zqglobal"))
-    assert pen.recall("zqglobal").items == ()
-    assert [i.title for i in g.recall("zqglobal").items] == ["only in global zqglobal"]
+    assert g.root == Path(os.path.realpath(home.stores_dir / "global"))
+    assert pen.root == Path(os.path.realpath(home.stores_dir / "pens" / "docs"))
+    assert stat.S_IMODE(g.root.stat().st_mode) == 0o700
+    await g.remember(MemoryWrite(text="only in global zqglobal"))
+    assert (await pen.recall("zqglobal")).items == ()
+    assert [i.title for i in (await g.recall("zqglobal")).items] == ["only in global zqglobal"]
 
 
 @pytest.mark.parametrize(
@@ -160,7 +164,7 @@ TRAVERSAL = [
 
 
 @pytest.mark.parametrize(("ref", "rule"), TRAVERSAL)
-def test_traversal_refused_everywhere(
+async def test_traversal_refused_everywhere(
     store: MakeStore, vault: Path, tmp_path: Path, ref: str, rule: str
 ) -> None:
     (tmp_path / "outside.md").write_text("secret")
@@ -168,16 +172,16 @@ def test_traversal_refused_everywhere(
     p = store(root=vault)
     for call in (p.get_page, p.forget, p.connections):
         with pytest.raises(PathError) as info:
-            call(ref)
+            await call(ref)
         assert info.value.rule == rule
     with pytest.raises(PathError):
-        p.feedback(MemoryWrite(kind="feedback", text="x", on=ref))
+        await p.feedback(MemoryWrite(kind="feedback", text="x", on=ref))
     assert (tmp_path / "outside.md").read_text() == "secret"
     assert files(vault) == []
 
 
 @pytest.mark.parametrize("ref", ["%2e%2e/outside.md", "sub%2f..%2foutside.md", "..\\outside.md"])
-def test_encoded_and_backslashed_names_stay_inside(
+async def test_encoded_and_backslashed_names_stay_inside(
     store: MakeStore, vault: Path, tmp_path: Path, ref: str
 ) -> None:
     """On POSIX ``%2e`` and ``\\`` are characters of a file name, never a climb: each
@@ -187,11 +191,11 @@ def test_encoded_and_backslashed_names_stay_inside(
     p = store(root=vault)
     for call in (p.get_page, p.forget, p.connections):
         with pytest.raises(NotFound):
-            call(ref)
+            await call(ref)
     assert (tmp_path / "outside.md").read_text() == "secret"
 
 
-def test_symlinks_outside_skipped_and_reported(
+async def test_symlinks_outside_skipped_and_reported(
     store: MakeStore, vault: Path, tmp_path: Path
 ) -> None:
     outside = tmp_path / "outside"
@@ -201,38 +205,38 @@ def test_symlinks_outside_skipped_and_reported(
     (vault / "leak").symlink_to(outside)
     (vault / "leak.md").symlink_to(outside / "secret.md")
     p = store(root=vault)
-    assert p.recall("zqsecretword").items == ()
-    listing = p.list_pages()
+    assert (await p.recall("zqsecretword")).items == ()
+    listing = await p.list_pages()
     assert [i.path for i in listing.items] == ["mine.md"]
     assert listing.complete is False  # the walk left notes out
     assert "leak: skipped, symlink points outside the store" in listing.degraded
     assert "leak.md: skipped, symlink points outside the store" in listing.degraded
-    result = p.recall("zqmineword")
+    result = await p.recall("zqmineword")
     assert [i.path for i in result.items] == ["mine.md"]
     assert any("symlink points outside" in d for d in result.degraded)
     with pytest.raises(PathError) as info:
-        p.get_page("leak/secret.md")
+        await p.get_page("leak/secret.md")
     assert info.value.rule == "symlink-escape"
 
 
-def test_symlink_cycle_does_not_loop(store: MakeStore, vault: Path) -> None:
+async def test_symlink_cycle_does_not_loop(store: MakeStore, vault: Path) -> None:
     (vault / "a").mkdir()
     (vault / "a" / "n.md").write_text("zqcycle")
     (vault / "a" / "loop").symlink_to(vault / "a")
     (vault / "back").symlink_to(vault)
     p = store(root=vault)
-    listing = p.list_pages()
+    listing = await p.list_pages()
     assert [i.path for i in listing.items] == ["a/n.md"]
     assert listing.complete is True  # every note is listed under its own path
-    assert [i.path for i in p.recall("zqcycle").items] == ["a/n.md"]
+    assert [i.path for i in (await p.recall("zqcycle")).items] == ["a/n.md"]
 
 
 # -- remember --------------------------------------------------------------------------------------
 
 
-def test_remember_creates_note_with_frontmatter(store: MakeStore, vault: Path) -> None:
+async def test_remember_creates_note_with_frontmatter(store: MakeStore, vault: Path) -> None:
     p = store(root=vault)
-    r = p.remember(
+    r = await p.remember(
         MemoryWrite(
             text="Deploys run on Fridays", title="Ops", source="cli", tags=("ops", "deploy")
         )
@@ -244,7 +248,7 @@ def test_remember_creates_note_with_frontmatter(store: MakeStore, vault: Path) -
     assert note.data["title"] == "Ops" and note.data["kind"] == "remember"
     assert note.data["source"] == "cli" and note.data["tags"] == ["ops", "deploy"]
     assert note.body == "Deploys run on Fridays\n"
-    page = p.get_page("Ops")
+    page = await p.get_page("Ops")
     assert page.provenance == {
         "source": "cli",
         "created": page.frontmatter["created"],
@@ -255,11 +259,11 @@ def test_remember_creates_note_with_frontmatter(store: MakeStore, vault: Path) -
     assert stat.S_IMODE((vault / "Ops.md").stat().st_mode) == 0o644 & ~umask
 
 
-def test_remember_same_title_appends_dated_entry(store: MakeStore, vault: Path) -> None:
+async def test_remember_same_title_appends_dated_entry(store: MakeStore, vault: Path) -> None:
     p = store(root=vault)
-    p.remember(MemoryWrite(text="first", title="Ops"))
+    await p.remember(MemoryWrite(text="first", title="Ops"))
     before = (vault / "Ops.md").read_text()
-    r = p.remember(MemoryWrite(text="second", title="Ops"))
+    r = await p.remember(MemoryWrite(text="second", title="Ops"))
     after = (vault / "Ops.md").read_text()
     assert r.path == "Ops.md" and files(vault) == ["Ops.md"]
     updated_line = next(ln for ln in before.splitlines(True) if ln.startswith("updated:"))
@@ -271,95 +275,95 @@ def test_remember_same_title_appends_dated_entry(store: MakeStore, vault: Path) 
     assert re.fullmatch(r"\n## \d{4}-\d\d-\d\d \d\d:\d\d UTC\n\nsecond\n", tail)
 
 
-def test_remember_into_file_name_match(store: MakeStore, vault: Path) -> None:
+async def test_remember_into_file_name_match(store: MakeStore, vault: Path) -> None:
     (vault / "Plain note.md").write_text("no frontmatter at all")
     p = store(root=vault)
-    p.remember(MemoryWrite(text="added", title="Plain note"))
+    await p.remember(MemoryWrite(text="added", title="Plain note"))
     text = (vault / "Plain note.md").read_text()
     assert text.startswith("no frontmatter at all\n\n## ")  # no frontmatter added
     assert text.endswith("\n\nadded\n")
 
 
-def test_identical_text_twice_is_never_lost(store: MakeStore, vault: Path) -> None:
+async def test_identical_text_twice_is_never_lost(store: MakeStore, vault: Path) -> None:
     p = store(root=vault)
-    a = p.remember(MemoryWrite(text="Same words again"))
-    b = p.remember(MemoryWrite(text="Same words again"))
+    a = await p.remember(MemoryWrite(text="Same words again"))
+    b = await p.remember(MemoryWrite(text="Same words again"))
     assert (a.path, b.path) == ("Same words again.md", "Same words again-2.md")
-    p.remember(MemoryWrite(text="dup", title="T"))
-    p.remember(MemoryWrite(text="dup", title="T"))
+    await p.remember(MemoryWrite(text="dup", title="T"))
+    await p.remember(MemoryWrite(text="dup", title="T"))
     assert (vault / "T.md").read_text().count("\ndup\n") == 2
-    assert len(p.recall("same words again").items) == 2
+    assert len((await p.recall("same words again")).items) == 2
 
 
-def test_case_only_twin_is_conflict(store: MakeStore, vault: Path) -> None:
+async def test_case_only_twin_is_conflict(store: MakeStore, vault: Path) -> None:
     (vault / "Internal Links.md").write_text("existing")
     p = store(root=vault)
     with pytest.raises(Conflict, match=r"Internal Links\.md") as info:
-        p.remember(MemoryWrite(text="x", title="internal links"))
+        await p.remember(MemoryWrite(text="x", title="internal links"))
     assert info.value.exit_code == 5
     assert files(vault) == ["Internal Links.md"]
     assert (vault / "Internal Links.md").read_text() == "existing"
 
 
-def test_file_name_taken_by_other_title_is_conflict(store: MakeStore, vault: Path) -> None:
+async def test_file_name_taken_by_other_title_is_conflict(store: MakeStore, vault: Path) -> None:
     p = store(root=vault)
-    p.remember(MemoryWrite(text="a", title="A-B"))
+    await p.remember(MemoryWrite(text="a", title="A-B"))
     with pytest.raises(Conflict, match=r"taken by note 'A-B\.md'"):
-        p.remember(MemoryWrite(text="b", title="A/B"))
+        await p.remember(MemoryWrite(text="b", title="A/B"))
     assert files(vault) == ["A-B.md"]
 
 
-def test_slash_in_title_stays_one_file(store: MakeStore, vault: Path) -> None:
+async def test_slash_in_title_stays_one_file(store: MakeStore, vault: Path) -> None:
     p = store(root=vault)
-    r = p.remember(MemoryWrite(text="t", title="CI/CD: pipelines"))
+    r = await p.remember(MemoryWrite(text="t", title="CI/CD: pipelines"))
     assert r.path == "CI-CD pipelines.md" and files(vault) == ["CI-CD pipelines.md"]
-    assert p.get_page("CI/CD: pipelines").title == "CI/CD: pipelines"
-    p.remember(MemoryWrite(text="more", title="CI/CD: pipelines"))
+    assert (await p.get_page("CI/CD: pipelines")).title == "CI/CD: pipelines"
+    await p.remember(MemoryWrite(text="more", title="CI/CD: pipelines"))
     assert files(vault) == ["CI-CD pipelines.md"]
-    assert p.get_page("CI-CD pipelines.md").body.endswith("\n\nmore\n")
+    assert (await p.get_page("CI-CD pipelines.md")).body.endswith("\n\nmore\n")
 
 
-def test_nfc_title(store: MakeStore, vault: Path) -> None:
+async def test_nfc_title(store: MakeStore, vault: Path) -> None:
     p = store(root=vault)
     nfd = unicodedata.normalize("NFD", "Café notes")
-    r = p.remember(MemoryWrite(text="one", title=nfd))
+    r = await p.remember(MemoryWrite(text="one", title=nfd))
     assert r.path == "Café notes.md"
     assert os.listdir(vault) == [unicodedata.normalize("NFC", "Café notes.md")]
-    p.remember(MemoryWrite(text="two", title="Café notes"))  # NFC spelling appends
+    await p.remember(MemoryWrite(text="two", title="Café notes"))  # NFC spelling appends
     assert files(vault) == ["Café notes.md"]
     assert parse_note((vault / "Café notes.md").read_text()).data["title"] == "Café notes"
 
 
 @pytest.mark.parametrize(("title", "rule"), [("CON", "reserved-name"), ("???", "empty-title")])
-def test_bad_titles_refused(store: MakeStore, vault: Path, title: str, rule: str) -> None:
+async def test_bad_titles_refused(store: MakeStore, vault: Path, title: str, rule: str) -> None:
     p = store(root=vault)
     with pytest.raises(PathError) as info:
-        p.remember(MemoryWrite(text="x", title=title))
+        await p.remember(MemoryWrite(text="x", title=title))
     assert info.value.rule == rule and files(vault) == []
 
 
-def test_too_large_and_empty_write_nothing(store: MakeStore, vault: Path) -> None:
+async def test_too_large_and_empty_write_nothing(store: MakeStore, vault: Path) -> None:
     p = store(root=vault)
     limit = p.spec.max_input_chars
     with pytest.raises(TooLarge):
-        p.remember(MemoryWrite(text="x" * (limit + 1), title="Big"))
+        await p.remember(MemoryWrite(text="x" * (limit + 1), title="Big"))
     with pytest.raises(BadInput, match="empty"):
-        p.remember(MemoryWrite(text="  \n "))
+        await p.remember(MemoryWrite(text="  \n "))
     assert files(vault) == []
-    assert p.remember(MemoryWrite(text="x" * limit, title="Big")).path == "Big.md"
+    assert (await p.remember(MemoryWrite(text="x" * limit, title="Big"))).path == "Big.md"
 
 
 # -- Obsidian notes --------------------------------------------------------------------------------
 
 
-def test_obsidian_note_bytes_preserved_after_append(store: MakeStore, vault: Path) -> None:
+async def test_obsidian_note_bytes_preserved_after_append(store: MakeStore, vault: Path) -> None:
     (vault / "Links.md").write_bytes(OBSIDIAN_NOTE.encode())
     (vault / "Other note.md").write_bytes(b"target")
     p = store(root=vault)
-    p.list_pages()
-    p.recall("links")
+    await p.list_pages()
+    await p.recall("links")
     assert (vault / "Links.md").read_bytes() == OBSIDIAN_NOTE.encode()  # reads never write
-    p.remember(MemoryWrite(text="appended entry", title="Links"))
+    await p.remember(MemoryWrite(text="appended entry", title="Links"))
     after = (vault / "Links.md").read_bytes().decode()
     fm_end = OBSIDIAN_NOTE.index("---\nObsidian")
     updated = after[fm_end : after.index("---\nObsidian")]
@@ -369,66 +373,66 @@ def test_obsidian_note_bytes_preserved_after_append(store: MakeStore, vault: Pat
     assert rest.startswith(OBSIDIAN_NOTE[fm_end:])
     # the note uses CRLF somewhere, so the new lines do too
     assert rest[len(OBSIDIAN_NOTE) - fm_end :].endswith("\r\n\r\nappended entry\r\n")
-    page = p.get_page("Links")
+    page = await p.get_page("Links")
     assert page.frontmatter["publish"] == "yes"
     assert page.frontmatter["aliases"] == ["How to/Internal link"]
 
 
-def test_unparsable_frontmatter_listed_searchable_never_rewritten(
+async def test_unparsable_frontmatter_listed_searchable_never_rewritten(
     store: MakeStore, vault: Path
 ) -> None:
     broken = "---\ntitle: [unclosed\n---\nzqbrokenword text\n"
     (vault / "Broken.md").write_text(broken)
     (vault / "Fine.md").write_text("zqbrokenword too")
     p = store(root=vault)
-    listing = p.list_pages()
+    listing = await p.list_pages()
     assert [i.path for i in listing.items] == ["Broken.md", "Fine.md"]
     assert any(d.startswith("Broken.md: frontmatter does not parse") for d in listing.degraded)
-    result = p.recall("zqbrokenword")
+    result = await p.recall("zqbrokenword")
     assert {i.path for i in result.items} == {"Broken.md", "Fine.md"}
     assert any("Broken.md" in d for d in result.degraded)
-    page = p.get_page("Broken")
+    page = await p.get_page("Broken")
     assert page.frontmatter == {} and page.body == broken
     with pytest.raises(Conflict, match="never rewritten"):
-        p.remember(MemoryWrite(text="more", title="Broken"))
+        await p.remember(MemoryWrite(text="more", title="Broken"))
     with pytest.raises(Conflict, match="never rewritten"):
-        p.feedback(MemoryWrite(kind="feedback", text="more", on="Broken"))
+        await p.feedback(MemoryWrite(kind="feedback", text="more", on="Broken"))
     assert (vault / "Broken.md").read_text() == broken
 
 
 # -- feedback and forget ---------------------------------------------------------------------------
 
 
-def test_feedback_on_page_and_new(store: MakeStore, vault: Path) -> None:
+async def test_feedback_on_page_and_new(store: MakeStore, vault: Path) -> None:
     p = store(root=vault)
-    p.remember(MemoryWrite(text="base", title="Topic"))
-    r = p.feedback(MemoryWrite(kind="feedback", text="helpful", on="topic"))
+    await p.remember(MemoryWrite(text="base", title="Topic"))
+    r = await p.feedback(MemoryWrite(kind="feedback", text="helpful", on="topic"))
     assert r.path == "Topic.md"
     assert " UTC feedback\n\nhelpful\n" in (vault / "Topic.md").read_text()
-    r2 = p.feedback(MemoryWrite(kind="feedback", text="the recall missed zqfb"))
+    r2 = await p.feedback(MemoryWrite(kind="feedback", text="the recall missed zqfb"))
     assert parse_note((vault / r2.path).read_text()).data["kind"] == "feedback"
     with pytest.raises(NotFound):
-        p.feedback(MemoryWrite(kind="feedback", text="x", on="Nope"))
+        await p.feedback(MemoryWrite(kind="feedback", text="x", on="Nope"))
 
 
-def test_forget_removes_and_reports(store: MakeStore, vault: Path, tmp_path: Path) -> None:
+async def test_forget_removes_and_reports(store: MakeStore, vault: Path, tmp_path: Path) -> None:
     p = store(root=vault)
-    p.remember(MemoryWrite(text="zqforget me", title="Gone"))
+    await p.remember(MemoryWrite(text="zqforget me", title="Gone"))
     (vault / "real.md").write_text("zqtarget")
     (vault / "link.md").symlink_to(vault / "real.md")
-    r = p.forget("gone")
+    r = await p.forget("gone")
     assert r.removed == ("Gone.md",) and not (vault / "Gone.md").exists()
-    assert p.recall("zqforget").items == ()
-    p.forget("link.md")
+    assert (await p.recall("zqforget")).items == ()
+    await p.forget("link.md")
     assert not (vault / "link.md").exists() and (vault / "real.md").read_text() == "zqtarget"
     with pytest.raises(NotFound):
-        p.forget("Gone")
+        await p.forget("Gone")
 
 
 # -- browse ----------------------------------------------------------------------------------------
 
 
-def test_list_pages_paginates_47(store: MakeStore, vault: Path) -> None:
+async def test_list_pages_paginates_47(store: MakeStore, vault: Path) -> None:
     names = [f"{'N' if i % 2 else 'n'}ote {i:02d}.md" for i in range(47)]
     (vault / "sub").mkdir()
     for name in names[:40]:
@@ -440,7 +444,7 @@ def test_list_pages_paginates_47(store: MakeStore, vault: Path) -> None:
     cursor = None
     pages = 0
     while True:
-        listing = p.list_pages(limit=10, cursor=cursor)
+        listing = await p.list_pages(limit=10, cursor=cursor)
         pages += 1
         seen += [i.path for i in listing.items]
         if listing.next_cursor is None:
@@ -451,59 +455,61 @@ def test_list_pages_paginates_47(store: MakeStore, vault: Path) -> None:
     assert pages == 5 and len(seen) == 47 == len(set(seen))
     assert seen == sorted(seen, key=str.casefold)
     with pytest.raises(BadInput, match="cursor"):
-        p.list_pages(cursor="!!not-base64!!")
+        await p.list_pages(cursor="!!not-base64!!")
     for bad in (0, 1001):
         with pytest.raises(BadInput):
-            p.list_pages(limit=bad)
+            await p.list_pages(limit=bad)
 
 
-def test_get_page_resolution_order(store: MakeStore, vault: Path) -> None:
+async def test_get_page_resolution_order(store: MakeStore, vault: Path) -> None:
     (vault / "a").mkdir()
     (vault / "b").mkdir()
     (vault / "a" / "Same.md").write_text("---\nid: abc123\n---\none")
     (vault / "b" / "Same.md").write_text("two")
     (vault / "Titled.md").write_text("---\ntitle: Fancy Title\n---\nthree")
     p = store(root=vault)
-    assert p.get_page("a/Same.md").body == "one"
-    assert p.get_page("b/Same").body == "two"
-    assert p.get_page("abc123").path == "a/Same.md"
-    assert p.get_page("fancy title").path == "Titled.md"
-    assert p.get_page("titled").path == "Titled.md"
+    assert (await p.get_page("a/Same.md")).body == "one"
+    assert (await p.get_page("b/Same")).body == "two"
+    assert (await p.get_page("abc123")).path == "a/Same.md"
+    assert (await p.get_page("fancy title")).path == "Titled.md"
+    assert (await p.get_page("titled")).path == "Titled.md"
     with pytest.raises(Ambiguous) as info:
-        p.get_page("same")
+        await p.get_page("same")
     assert info.value.candidates == ["a/Same.md", "b/Same.md"]
     with pytest.raises(NotFound):
-        p.get_page("nothing here")
+        await p.get_page("nothing here")
 
 
-def test_recall_follows_external_edits(store: MakeStore, vault: Path) -> None:
+async def test_recall_follows_external_edits(store: MakeStore, vault: Path) -> None:
     p = store(root=vault)
     (vault / "n.md").write_text("zqalpha")
-    assert [i.path for i in p.recall("zqalpha").items] == ["n.md"]
+    assert [i.path for i in (await p.recall("zqalpha")).items] == ["n.md"]
     (vault / "n.md").write_text("zqbeta and more")
-    assert p.recall("zqalpha").items == ()
-    assert [i.path for i in p.recall("zqbeta").items] == ["n.md"]
+    assert (await p.recall("zqalpha")).items == ()
+    assert [i.path for i in (await p.recall("zqbeta")).items] == ["n.md"]
     # the second call started the file watcher: from here on a change reaches the index when
     # watchdog delivers its event, which a loaded machine may do after the next call's 50 ms
     # settle window (and watchdog may hold a rename's first half for 0.5 s), so poll
     (vault / "n.md").rename(vault / "m.md")
-    eventually(lambda: [i.path for i in p.recall("zqbeta").items] == ["m.md"])
+    await eventually(lambda: sees(p, "zqbeta", ["m.md"]))
     for i in range(3):
         (vault / f"x{i}.md").write_text("zqmany")
 
-    def two_of_three() -> bool:
-        r = p.recall("zqmany", limit=2)
+    async def two_of_three() -> bool:
+        r = await p.recall("zqmany", limit=2)
         return len(r.items) == 2 and not r.complete
 
-    eventually(two_of_three)
+    await eventually(two_of_three)
     with pytest.raises(BadInput):
-        p.recall("x", limit=0)
+        await p.recall("x", limit=0)
 
 
-def test_recall_item_shape(store: MakeStore, vault: Path) -> None:
+async def test_recall_item_shape(store: MakeStore, vault: Path) -> None:
     p = store(root=vault)
-    p.remember(MemoryWrite(text="The backup runs nightly at zqtwo", title="Backups", source="cli"))
-    item = p.recall("backup nightly").items[0]
+    await p.remember(
+        MemoryWrite(text="The backup runs nightly at zqtwo", title="Backups", source="cli")
+    )
+    item = (await p.recall("backup nightly")).items[0]
     assert (item.id, item.title, item.path, item.source) == (
         "Backups.md",
         "Backups",
@@ -514,12 +520,12 @@ def test_recall_item_shape(store: MakeStore, vault: Path) -> None:
     assert item.text == "The backup runs nightly at zqtwo"
 
 
-def test_map_and_connections(store: MakeStore, vault: Path) -> None:
+async def test_map_and_connections(store: MakeStore, vault: Path) -> None:
     (vault / "A.md").write_text("see [[B]] and [[Missing]] and ![[pic.png]]\n`[[NotALink]]`")
     (vault / "B.md").write_text("back to [A](A.md)")
     (vault / "pic.png").write_bytes(b"\x89PNG")
     p = store(root=vault)
-    m = p.link_map()
+    m = await p.link_map()
     assert [n.id for n in m.nodes] == ["A.md", "B.md"]
     got = {(e.source, e.target, e.resolution.value) for e in m.edges}
     assert got == {
@@ -533,21 +539,21 @@ def test_map_and_connections(store: MakeStore, vault: Path) -> None:
         ("A.md", "pic.png", "attachment"),
         ("B.md", "A.md", "name"),
     }
-    c = p.connections("B")
+    c = await p.connections("B")
     assert [e.source for e in c.backlinks] == ["A.md"]
     assert [link.target for link in c.outgoing] == ["A.md"]
 
 
-def test_check_and_reindex(store: MakeStore, vault: Path) -> None:
+async def test_check_and_reindex(store: MakeStore, vault: Path) -> None:
     (vault / "a.md").write_text("x")
     (vault / "b.md").write_text("y")
     p = store(root=vault)
-    assert p.check().ok
-    counts = p.reindex()
+    assert (await p.check()).ok
+    counts = await p.reindex()
     assert counts["added"] == 2 and counts["notes"] == 2
     calls: list[tuple[int, int]] = []
     (vault / "c.md").write_text("z")
-    assert p.reindex(lambda d, t: calls.append((d, t)))["added"] == 1
+    assert (await p.reindex(lambda d, t: calls.append((d, t))))["added"] == 1
     assert calls[-1] == (1, 1)
     assert not any(p.name.endswith(".sqlite") for p in vault.iterdir())
 
@@ -571,7 +577,7 @@ def loads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return seen
 
 
-def test_fresh_instance_reads_only_changed_and_returned_notes(
+async def test_fresh_instance_reads_only_changed_and_returned_notes(
     store: MakeStore, vault: Path, loads: list[str]
 ) -> None:
     n = 60
@@ -580,26 +586,26 @@ def test_fresh_instance_reads_only_changed_and_returned_notes(
         (vault / f"Note {i:02d}.md").write_text(f"---\ntitle: Note {i:02d}\n---\nzqcommon{extra}\n")
     (vault / "Broken.md").write_text("---\ntitle: [unclosed\n---\nzqcommon\n")
     first = store(root=vault)
-    assert len(first.recall("zqunique").items) == 1
+    assert len((await first.recall("zqunique")).items) == 1
     assert len(loads) == n + 2  # the first index reads all n + 1 notes once, then the hit
-    first.close()
+    await first.close()
 
     loads.clear()
     (vault / "Note 30.md").write_text("---\ntitle: Note 30\n---\nzqcommon edited zqunique\n")
     p = store(root=vault)  # a new process: same GOAT home, empty memory
-    result = p.recall("zqunique", limit=5)
+    result = await p.recall("zqunique", limit=5)
     assert {i.path for i in result.items} == {"Note 07.md", "Note 30.md"}
     # the edited note is parsed once for the index, then each hit once for its text
     assert sorted(loads) == ["Note 07.md", "Note 30.md", "Note 30.md"]
     assert any(d.startswith("Broken.md: frontmatter does not parse") for d in result.degraded)
 
     loads.clear()
-    r = p.recall("zqcommon", limit=3)
+    r = await p.recall("zqcommon", limit=3)
     assert len(r.items) == 3 and not r.complete
     assert sorted(loads) == sorted(i.path for i in r.items)  # nothing changed: only the hits
 
     loads.clear()
-    listing = p.list_pages(limit=4)
+    listing = await p.list_pages(limit=4)
     assert [i.path for i in listing.items] == [
         "Broken.md",
         "Note 00.md",
@@ -611,22 +617,22 @@ def test_fresh_instance_reads_only_changed_and_returned_notes(
     assert sorted(loads) == sorted(i.path for i in listing.items)
 
     loads.clear()
-    assert p.get_page("note 45").path == "Note 45.md"
+    assert (await p.get_page("note 45")).path == "Note 45.md"
     assert loads == ["Note 45.md"]
 
     loads.clear()
-    p.remember(MemoryWrite(text="appended", title="Note 12"))
+    await p.remember(MemoryWrite(text="appended", title="Note 12"))
     assert set(loads) == {"Note 12.md"}  # re-read under the lock, then re-indexed
     assert "appended" in (vault / "Note 12.md").read_text()
     with pytest.raises(Conflict, match="never rewritten"):
-        p.remember(MemoryWrite(text="more", title="Broken"))
+        await p.remember(MemoryWrite(text="more", title="Broken"))
 
     loads.clear()
-    assert p.forget("Note 59").removed == ("Note 59.md",)
+    assert (await p.forget("Note 59")).removed == ("Note 59.md",)
     assert loads == []
 
 
-def test_recall_parses_a_returned_note_again_only_when_it_changed(
+async def test_recall_parses_a_returned_note_again_only_when_it_changed(
     store: MakeStore, vault: Path, loads: list[str]
 ) -> None:
     """A hit's text comes from the note as it is now: kept parsed between recalls, read again
@@ -634,27 +640,27 @@ def test_recall_parses_a_returned_note_again_only_when_it_changed(
     (vault / "a.md").write_text("zqkept first text")
     (vault / "b.md").write_text("zqkept other")
     p = store(root=vault)
-    assert {i.path: i.text for i in p.recall("zqkept").items} == {
+    assert {i.path: i.text for i in (await p.recall("zqkept")).items} == {
         "a.md": "zqkept first text",
         "b.md": "zqkept other",
     }
     loads.clear()
-    assert len(p.recall("zqkept").items) == 2
+    assert len((await p.recall("zqkept")).items) == 2
     assert loads == []  # nothing changed: no note read or parsed again
     (vault / "a.md").write_text("zqkept second, longer text")  # an external edit
     os.utime(vault / "a.md", ns=(1, 1))  # a new mtime for certain
-    eventually(
-        lambda: (
-            {i.path: i.text for i in p.recall("zqkept").items}["a.md"]
-            == "zqkept second, longer text"
-        )
-    )
+
+    async def edited() -> bool:
+        items = (await p.recall("zqkept")).items
+        return {i.path: i.text for i in items}["a.md"] == "zqkept second, longer text"
+
+    await eventually(edited)
     loads.clear()
-    p.remember(MemoryWrite(text="zqkept appended", title="b"))
-    text = {i.path: i.text for i in p.recall("zqkept").items}["b.md"]
+    await p.remember(MemoryWrite(text="zqkept appended", title="b"))
+    text = {i.path: i.text for i in (await p.recall("zqkept")).items}["b.md"]
     assert text is not None and text.startswith("zqkept other") and "zqkept appended" in text
     (vault / "b.md").unlink()
-    eventually(lambda: [i.path for i in p.recall("zqkept").items] == ["a.md"])
+    await eventually(lambda: sees(p, "zqkept", ["a.md"]))
 
 
 # -- file watching in a long-lived host ------------------------------------------------------------
@@ -676,40 +682,44 @@ def full_scans(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return roots
 
 
-def eventually(check: Any, timeout_s: float = 10.0) -> None:
-    """Poll ``check()`` until it is true (file events arrive on the watcher's thread)."""
+async def eventually(check: Callable[[], Awaitable[bool]], timeout_s: float = 10.0) -> None:
+    """Poll ``await check()`` until it is true (file events arrive on the watcher's thread)."""
     import time
 
     deadline = time.monotonic() + timeout_s
-    while not check():
+    while not await check():
         assert time.monotonic() < deadline, "the watched store never saw the change"
-        time.sleep(0.02)
+        await anyio.sleep(0.02)
 
 
-def paths(p: Any, query: str) -> list[str]:
-    return sorted(i.path for i in p.recall(query).items)
+async def paths(p: Any, query: str) -> list[str]:
+    return sorted(i.path for i in (await p.recall(query)).items)
 
 
-def test_one_call_never_starts_a_watcher(store: MakeStore, vault: Path) -> None:
+async def sees(p: Any, query: str, want: list[str]) -> bool:
+    return await paths(p, query) == want
+
+
+async def test_one_call_never_starts_a_watcher(store: MakeStore, vault: Path) -> None:
     (vault / "a.md").write_text("zqonce")
     p = store(root=vault)
-    assert paths(p, "zqonce") == ["a.md"]
-    assert p.provider._watch is None  # a one-shot command makes one call
+    assert await paths(p, "zqonce") == ["a.md"]
+    assert p._watch is None  # a one-shot command makes one call
 
 
-def test_reindex_never_starts_a_watcher(store: MakeStore, vault: Path) -> None:
+async def test_reindex_never_starts_a_watcher(store: MakeStore, vault: Path) -> None:
     """An explicit reindex always scans in full, so it never starts the watcher; a later
     read of the same object does."""
     (vault / "a.md").write_text("zqre")
     p = store(root=vault)
-    p.reindex()
-    p.reindex()
-    assert p.provider._watch is None
-    assert paths(p, "zqre") == ["a.md"]
-    assert p.provider._watch is not None
+    await p.reindex()
+    await p.reindex()
+    assert p._watch is None
+    assert await paths(p, "zqre") == ["a.md"]
+    assert p._watch is not None
 
 
-def test_watched_store_follows_external_changes_without_full_scans(
+async def test_watched_store_follows_external_changes_without_full_scans(
     store: MakeStore, vault: Path, full_scans: list[str]
 ) -> None:
     (vault / "a.md").write_text("zqalpha")
@@ -718,58 +728,58 @@ def test_watched_store_follows_external_changes_without_full_scans(
     (vault / "Folder" / "Deep" / "b.md").write_text("zqbravo")
     (vault / "Folder" / "c.md").write_text("zqcharlie")
     p = store(root=vault)
-    assert paths(p, "zqalpha") == ["a.md"]
-    assert paths(p, "zqbravo") == ["Folder/Deep/b.md"]  # second read: the watcher starts
-    assert p.provider._watch is not None and p.provider._watch.alive()
+    assert await paths(p, "zqalpha") == ["a.md"]
+    assert await paths(p, "zqbravo") == ["Folder/Deep/b.md"]  # second read: the watcher starts
+    assert p._watch is not None and p._watch.alive()
     full = len(full_scans)
     assert full == 2
 
     (vault / "a.md").write_text("zqalpha edited zqecho")  # external edit
-    eventually(lambda: paths(p, "zqecho") == ["a.md"])
+    await eventually(lambda: sees(p, "zqecho", ["a.md"]))
     (vault / "new.md").write_text("zqfoxtrot")  # create
-    eventually(lambda: paths(p, "zqfoxtrot") == ["new.md"])
+    await eventually(lambda: sees(p, "zqfoxtrot", ["new.md"]))
     (vault / "new.md").unlink()  # delete
-    eventually(lambda: paths(p, "zqfoxtrot") == [])
+    await eventually(lambda: sees(p, "zqfoxtrot", []))
     (vault / "a.md").rename(vault / "renamed.md")  # rename
-    eventually(lambda: paths(p, "zqecho") == ["renamed.md"])
+    await eventually(lambda: sees(p, "zqecho", ["renamed.md"]))
     (vault / "Folder").rename(vault / "Moved")  # folder rename: both sides re-walked
-    eventually(lambda: paths(p, "zqbravo") == ["Moved/Deep/b.md"])
-    assert paths(p, "zqcharlie") == ["Moved/c.md"]
+    await eventually(lambda: sees(p, "zqbravo", ["Moved/Deep/b.md"]))
+    assert await paths(p, "zqcharlie") == ["Moved/c.md"]
     (vault / ".obsidian").mkdir()  # a dot-folder is not part of the vault
     (vault / ".obsidian" / "w.md").write_text("zqhidden")
     (vault / "Moved" / "Deep" / "d.md").write_text("zqdelta")
-    eventually(lambda: paths(p, "zqdelta") == ["Moved/Deep/d.md"])
-    assert paths(p, "zqhidden") == []
-    root_scans = [r for r in full_scans[full:] if Path(r) == p.provider.root]
+    await eventually(lambda: sees(p, "zqdelta", ["Moved/Deep/d.md"]))
+    assert await paths(p, "zqhidden") == []
+    root_scans = [r for r in full_scans[full:] if Path(r) == p.root]
     assert root_scans == []  # every change above came from the watcher alone
-    assert p.get_page("renamed").path == "renamed.md"
+    assert (await p.get_page("renamed")).path == "renamed.md"
     # a page list still walks the folder: the watched index agrees with it
-    assert [i.path for i in p.list_pages().items] == [
+    assert [i.path for i in (await p.list_pages()).items] == [
         "Moved/c.md",
         "Moved/Deep/b.md",
         "Moved/Deep/d.md",
         "renamed.md",
     ]
 
-    p.close()
-    assert p.provider._watch is None  # close() stops the observer
+    await p.close()
+    assert p._watch is None  # close() stops the observer
 
 
-def test_own_writes_and_forget_stay_in_line_while_watched(
+async def test_own_writes_and_forget_stay_in_line_while_watched(
     store: MakeStore, vault: Path, full_scans: list[str]
 ) -> None:
     (vault / "a.md").write_text("zqalpha")
     p = store(root=vault)
-    p.recall("zqalpha")
-    p.recall("zqalpha")
-    p.remember(MemoryWrite(text="zqgolf remembered", title="Golf"))
-    assert paths(p, "zqgolf") == ["Golf.md"]
-    p.forget("Golf")
-    assert paths(p, "zqgolf") == []
-    assert paths(p, "zqalpha") == ["a.md"]
+    await p.recall("zqalpha")
+    await p.recall("zqalpha")
+    await p.remember(MemoryWrite(text="zqgolf remembered", title="Golf"))
+    assert await paths(p, "zqgolf") == ["Golf.md"]
+    await p.forget("Golf")
+    assert await paths(p, "zqgolf") == []
+    assert await paths(p, "zqalpha") == ["a.md"]
 
 
-def test_watch_falls_back_to_full_scans(
+async def test_watch_falls_back_to_full_scans(
     store: MakeStore, vault: Path, full_scans: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import logging
@@ -778,22 +788,22 @@ def test_watch_falls_back_to_full_scans(
 
     (vault / "a.md").write_text("zqalpha")
     p = store(root=vault)
-    p.recall("zqalpha")
-    p.recall("zqalpha")
-    assert p.provider._watch is not None
+    await p.recall("zqalpha")
+    await p.recall("zqalpha")
+    assert p._watch is not None
     before = len(full_scans)
     # watchdog warns that events were lost (an inotify queue overflow): one full scan
     logging.getLogger("watchdog.observers.inotify_c").warning(
         "Inotify queue overflowed; filesystem events were lost"
     )
-    assert paths(p, "zqalpha") == ["a.md"]
+    assert await paths(p, "zqalpha") == ["a.md"]
     assert len(full_scans) == before + 1
-    assert paths(p, "zqalpha") == ["a.md"]
+    assert await paths(p, "zqalpha") == ["a.md"]
     assert len(full_scans) == before + 1  # trusted again afterwards
 
     # a safety interval with no full scan: the next read scans the folder again
     monkeypatch.setattr(module, "WATCH_RESCAN_S", 0.0)
-    paths(p, "zqalpha")
+    await paths(p, "zqalpha")
     assert len(full_scans) == before + 2
     monkeypatch.setattr(module, "WATCH_RESCAN_S", 300.0)
 
@@ -804,14 +814,18 @@ def test_watch_falls_back_to_full_scans(
     (vault / ".Real").mkdir()
     (vault / ".Real" / "r.md").write_text("zqromeo")
     (vault / "Link").symlink_to(vault / ".Real", target_is_directory=True)
-    eventually(lambda: paths(p, "zqromeo") == ["Link/r.md"] and p.provider._known is None)
+
+    async def linked() -> bool:
+        return await paths(p, "zqromeo") == ["Link/r.md"] and p._known is None
+
+    await eventually(linked)
     n = len(full_scans)
     (vault / ".Real" / "r.md").write_text("zqsierra")
-    assert paths(p, "zqsierra") == ["Link/r.md"]
+    assert await paths(p, "zqsierra") == ["Link/r.md"]
     assert len(full_scans) == n + 1
 
 
-def test_settle_checks_twice_and_sleeps_only_between_checks(
+async def test_settle_checks_twice_and_sleeps_only_between_checks(
     store: MakeStore, vault: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import time
@@ -821,8 +835,8 @@ def test_settle_checks_twice_and_sleeps_only_between_checks(
     (vault / "a.md").write_text("zqalpha")
     p = store(root=vault)
     for _ in range(3):  # the second call starts the watcher
-        assert paths(p, "zqalpha") == ["a.md"]
-    watch = p.provider._watch
+        assert await paths(p, "zqalpha") == ["a.md"]
+    watch = p._watch
     assert watch is not None
     steps: list[str] = []
 
@@ -856,7 +870,7 @@ def test_settle_checks_twice_and_sleeps_only_between_checks(
     assert steps == ["check", "sleep 0.0002", "check"]
 
 
-def test_watcher_that_cannot_start_leaves_full_scans(
+async def test_watcher_that_cannot_start_leaves_full_scans(
     store: MakeStore, vault: Path, full_scans: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import goat_markdown.provider as module
@@ -868,19 +882,21 @@ def test_watcher_that_cannot_start_leaves_full_scans(
     (vault / "a.md").write_text("zqalpha")
     p = store(root=vault)
     for _ in range(3):
-        assert paths(p, "zqalpha") == ["a.md"]
+        assert await paths(p, "zqalpha") == ["a.md"]
     (vault / "a.md").write_text("zqbeta")
-    assert paths(p, "zqbeta") == ["a.md"]  # the change scan sees it at once
-    assert p.provider._watch is None
+    assert await paths(p, "zqbeta") == ["a.md"]  # the change scan sees it at once
+    assert p._watch is None
     assert len(full_scans) == 4
 
 
-def test_repeating_forget_does_not_remove_a_same_named_page(store: MakeStore, vault: Path) -> None:
+async def test_repeating_forget_does_not_remove_a_same_named_page(
+    store: MakeStore, vault: Path
+) -> None:
     (vault / "Plan.md").write_text("top plan\n")
     (vault / "b").mkdir()
     (vault / "b" / "Plan.md").write_text("b plan\n")
     p = store(root=vault)
-    assert p.forget("Plan.md").removed == ("Plan.md",)
+    assert (await p.forget("Plan.md")).removed == ("Plan.md",)
     with pytest.raises(NotFound):
-        p.forget("Plan.md")
+        await p.forget("Plan.md")
     assert (vault / "b" / "Plan.md").exists()

@@ -12,9 +12,12 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO, MakeStore
+
 from goat_core.contract import LinkResolution
 from goat_core.filestore import parse_note
 from goat_core.testing.fixtures import copy_test_vault, locate_test_vault
+
+pytestmark = pytest.mark.anyio
 
 
 @pytest.fixture(scope="module")
@@ -43,14 +46,14 @@ def _snapshot(root: Path) -> dict[str, bytes]:
     return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*") if p.is_file()}
 
 
-def test_pages_recall_show_and_map(store: MakeStore, vault_copy: Path) -> None:
+async def test_pages_recall_show_and_map(store: MakeStore, vault_copy: Path) -> None:
     before = _snapshot(vault_copy)
     p = store(root=vault_copy)
 
     paths: list[str] = []
     cursor = None
     while True:
-        listing = p.list_pages(limit=50, cursor=cursor)
+        listing = await p.list_pages(limit=50, cursor=cursor)
         paths += [i.path for i in listing.items]
         cursor = listing.next_cursor
         if cursor is None:
@@ -68,7 +71,7 @@ def test_pages_recall_show_and_map(store: MakeStore, vault_copy: Path) -> None:
     reciprocal = 0.0
     top1 = 0
     for rel, desc in queries:
-        result = p.recall(desc, limit=10)
+        result = await p.recall(desc, limit=10)
         ranked = [i.path for i in result.items]
         if rel in ranked:
             rank = ranked.index(rel) + 1
@@ -91,17 +94,17 @@ def test_pages_recall_show_and_map(store: MakeStore, vault_copy: Path) -> None:
         "how do I create a callout": {"Editing and formatting/Callouts.md"},
     }
     for question, answers in questions.items():
-        result = p.recall(question, limit=10)
+        result = await p.recall(question, limit=10)
         assert result.items[0].path in answers, (question, [i.path for i in result.items])
         assert all(i.score >= 0.01 for i in result.items)  # never 0.00 (a common term too)
         assert not any("[[[" in (i.snippet or "") for i in result.items)  # marks are ==highlight==
 
-    page = p.get_page("Internal links")
+    page = await p.get_page("Internal links")
     assert page.path == "Linking notes and files/Internal links.md"
     assert page.frontmatter["permalink"] == "links"
     assert "[[" in page.body and page.etag
 
-    link_map = p.link_map()
+    link_map = await p.link_map()
     assert len(link_map.nodes) == 173
     missing = [e for e in link_map.edges if e.resolution is LinkResolution.MISSING]
     resolved = [e for e in link_map.edges if e.target is not None]
@@ -126,7 +129,7 @@ def test_pages_recall_show_and_map(store: MakeStore, vault_copy: Path) -> None:
         )
     }
     assert len(resolved) > 1000
-    conn = p.connections("Internal links")
+    conn = await p.connections("Internal links")
     assert len(conn.backlinks) >= 5
 
     assert _snapshot(vault_copy) == before  # reading never writes into the vault

@@ -13,12 +13,15 @@ from typing import Any
 import numpy as np
 import pytest
 import test_hybrid
+from test_hybrid import NOTES, FakeEmbedder, _spec, _vector_file
+
 from goat_core.errors import IndexDamaged, ProviderUnavailable
 from goat_core.filestore.search import VectorIndex
 from goat_core.host import GoatHome
-from test_hybrid import NOTES, FakeEmbedder, _spec, _vector_file
 
 home, stores, vault = test_hybrid.home, test_hybrid.stores, test_hybrid.vault  # fixtures
+
+pytestmark = pytest.mark.anyio
 
 DIM = FakeEmbedder.dimensions
 
@@ -206,10 +209,10 @@ def test_another_process_writes_and_compacts(filled: tuple[Path, FakeEmbedder]) 
     reader.close()
 
 
-def test_recall_repairs_a_damaged_row_file(stores: Any, home: GoatHome, vault: Path) -> None:
+async def test_recall_repairs_a_damaged_row_file(stores: Any, home: GoatHome, vault: Path) -> None:
     fake = FakeEmbedder()
     store = stores(vault, "fake", _spec(fake))
-    assert store.recall("between laptop and desktop", limit=10).items[0].path == (
+    assert (await store.recall("between laptop and desktop", limit=10)).items[0].path == (
         "Sync across devices.md"
     )
     path = _vector_file(home, vault)
@@ -221,13 +224,13 @@ def test_recall_repairs_a_damaged_row_file(stores: Any, home: GoatHome, vault: P
     data[: 4 * DIM] = bytes(4 * DIM)  # zero the first four rows
     rows.write_bytes(bytes(data))
     embedded = len(fake.embedded)
-    result = store.recall("between laptop and desktop", limit=10)
+    result = await store.recall("between laptop and desktop", limit=10)
     assert result.items[0].path == "Sync across devices.md"
     assert result.complete and result.degraded == ()
     assert len(fake.embedded) - embedded == expected < total
 
 
-def test_recall_says_degraded_when_the_repair_fails(
+async def test_recall_says_degraded_when_the_repair_fails(
     stores: Any, home: GoatHome, vault: Path
 ) -> None:
     class Breaks(FakeEmbedder):
@@ -240,11 +243,11 @@ def test_recall_says_degraded_when_the_repair_fails(
 
     fake = Breaks()
     store = stores(vault, "fake", _spec(fake))
-    store.recall("phone", limit=1)
+    await store.recall("phone", limit=1)
     (rows,) = _rows_files(_vector_file(home, vault))
     os.truncate(rows, 0)
     fake.broken = True
-    result = store.recall("refunds money back", limit=3)
+    result = await store.recall("refunds money back", limit=3)
     assert not result.complete
     assert result.items[0].path == "Refunds.md"  # the keyword side still answers
     (why,) = result.degraded
@@ -438,7 +441,7 @@ class _ZeroDimensions(FakeEmbedder):
     [_FewerVectors, _NarrowQuery, _ZeroDimensions],
     ids=["fewer-vectors-than-texts", "query-of-the-wrong-dimension", "zero-dimensions"],
 )
-def test_a_hostile_embedder_makes_recall_degraded_not_a_crash(
+async def test_a_hostile_embedder_makes_recall_degraded_not_a_crash(
     stores: Any, vault: Path, embedder: type
 ) -> None:
     """An embedder returning one vector fewer than the texts it was given made
@@ -449,18 +452,20 @@ def test_a_hostile_embedder_makes_recall_degraded_not_a_crash(
     exception reaches the caller (CLI: "unexpected IndexError", exit 1). The contract: the
     keyword hits, ``complete=False``, the reason in ``degraded``."""
     store = stores(vault, "fake", _spec(embedder()))
-    result = store.recall("phone", limit=3)
+    result = await store.recall("phone", limit=3)
     assert result.items[0].path == "Phone tips.md"  # the keyword side still answers
     assert not result.complete
     assert any("embedder 'fake'" in why for why in result.degraded)
 
 
-def test_a_nan_query_vector_is_not_a_silent_keyword_only_answer(stores: Any, vault: Path) -> None:
+async def test_a_nan_query_vector_is_not_a_silent_keyword_only_answer(
+    stores: Any, vault: Path
+) -> None:
     """A query vector of NaN: every score is NaN, the vector search returns no hit, and the
     recall answered the keyword hits alone as ``complete=True``, ``degraded=()``: a
     keyword-only answer passed off as a complete hybrid one."""
     store = stores(vault, "fake", _spec(_NaNQuery()))
-    result = store.recall("phone", limit=10)
+    result = await store.recall("phone", limit=10)
     assert not result.complete and result.degraded
 
 
@@ -513,7 +518,7 @@ def test_a_full_home_during_a_sync_is_store_unwritable(tmp_path: Path) -> None:
         index.close()
 
 
-def test_semantic_recall_on_a_read_only_home_uses_the_vectors_held(
+async def test_semantic_recall_on_a_read_only_home_uses_the_vectors_held(
     tmp_path: Path, vault: Path
 ) -> None:
     """design.md: on a read-only GOAT home "a semantic recall ranks with the vectors already
@@ -523,8 +528,9 @@ def test_semantic_recall_on_a_read_only_home_uses_the_vectors_held(
     The keyword index does read a read-only home."""
     import subprocess
 
-    from goat_core.testing.fixtures import small_tmpfs
     from test_hybrid import _store
+
+    from goat_core.testing.fixtures import small_tmpfs
 
     def lookup(name: str) -> Any:
         return _spec(FakeEmbedder())
@@ -533,13 +539,13 @@ def test_semantic_recall_on_a_read_only_home_uses_the_vectors_held(
         home = GoatHome.from_env(mnt / "home")
         store = _store(home, vault, "fake", lookup)
         query = "between laptop and desktop"  # no keyword hit: synonyms, semantic only
-        assert store.recall(query, limit=3).items[0].path == "Sync across devices.md"
-        store.close()
+        assert (await store.recall(query, limit=3)).items[0].path == "Sync across devices.md"
+        await store.close()
         subprocess.run(["mount", "-o", "remount,ro", str(mnt)], check=True)
         try:
             store = _store(home, vault, "fake", lookup)
-            result = store.recall(query, limit=3)
-            store.close()
+            result = await store.recall(query, limit=3)
+            await store.close()
         finally:
             subprocess.run(["mount", "-o", "remount,rw", str(mnt)], check=True)
         assert result.items and result.items[0].path == "Sync across devices.md"
@@ -596,7 +602,7 @@ def test_a_row_file_cut_short_during_a_compaction_is_no_bare_short_read(
     index.close()
 
 
-def test_a_query_vector_of_zeros_adds_no_hits(stores: Any, vault: Path) -> None:
+async def test_a_query_vector_of_zeros_adds_no_hits(stores: Any, vault: Path) -> None:
     """(Low; arguable.) A query the embedder maps to the zero vector (the fake one for
     ``...``; a hostile or broken embedder for any query): every note's cosine is 0 and the
     vector side returned every note as a hit; recall answered all four notes,
@@ -604,7 +610,7 @@ def test_a_query_vector_of_zeros_adds_no_hits(stores: Any, vault: Path) -> None:
     answers none). A zero query vector carries no ranking: it should add no hits (or say
     ``degraded``)."""
     store = stores(vault, "fake", _spec(FakeEmbedder()))
-    result = store.recall("...", limit=10)
+    result = await store.recall("...", limit=10)
     assert not result.items or not result.complete
 
 
@@ -669,25 +675,27 @@ class _InfDocument(FakeEmbedder):
         return vecs
 
 
-def test_an_infinite_document_vector_is_not_a_silently_lost_note(stores: Any, vault: Path) -> None:
+async def test_an_infinite_document_vector_is_not_a_silently_lost_note(
+    stores: Any, vault: Path
+) -> None:
     """One ``inf`` component in the vector of a note's title row: its scale is ``inf``, its
     score NaN, and the note is left out of every semantic ranking, while the recall says
     ``complete=True``, ``degraded=()``: "between laptop and desktop" (synonyms only: the
     vector side's query) no longer finds "Sync across devices.md"."""
     store = stores(vault, "fake", _spec(_InfDocument()))
-    result = store.recall("between laptop and desktop", limit=5)
+    result = await store.recall("between laptop and desktop", limit=5)
     paths = [item.path for item in result.items]
     assert "Sync across devices.md" in paths or not result.complete
 
 
-def test_reindex_types_a_hostile_embedders_failure(stores: Any, vault: Path) -> None:
+async def test_reindex_types_a_hostile_embedders_failure(stores: Any, vault: Path) -> None:
     """``reindex`` with an embedder returning NaN: ``_reindex_all`` catches ``GoatError`` and
     ``OSError`` only, so the sync's ``sqlite3.IntegrityError`` (NOT NULL constraint failed:
     chunks.scale) reached the caller (CLI: "unexpected IntegrityError", exit 1) instead of
     ``ProviderUnavailable`` saying the keyword index is up to date."""
     store = stores(vault, "fake", _spec(_NaNDocument()))
     with pytest.raises(ProviderUnavailable, match="keyword index"):
-        store.reindex()
+        await store.reindex()
 
 
 def test_a_compaction_racing_a_search_never_drops_healthy_notes(
@@ -796,7 +804,7 @@ def test_a_folder_in_place_of_the_row_file_is_a_typed_error(
     assert (rows / "user file").read_text() == "mine"
 
 
-def test_a_note_changed_while_the_home_is_read_only_ranks_with_the_vectors_held(
+async def test_a_note_changed_while_the_home_is_read_only_ranks_with_the_vectors_held(
     tmp_path: Path, vault: Path
 ) -> None:
     """On a read-only GOAT home a note added since the vectors' last sync (the keyword index
@@ -805,8 +813,9 @@ def test_a_note_changed_while_the_home_is_read_only_ranks_with_the_vectors_held(
     (``complete=False``), never "unavailable", never a bare SQLite error."""
     import subprocess
 
-    from goat_core.testing.fixtures import small_tmpfs
     from test_hybrid import _store
+
+    from goat_core.testing.fixtures import small_tmpfs
 
     def lookup(name: str) -> Any:
         return _spec(FakeEmbedder())
@@ -815,17 +824,17 @@ def test_a_note_changed_while_the_home_is_read_only_ranks_with_the_vectors_held(
         home = GoatHome.from_env(mnt / "home")
         store = _store(home, vault, "fake", lookup)
         query = "between laptop and desktop"
-        assert store.recall(query, limit=3).items[0].path == "Sync across devices.md"
-        store.close()
+        assert (await store.recall(query, limit=3)).items[0].path == "Sync across devices.md"
+        await store.close()
         (vault / "Added.md").write_text("# Added\n\nRefunds of a phone.\n", encoding="utf-8")
         keyword_only = _store(home, vault, None, lookup)  # the keyword index takes the note
-        assert keyword_only.recall("refunds phone", limit=3).complete
-        keyword_only.close()
+        assert (await keyword_only.recall("refunds phone", limit=3)).complete
+        await keyword_only.close()
         subprocess.run(["mount", "-o", "remount,ro", str(mnt)], check=True)
         try:
             store = _store(home, vault, "fake", lookup)
-            result = store.recall(query, limit=3)
-            store.close()
+            result = await store.recall(query, limit=3)
+            await store.close()
         finally:
             subprocess.run(["mount", "-o", "remount,rw", str(mnt)], check=True)
     assert result.items[0].path == "Sync across devices.md"
@@ -845,15 +854,15 @@ class _Failing(FakeEmbedder):
         raise RuntimeError("the runtime's session died")
 
 
-def test_an_embedder_that_raises_makes_recall_degraded_and_reindex_typed(
+async def test_an_embedder_that_raises_makes_recall_degraded_and_reindex_typed(
     stores: Any, vault: Path
 ) -> None:
     """An embedder plugin raising its runtime's own exception: the recall answers the
     keyword hits degraded naming it, and reindex raises ``ProviderUnavailable`` (never a bare
     ``RuntimeError`` reaching the CLI as "unexpected")."""
     store = stores(vault, "fake", _spec(_Failing()))
-    result = store.recall("phone", limit=3)
+    result = await store.recall("phone", limit=3)
     assert result.items[0].path == "Phone tips.md" and not result.complete
     assert any("RuntimeError: the runtime's session died" in why for why in result.degraded)
     with pytest.raises(ProviderUnavailable, match="keyword index"):
-        store.reindex()
+        await store.reindex()

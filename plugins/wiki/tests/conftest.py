@@ -8,11 +8,11 @@ from collections.abc import Iterator
 
 import hypothesis
 import pytest
+from goat_wiki.plugin import spec
+from wiki_helpers import MakeWiki
+
 from goat_core.host import GoatHome
 from goat_core.testing.fixtures import folder_stores, home, vault  # noqa: F401 (fixtures)
-from wiki_helpers import MakeWiki, SyncWiki
-
-from goat_wiki.plugin import spec
 
 # Property tests check behaviour, never speed: on a loaded, shared CI machine one example that
 # touches the disk (fsync) or waits for the scheduler can outlast hypothesis's default 200 ms
@@ -26,6 +26,12 @@ hypothesis.settings.load_profile("goat")
 
 @pytest.fixture
 def wiki(home: GoatHome) -> Iterator[MakeWiki]:  # noqa: F811 (the imported fixture)
-    """``wiki(root=None, scope=None, **settings) -> SyncWiki``; closed after the test."""
-    with folder_stores(spec(), home, SyncWiki) as make:
+    """``wiki(root=None, scope=None, **settings) -> WikiProvider``; closed after the test.
+    Tests await its methods (``pytestmark = pytest.mark.anyio``)."""
+    with folder_stores(spec(), home) as make:
         yield make
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"

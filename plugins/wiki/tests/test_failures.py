@@ -9,12 +9,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from goat_wiki.provider import PageWrite, WikiProvider
+from wiki_helpers import MakeWiki, write_tree
+
 from goat_core.contract import MemoryWrite
 from goat_core.errors import BadInput, Conflict, PathError
 from goat_core.testing.conformance.faults import Fault, filesystem_fault
-from wiki_helpers import MakeWiki, write_tree
 
-from goat_wiki.provider import PageWrite, WikiProvider
+pytestmark = pytest.mark.anyio
 
 
 def codes(report: Any, code: str) -> list[Any]:
@@ -43,17 +45,17 @@ def sources(tmp_path: Path) -> Path:
 
 
 # -- index and log drift ---------------------------------------------------------------------
-def test_every_write_keeps_index_and_log_true(wiki: MakeWiki, sources: Path) -> None:
+async def test_every_write_keeps_index_and_log_true(wiki: MakeWiki, sources: Path) -> None:
     w = wiki()
-    root = w.provider.root
-    w.ingest(sources)
-    w.write_page(
+    root = w.root
+    await w.ingest(sources)
+    await w.write_page(
         PageWrite("Attention", "Weighs tokens.", folder="concepts", sources=("docs/a/readme.md",))
     )
-    w.remember(MemoryWrite(text="a remembered thought", title="Thought", source="cli"))
-    w.feedback(MemoryWrite(kind="feedback", text="good page", on="Attention", source="cli"))
-    w.remember(MemoryWrite(text="to be forgotten", title="Gone", source="cli"))
-    w.forget("Gone")
+    await w.remember(MemoryWrite(text="a remembered thought", title="Thought", source="cli"))
+    await w.feedback(MemoryWrite(kind="feedback", text="good page", on="Attention", source="cli"))
+    await w.remember(MemoryWrite(text="to be forgotten", title="Gone", source="cli"))
+    await w.forget("Gone")
     assert index_paths(root) == ["concepts/Attention.md", "syntheses/Thought.md"]
     heads = log_headings(root)
     assert [h.split("] ", 1)[1] for h in heads] == [
@@ -65,20 +67,20 @@ def test_every_write_keeps_index_and_log_true(wiki: MakeWiki, sources: Path) -> 
         "forget | Gone",
     ]
     assert all(h.startswith("## [") and h[4:14].count("-") == 2 for h in heads)
-    report = w.lint()
+    report = await w.lint()
     assert not codes(report, "index-drift") and not codes(report, "log-gap")
 
 
-def test_a_page_that_cannot_be_rolled_back_stands_and_is_completed_on_next_open(
+async def test_a_page_that_cannot_be_rolled_back_stands_and_is_completed_on_next_open(
     wiki: MakeWiki, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The index write fails after the page landed, and the wiki folder turns read-only so
     the page cannot be removed again: the write stands (``stored``), its journal pending;
     the next open completes index and log."""
     first = wiki()
-    first.write_page(PageWrite("Seed", "seed page", folder="concepts"))
-    root = first.provider.root
-    first.close()
+    await first.write_page(PageWrite("Seed", "seed page", folder="concepts"))
+    root = first.root
+    await first.close()
     read_only = filesystem_fault(root, Fault.READ_ONLY)
 
     def index_fails(self: WikiProvider, *args: Any) -> None:
@@ -88,42 +90,44 @@ def test_a_page_that_cannot_be_rolled_back_stands_and_is_completed_on_next_open(
     crashing = wiki()
     monkeypatch.setattr(WikiProvider, "_update_index", index_fails)
     try:
-        result = crashing.write_page(PageWrite("Landed", "the page landed", folder="concepts"))
+        result = await crashing.write_page(
+            PageWrite("Landed", "the page landed", folder="concepts")
+        )
     finally:
         read_only.__exit__(None, None, None)
     monkeypatch.undo()
     assert (result["status"], result["page"]) == ("stored", "concepts/Landed.md")
     assert (root / "concepts/Landed.md").exists()
-    assert crashing.wiki._journal_path.exists()
+    assert crashing._journal_path.exists()
     assert "concepts/Landed.md" not in index_paths(root)  # drifted until the next open
-    crashing.close()
+    await crashing.close()
 
     fresh = wiki()
-    fresh.list_pages()
+    await fresh.list_pages()
     assert index_paths(root) == ["concepts/Landed.md", "concepts/Seed.md"]
     assert sum("write | Landed" in h for h in log_headings(root)) == 1
-    report = fresh.lint()
+    report = await fresh.lint()
     assert not codes(report, "index-drift") and not codes(report, "log-gap")
 
 
-def test_page_added_by_hand_is_index_drift_and_fix_rebuilds(wiki: MakeWiki) -> None:
+async def test_page_added_by_hand_is_index_drift_and_fix_rebuilds(wiki: MakeWiki) -> None:
     w = wiki()
-    w.write_page(PageWrite("Seed", "seed page", folder="concepts"))
-    root = w.provider.root
+    await w.write_page(PageWrite("Seed", "seed page", folder="concepts"))
+    root = w.root
     (root / "concepts/By hand.md").write_text("Written in an editor.\n", encoding="utf-8")
-    drift = codes(w.lint(), "index-drift")
+    drift = codes(await w.lint(), "index-drift")
     assert [(f.target, f.fixable) for f in drift] == [("concepts/By hand.md", True)]
-    fixed = w.lint(fix=True)
+    fixed = await w.lint(fix=True)
     assert [f.code for f in fixed.fixed] == ["index-drift"]
     assert not codes(fixed, "index-drift")
     assert "concepts/By hand.md" in index_paths(root)
     assert log_headings(root)[-1].endswith("lint | rebuild index")
 
 
-def test_log_gaps_are_reported(wiki: MakeWiki) -> None:
+async def test_log_gaps_are_reported(wiki: MakeWiki) -> None:
     w = wiki()
-    w.write_page(PageWrite("Seed", "seed page", folder="concepts"))
-    root = w.provider.root
+    await w.write_page(PageWrite("Seed", "seed page", folder="concepts"))
+    root = w.root
     log = root / "log.md"
     log.write_text(
         log.read_text("utf-8").replace("## [", "## [2099-01-01] write | Later\n\n## [", 1)
@@ -133,7 +137,7 @@ def test_log_gaps_are_reported(wiki: MakeWiki) -> None:
     (root / "concepts/Unlogged.md").write_text(
         "---\ntitle: Unlogged\nsources: []\n---\nNo log entry.\n", encoding="utf-8"
     )
-    gaps = codes(w.lint(), "log-gap")
+    gaps = codes(await w.lint(), "log-gap")
     messages = " ".join(f.message for f in gaps)
     assert "follows one dated 2099-01-01" in messages
     assert "not a log entry heading" in messages
@@ -141,10 +145,10 @@ def test_log_gaps_are_reported(wiki: MakeWiki) -> None:
 
 
 # -- bare wikilinks --------------------------------------------------------------------------
-def test_bare_wikilinks_resolve_are_reported_and_fixed(wiki: MakeWiki) -> None:
+async def test_bare_wikilinks_resolve_are_reported_and_fixed(wiki: MakeWiki) -> None:
     w = wiki()
-    w.write_page(PageWrite("Transformer", "A model. See [[Attention]].", folder="entities"))
-    result = w.write_page(
+    await w.write_page(PageWrite("Transformer", "A model. See [[Attention]].", folder="entities"))
+    result = await w.write_page(
         PageWrite(
             "Attention",
             "Uses [[Transformer]] and [[Transformer#Layers|layers]].\n\n"
@@ -153,29 +157,29 @@ def test_bare_wikilinks_resolve_are_reported_and_fixed(wiki: MakeWiki) -> None:
         )
     )
     assert {f["code"] for f in result["findings"]} >= {"bare-link"}
-    edges = [e for e in w.link_map().edges if e.source == "concepts/Attention.md"]
+    edges = [e for e in (await w.link_map()).edges if e.source == "concepts/Attention.md"]
     assert {e.target for e in edges} == {"entities/Transformer.md"}  # resolved, not orphaned
-    report = w.lint()
+    report = await w.lint()
     assert not codes(report, "orphan-page")
     assert len(codes(report, "bare-link")) == 4
-    w.lint(fix=True)
-    root = w.provider.root
+    await w.lint(fix=True)
+    root = w.root
     text = (root / "concepts/Attention.md").read_text("utf-8")
     assert "Uses [[entities/Transformer|Transformer]] and " in text
     assert "[[entities/Transformer#Layers|layers]]" in text
     assert "| [[entities/Transformer\\|Transformer]] | x |" in text  # escaped inside a table
     assert "See [[concepts/Attention|Attention]]." in (root / "entities/Transformer.md").read_text()
-    assert not codes(w.lint(), "bare-link")
+    assert not codes(await w.lint(), "bare-link")
 
 
 # -- schema folders --------------------------------------------------------------------------
-def test_undefined_folder_is_rejected_with_the_allowed_ones(wiki: MakeWiki) -> None:
+async def test_undefined_folder_is_rejected_with_the_allowed_ones(wiki: MakeWiki) -> None:
     w = wiki()
     with pytest.raises(BadInput) as info:
-        w.write_page(PageWrite("Ada", "A person.", folder="people"))
+        await w.write_page(PageWrite("Ada", "A person.", folder="people"))
     assert "sources, entities, concepts, syntheses" in str(info.value)
     assert "rule schema-folder" in str(info.value)
-    assert not list(w.provider.root.rglob("Ada.md"))
+    assert not list(w.root.rglob("Ada.md"))
 
 
 @pytest.mark.parametrize(
@@ -187,76 +191,78 @@ def test_undefined_folder_is_rejected_with_the_allowed_ones(wiki: MakeWiki) -> N
         ("source", "sources"),
     ],
 )
-def test_obvious_folder_is_mapped(wiki: MakeWiki, folder: str, expected: str) -> None:
+async def test_obvious_folder_is_mapped(wiki: MakeWiki, folder: str, expected: str) -> None:
     w = wiki()
-    result = w.write_page(PageWrite("Ada", "A person.", folder=folder))
+    result = await w.write_page(PageWrite("Ada", "A person.", folder=folder))
     assert result["page"] == f"{expected}/Ada.md"
 
 
-def test_folder_in_title_and_type_hint(wiki: MakeWiki) -> None:
+async def test_folder_in_title_and_type_hint(wiki: MakeWiki) -> None:
     w = wiki()
-    assert w.write_page(PageWrite("entities/Ada", "A person."))["page"] == "entities/Ada.md"
-    assert w.write_page(PageWrite("Grace", "A person.", type="entity"))["page"] == (
+    assert (await w.write_page(PageWrite("entities/Ada", "A person.")))["page"] == "entities/Ada.md"
+    assert (await w.write_page(PageWrite("Grace", "A person.", type="entity")))["page"] == (
         "entities/Grace.md"
     )
-    assert w.write_page(PageWrite("Idea", "Plain."))["page"] == "syntheses/Idea.md"
-    slash = w.write_page(PageWrite("TCP/IP", "A protocol suite.", folder="concepts"))
+    assert (await w.write_page(PageWrite("Idea", "Plain.")))["page"] == "syntheses/Idea.md"
+    slash = await w.write_page(PageWrite("TCP/IP", "A protocol suite.", folder="concepts"))
     assert slash["page"] == "concepts/TCP-IP.md"
-    assert w.get_page("concepts/TCP-IP").title == "TCP/IP"
+    assert (await w.get_page("concepts/TCP-IP")).title == "TCP/IP"
 
 
-def test_page_in_folder_outside_schema_is_drift(wiki: MakeWiki) -> None:
+async def test_page_in_folder_outside_schema_is_drift(wiki: MakeWiki) -> None:
     w = wiki()
-    w.write_page(PageWrite("Seed", "seed", folder="concepts"))
-    write_tree(w.provider.root, {"misc/Stray.md": "stray\n", "Loose.md": "loose\n"})
-    drift = codes(w.lint(), "schema-folder-drift")
+    await w.write_page(PageWrite("Seed", "seed", folder="concepts"))
+    write_tree(w.root, {"misc/Stray.md": "stray\n", "Loose.md": "loose\n"})
+    drift = codes(await w.lint(), "schema-folder-drift")
     assert sorted(f.path for f in drift) == ["Loose.md", "misc/Stray.md"]
 
 
 # -- same-named and overlapping sources ------------------------------------------------------
-def test_same_named_sources_stay_distinct(wiki: MakeWiki, sources: Path, tmp_path: Path) -> None:
+async def test_same_named_sources_stay_distinct(
+    wiki: MakeWiki, sources: Path, tmp_path: Path
+) -> None:
     w = wiki()
-    result = w.ingest(sources)
+    result = await w.ingest(sources)
     assert result["added"] == ["docs/a/readme.md", "docs/b/readme.md"]
     x = write_tree(tmp_path / "x", {"readme.md": "x readme\n"})
     y = write_tree(tmp_path / "y", {"readme.md": "y readme\n"})
-    first = w.ingest(x / "readme.md")["added"]
-    second = w.ingest(y / "readme.md")["added"]
+    first = (await w.ingest(x / "readme.md"))["added"]
+    second = (await w.ingest(y / "readme.md"))["added"]
     assert first == ["readme.md"]
     assert len(second) == 1 and second[0].startswith("readme.") and second[0] != "readme.md"
-    raw = w.provider.root / "raw"
+    raw = w.root / "raw"
     assert (raw / "readme.md").read_text() == "x readme\n"
     assert (raw / second[0]).read_text() == "y readme\n"
     assert (raw / "docs/a/readme.md").read_text() != (raw / "docs/b/readme.md").read_text()
 
 
-def test_overlapping_ingests_add_nothing_twice(wiki: MakeWiki, sources: Path) -> None:
+async def test_overlapping_ingests_add_nothing_twice(wiki: MakeWiki, sources: Path) -> None:
     w = wiki()
-    w.ingest(sources)
-    again = w.ingest(sources)
-    inner = w.ingest(sources / "a")
-    single = w.ingest(sources / "b" / "readme.md")
+    await w.ingest(sources)
+    again = await w.ingest(sources)
+    inner = await w.ingest(sources / "a")
+    single = await w.ingest(sources / "b" / "readme.md")
     assert again["added"] == inner["added"] == single["added"] == []
     assert sorted(again["present"]) == ["docs/a/readme.md", "docs/b/readme.md"]
     assert inner["present"] == ["docs/a/readme.md"] and single["present"] == ["docs/b/readme.md"]
-    assert w.sources()["sources"].__len__() == 2
-    files = [p for p in (w.provider.root / "raw").rglob("*") if p.is_file()]
+    assert (await w.sources())["sources"].__len__() == 2
+    files = [p for p in (w.root / "raw").rglob("*") if p.is_file()]
     assert len(files) == 3  # two sources and the manifest
-    assert sum("ingest |" in h for h in log_headings(w.provider.root)) == 1
+    assert sum("ingest |" in h for h in log_headings(w.root)) == 1
 
 
-def test_ingest_refuses_the_wiki_itself(wiki: MakeWiki) -> None:
+async def test_ingest_refuses_the_wiki_itself(wiki: MakeWiki) -> None:
     w = wiki()
-    w.write_page(PageWrite("Seed", "seed", folder="concepts"))
+    await w.write_page(PageWrite("Seed", "seed", folder="concepts"))
     with pytest.raises(BadInput, match="source-inside-wiki"):
-        w.ingest(w.provider.root / "concepts")
+        await w.ingest(w.root / "concepts")
 
 
 # -- alias pipes -----------------------------------------------------------------------------
-def test_alias_pipe_escaped_outside_table_is_reported_and_fixed(wiki: MakeWiki) -> None:
+async def test_alias_pipe_escaped_outside_table_is_reported_and_fixed(wiki: MakeWiki) -> None:
     w = wiki()
-    w.write_page(PageWrite("Attention", "Target.", folder="concepts"))
-    w.write_page(
+    await w.write_page(PageWrite("Attention", "Target.", folder="concepts"))
+    await w.write_page(
         PageWrite(
             "Notes",
             "See [[concepts/Attention\\|attn]] here.\n\n"
@@ -264,27 +270,27 @@ def test_alias_pipe_escaped_outside_table_is_reported_and_fixed(wiki: MakeWiki) 
             folder="syntheses",
         )
     )
-    found = codes(w.lint(), "escaped-alias-pipe")
+    found = codes(await w.lint(), "escaped-alias-pipe")
     assert [(f.path, f.line, f.fixable) for f in found] == [("syntheses/Notes.md", 9, True)]
-    w.lint(fix=True)
-    text = (w.provider.root / "syntheses/Notes.md").read_text("utf-8")
+    await w.lint(fix=True)
+    text = (w.root / "syntheses/Notes.md").read_text("utf-8")
     assert "See [[concepts/Attention|attn]] here." in text
     assert "| [[concepts/Attention\\|attn]] | ok |" in text
-    assert not codes(w.lint(), "escaped-alias-pipe")
+    assert not codes(await w.lint(), "escaped-alias-pipe")
 
 
-def test_fix_never_rewrites_a_code_sample_or_a_note_that_is_not_utf8(wiki: MakeWiki) -> None:
+async def test_fix_never_rewrites_a_code_sample_or_a_note_that_is_not_utf8(wiki: MakeWiki) -> None:
     """lint --fix edits only a link that stands once on its line outside code; a note that is
     not valid UTF-8 is never rewritten (its bytes stay as they were)."""
     w = wiki()
-    w.write_page(PageWrite("Attention", "Target.", folder="concepts"))
+    await w.write_page(PageWrite("Attention", "Target.", folder="concepts"))
     sample = "Escape like `[[concepts/Attention\\|b]]` but here [[concepts/Attention\\|b]]\n"
-    w.write_page(PageWrite("Sample", sample, folder="syntheses"))
+    await w.write_page(PageWrite("Sample", sample, folder="syntheses"))
     raw = b"caf\xe9 see [[concepts/Attention\\|x]]\n"
-    (w.provider.root / "syntheses" / "Latin1.md").write_bytes(raw)
-    w.lint(fix=True)
-    assert (w.provider.root / "syntheses" / "Latin1.md").read_bytes() == raw
-    text = (w.provider.root / "syntheses/Sample.md").read_text("utf-8")
+    (w.root / "syntheses" / "Latin1.md").write_bytes(raw)
+    await w.lint(fix=True)
+    assert (w.root / "syntheses" / "Latin1.md").read_bytes() == raw
+    text = (w.root / "syntheses/Sample.md").read_text("utf-8")
     assert "`[[concepts/Attention\\|b]]`" in text  # the code sample is untouched
 
 
@@ -311,9 +317,9 @@ Broken: [[concepts/Target#No such heading]] and [[Nowhere at all]].
 """
 
 
-def test_lint_handles_aliases_anchors_embeds_footnotes_and_code(wiki: MakeWiki) -> None:
+async def test_lint_handles_aliases_anchors_embeds_footnotes_and_code(wiki: MakeWiki) -> None:
     w = wiki()
-    w.write_page(
+    await w.write_page(
         PageWrite(
             "Target",
             "## Section\n\n### Sub part\n\nA block. ^blk-1\n\n## `code` heading?\n",
@@ -321,8 +327,8 @@ def test_lint_handles_aliases_anchors_embeds_footnotes_and_code(wiki: MakeWiki) 
             sources=(),
         )
     )
-    w.write_page(PageWrite("Links", LINT_INPUT, folder="syntheses"))
-    report = w.lint()
+    await w.write_page(PageWrite("Links", LINT_INPUT, folder="syntheses"))
+    report = await w.lint()
     page = [f for f in report.findings if f.path == "syntheses/Links.md"]
     got = sorted((f.code, f.target) for f in page if f.code not in {"no-sources", "orphan-page"})
     assert got == [
@@ -332,14 +338,14 @@ def test_lint_handles_aliases_anchors_embeds_footnotes_and_code(wiki: MakeWiki) 
     ]
 
 
-def test_a_derived_summary_carries_no_footnote_and_lint_reads_footnotes_in_the_body_only(
+async def test_a_derived_summary_carries_no_footnote_and_lint_reads_footnotes_in_the_body_only(
     wiki: MakeWiki,
 ) -> None:
     """The index line derived from a body that opens with footnotes drops them (it has no
     definitions to point to), and a reference quoted in frontmatter is not a footnote:
     exactly one finding, for the body's undefined ``[^2]``, at its line in the file."""
     w = wiki()
-    w.write_page(
+    await w.write_page(
         PageWrite("Boards", "Boards hold cards[^1] and^[inline] lanes[^2].\n\n[^1]: Defined.\n")
     )
     text = (w.root / "syntheses" / "Boards.md").read_text(encoding="utf-8")
@@ -347,83 +353,83 @@ def test_a_derived_summary_carries_no_footnote_and_lint_reads_footnotes_in_the_b
     body_line = text.splitlines().index("Boards hold cards[^1] and^[inline] lanes[^2].") + 1
     found = [
         (f.line, f.target)
-        for f in w.lint().findings
+        for f in (await w.lint()).findings
         if f.code == "footnote-undefined" and f.path == "syntheses/Boards.md"
     ]
     assert found == [(body_line, "^2")]
     assert "[^2]" not in w.root.joinpath("index.md").read_text(encoding="utf-8")
-    w.write_page(PageWrite("Lanes", "Lanes hold boards.", summary="Lanes, as in [^9]"))
+    await w.write_page(PageWrite("Lanes", "Lanes hold boards.", summary="Lanes, as in [^9]"))
     assert "summary: Lanes, as in [^9]\n" in (w.root / "syntheses" / "Lanes.md").read_text(
         encoding="utf-8"
     )
     assert not [
         f
-        for f in w.lint().findings
+        for f in (await w.lint()).findings
         if f.code == "footnote-undefined" and f.path == "syntheses/Lanes.md"
     ]
 
 
 # -- stale claims ----------------------------------------------------------------------------
-def test_claims_go_stale_when_their_source_changes(wiki: MakeWiki, sources: Path) -> None:
+async def test_claims_go_stale_when_their_source_changes(wiki: MakeWiki, sources: Path) -> None:
     w = wiki()
-    w.ingest(sources)
-    w.write_page(
+    await w.ingest(sources)
+    await w.write_page(
         PageWrite("Attention", "Weighs tokens.", folder="concepts", sources=("docs/a/readme.md",))
     )
-    w.write_page(
+    await w.write_page(
         PageWrite("Stack", "Layers.", folder="concepts", sources=("raw/docs/b/readme.md",))
     )
-    assert not codes(w.lint(), "stale-page")
-    page = w.get_page("Attention")
+    assert not codes(await w.lint(), "stale-page")
+    page = await w.get_page("Attention")
     assert page.provenance["sources"][0]["id"] == "docs/a/readme.md"
     assert len(page.provenance["sources"][0]["hash"]) == 32
 
     origin = sources / "a/readme.md"
     origin.write_text("Alpha readme, revised: attention is all you need.\n", encoding="utf-8")
     os.utime(origin, ns=(1, 1))
-    stale = codes(w.lint(), "stale-page")
+    stale = codes(await w.lint(), "stale-page")
     assert [(f.path, f.target) for f in stale] == [("concepts/Attention.md", "docs/a/readme.md")]
     assert "changed at its origin" in stale[0].message
 
-    renewed = w.ingest(sources)["added"]
+    renewed = (await w.ingest(sources))["added"]
     assert len(renewed) == 1 and renewed[0] != "docs/a/readme.md"
-    stale = codes(w.lint(), "stale-page")
+    stale = codes(await w.lint(), "stale-page")
     assert "has a newer version" in stale[0].message
 
-    raw_b = w.provider.root / "raw/docs/b/readme.md"
+    raw_b = w.root / "raw/docs/b/readme.md"
     raw_b.unlink()
-    messages = {f.path: f.message for f in codes(w.lint(), "stale-page")}
+    messages = {f.path: f.message for f in codes(await w.lint(), "stale-page")}
     assert "vanished" in messages["concepts/Stack.md"]
 
 
-def test_unknown_source_id_is_rejected(wiki: MakeWiki) -> None:
+async def test_unknown_source_id_is_rejected(wiki: MakeWiki) -> None:
     w = wiki()
     with pytest.raises(BadInput, match="unknown source id"):
-        w.write_page(PageWrite("X", "x", folder="concepts", sources=("nope.md",)))
+        await w.write_page(PageWrite("X", "x", folder="concepts", sources=("nope.md",)))
 
 
-def test_page_without_sources_is_a_warning_not_a_rejection(wiki: MakeWiki) -> None:
+async def test_page_without_sources_is_a_warning_not_a_rejection(wiki: MakeWiki) -> None:
     w = wiki()
-    result = w.write_page(PageWrite("Lonely", "No sources.", folder="concepts"))
+    result = await w.write_page(PageWrite("Lonely", "No sources.", folder="concepts"))
     assert [f["code"] for f in result["findings"] if f["code"] == "no-sources"] == ["no-sources"]
 
 
 # -- updates, etags, provider files ----------------------------------------------------------
-def test_update_needs_the_current_etag(wiki: MakeWiki) -> None:
+async def test_update_needs_the_current_etag(wiki: MakeWiki) -> None:
     w = wiki()
-    first = w.write_page(PageWrite("Page", "v1\n", folder="concepts"))
+    first = await w.write_page(PageWrite("Page", "v1\n", folder="concepts"))
     with pytest.raises(Conflict, match="pass its etag"):
-        w.write_page(PageWrite("Page", "v2\n"))
+        await w.write_page(PageWrite("Page", "v2\n"))
     with pytest.raises(Conflict, match="changed since it was read"):
-        w.write_page(PageWrite("Page", "v2\n", etag="0" * 32))
-    second = w.write_page(PageWrite("Page", "v2\n", etag=first["etag"]))
+        await w.write_page(PageWrite("Page", "v2\n", etag="0" * 32))
+    second = await w.write_page(PageWrite("Page", "v2\n", etag=first["etag"]))
     assert second["op"] == "update" and second["page"] == "concepts/Page.md"
-    assert w.get_page("Page").body == "v2\n"
+    assert (await w.get_page("Page")).body == "v2\n"
 
 
-def test_body_with_frontmatter_keeps_its_keys(wiki: MakeWiki) -> None:
+async def test_body_with_frontmatter_keeps_its_keys(wiki: MakeWiki) -> None:
     w = wiki()
-    w.write_page(
+    await w.write_page(
         PageWrite(
             "Ada",
             "---\ntype: person\naliases: [Countess]\n---\nA person.\n",
@@ -431,11 +437,11 @@ def test_body_with_frontmatter_keeps_its_keys(wiki: MakeWiki) -> None:
             summary="Mathematician",
         )
     )
-    page = w.get_page("entities/Ada")
+    page = await w.get_page("entities/Ada")
     assert page.frontmatter["type"] == "person"
     assert page.frontmatter["aliases"] == ["Countess"]
     assert page.frontmatter["summary"] == "Mathematician"
-    assert "- [[entities/Ada|Ada]] — Mathematician" in (w.provider.root / "index.md").read_text()
+    assert "- [[entities/Ada|Ada]] — Mathematician" in (w.root / "index.md").read_text()
 
 
 @pytest.mark.parametrize(
@@ -449,16 +455,18 @@ def test_body_with_frontmatter_keeps_its_keys(wiki: MakeWiki) -> None:
         ("concepts/../../x", None, PathError, "parent-traversal"),
     ],
 )
-def test_writes_cannot_reach_provider_files_raw_or_outside(
+async def test_writes_cannot_reach_provider_files_raw_or_outside(
     wiki: MakeWiki, title: str, folder: str | None, error: type[Exception], rule: str
 ) -> None:
     w = wiki()
     with pytest.raises(error) as info:
-        w.write_page(PageWrite(title, "text", folder=folder))
+        await w.write_page(PageWrite(title, "text", folder=folder))
     assert rule in str(info.value) or getattr(info.value, "rule", None) == rule
 
 
-def test_bound_vault_in_place_never_takes_over_users_files(wiki: MakeWiki, vault: Path) -> None:
+async def test_bound_vault_in_place_never_takes_over_users_files(
+    wiki: MakeWiki, vault: Path
+) -> None:
     users_index = "# My own index\n\n- [[Projects/Plan]]\n"
     write_tree(
         vault,
@@ -470,35 +478,35 @@ def test_bound_vault_in_place_never_takes_over_users_files(wiki: MakeWiki, vault
         },
     )
     w = wiki(root=vault)
-    assert [p.id for p in w.list_pages().items] == [
+    assert [p.id for p in (await w.list_pages()).items] == [
         "Areas/Health.md",
         "index.md",
         "Projects/Plan.md",
         "raw/Notes on raw.md",
     ]
     assert not (vault / "schema.md").exists()  # added only when first needed
-    result = w.write_page(PageWrite("Synthesis one", "Joins [[Projects/Plan]].", sources=()))
+    result = await w.write_page(PageWrite("Synthesis one", "Joins [[Projects/Plan]].", sources=()))
     assert result["page"] == "syntheses/Synthesis one.md"
     assert (vault / "index.md").read_text() == users_index
     assert (vault / "wiki-index.md").read_text().startswith("---\ngoat-wiki: index\n")
     assert (vault / "log.md").read_text().startswith("---\ngoat-wiki: log\n")
-    schema = w.read("schema")["text"]
+    schema = (await w.read("schema"))["text"]
     assert "folders: [Areas, Projects, raw, syntheses]" in schema
-    taken = codes(w.lint(), "name-taken")
+    taken = codes(await w.lint(), "name-taken")
     assert sorted(f.path for f in taken) == ["index.md", "raw"]
-    w.ingest(write_tree(vault.parent / "src", {"s.md": "source\n"}) / "s.md")
+    await w.ingest(write_tree(vault.parent / "src", {"s.md": "source\n"}) / "s.md")
     assert (vault / "wiki-raw/s.md").exists()
     assert not (vault / "raw/s.md").exists()
-    assert "index.md" in [p.id for p in w.list_pages(limit=100).items]
+    assert "index.md" in [p.id for p in (await w.list_pages(limit=100)).items]
 
 
-def test_recall_in_a_fresh_process_reads_only_the_hits(
+async def test_recall_in_a_fresh_process_reads_only_the_hits(
     wiki: MakeWiki, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     w = wiki()
     for i in range(20):
-        w.write_page(PageWrite(f"Page {i}", f"common words page{i}", folder="concepts"))
-    w.close()
+        await w.write_page(PageWrite(f"Page {i}", f"common words page{i}", folder="concepts"))
+    await w.close()
     reads: list[str] = []
     original = WikiProvider._load
 
@@ -508,17 +516,17 @@ def test_recall_in_a_fresh_process_reads_only_the_hits(
 
     monkeypatch.setattr(WikiProvider, "_load", counting)
     fresh = wiki()
-    result = fresh.recall("page7", limit=3)
+    result = await fresh.recall("page7", limit=3)
     assert [i.id for i in result.items] == ["concepts/Page 7.md"]
     assert reads == ["concepts/Page 7.md"]
 
 
-def test_links_to_sources_and_provider_files_are_files_not_pages(
+async def test_links_to_sources_and_provider_files_are_files_not_pages(
     wiki: MakeWiki, sources: Path
 ) -> None:
     w = wiki()
-    w.ingest(sources)
-    w.write_page(
+    await w.ingest(sources)
+    await w.write_page(
         PageWrite(
             "A",
             "From [[raw/docs/a/readme.md]]; see [[index]].",
@@ -526,39 +534,39 @@ def test_links_to_sources_and_provider_files_are_files_not_pages(
             sources=("docs/a/readme.md",),
         )
     )
-    edges = {e.raw: (e.target, e.resolution.value) for e in w.link_map().edges}
+    edges = {e.raw: (e.target, e.resolution.value) for e in (await w.link_map()).edges}
     assert edges == {
         "[[raw/docs/a/readme.md]]": ("raw/docs/a/readme.md", "attachment"),
         "[[index]]": ("index.md", "attachment"),
     }
-    assert [n.id for n in w.link_map().nodes] == ["concepts/A.md"]
-    report = w.lint()
+    assert [n.id for n in (await w.link_map()).nodes] == ["concepts/A.md"]
+    report = await w.lint()
     assert not codes(report, "broken-link") and not codes(report, "missing-attachment")
 
 
-def test_remember_with_title_appends_a_dated_entry_with_provenance(wiki: MakeWiki) -> None:
+async def test_remember_with_title_appends_a_dated_entry_with_provenance(wiki: MakeWiki) -> None:
     w = wiki()
-    w.write_page(PageWrite("Deploys", "How we deploy.\n", folder="concepts"))
-    before = (w.provider.root / "concepts/Deploys.md").read_text("utf-8")
-    receipt = w.remember(
+    await w.write_page(PageWrite("Deploys", "How we deploy.\n", folder="concepts"))
+    before = (w.root / "concepts/Deploys.md").read_text("utf-8")
+    receipt = await w.remember(
         MemoryWrite(text="Keys rotate every 90 days.", title="Deploys", source="cli")
     )
     assert receipt.path == "concepts/Deploys.md"
-    after = (w.provider.root / "concepts/Deploys.md").read_text("utf-8")
+    after = (w.root / "concepts/Deploys.md").read_text("utf-8")
     body_before = before.split("---\n", 2)[2]
     assert after.split("---\n", 2)[2].startswith(body_before)  # earlier text untouched
     tail = after[len(after) - len("Keys rotate every 90 days.\n") - 40 :]
     assert " UTC remember (cli)\n\nKeys rotate every 90 days.\n" in tail
-    first = w.remember(MemoryWrite(text="same words", source="model"))
-    second = w.remember(MemoryWrite(text="same words", source="model"))
+    first = await w.remember(MemoryWrite(text="same words", source="model"))
+    second = await w.remember(MemoryWrite(text="same words", source="model"))
     assert (first.path, second.path) == ("syntheses/same words.md", "syntheses/same words-2.md")
-    assert w.get_page(first.path).provenance["remembered_by"] == "model"
+    assert (await w.get_page(first.path)).provenance["remembered_by"] == "model"
     with pytest.raises(Conflict, match="differs only in case"):
-        w.remember(MemoryWrite(text="x", title="deploys", source="cli"))
+        await w.remember(MemoryWrite(text="x", title="deploys", source="cli"))
 
 
 # -- a GOAT home that cannot be written ------------------------------------------------------
-def test_writes_fail_before_any_page_changes_when_the_index_cannot_be_written(
+async def test_writes_fail_before_any_page_changes_when_the_index_cannot_be_written(
     wiki: MakeWiki, sources: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The GOAT home's search index on a full disk: a write, an ingest, a remember is
@@ -569,17 +577,17 @@ def test_writes_fail_before_any_page_changes_when_the_index_cannot_be_written(
     from goat_core.filestore.search import SearchIndex
 
     w = wiki()
-    root = w.provider.root
-    w.write_page(PageWrite("Seed", "seed page", folder="concepts"))
+    root = w.root
+    await w.write_page(PageWrite("Seed", "seed page", folder="concepts"))
     before = sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
-    w.close()
+    await w.close()
 
     def full(self: SearchIndex) -> None:
         raise sqlite3.OperationalError("database or disk is full")
 
     monkeypatch.setattr(SearchIndex, "_open_writable", full)
     w = wiki(root=root)
-    db = w.provider._index_path
+    db = w._index_path
     said = f"cannot write the search index {db}: the disk is full (database or disk is full)"
     for attempt in (
         lambda: w.write_page(PageWrite("New", "new page", folder="concepts")),
@@ -588,14 +596,14 @@ def test_writes_fail_before_any_page_changes_when_the_index_cannot_be_written(
         lambda: w.lint(fix=True),
     ):
         with pytest.raises(StoreUnwritable) as raised:
-            attempt()
+            await attempt()
         assert str(raised.value).startswith(said)
     after = sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
     assert after == before
-    assert w.get_page("Seed").body.strip() == "seed page"
+    assert (await w.get_page("Seed")).body.strip() == "seed page"
 
 
-def test_a_symlink_out_of_the_wiki_makes_its_page_list_incomplete(
+async def test_a_symlink_out_of_the_wiki_makes_its_page_list_incomplete(
     wiki: MakeWiki, vault: Path, tmp_path: Path
 ) -> None:
     """``leak.md -> ../outside/secret.md``: the page is not listed, the listing is not
@@ -605,9 +613,9 @@ def test_a_symlink_out_of_the_wiki_makes_its_page_list_incomplete(
     (outside / "secret.md").write_text("not the wiki's\n")
     write_tree(vault, {"Projects/Plan.md": "The plan.\n"})
     w = wiki(root=vault)
-    assert w.list_pages().complete is True
+    assert (await w.list_pages()).complete is True
     (vault / "leak.md").symlink_to(outside / "secret.md")
-    listing = w.list_pages()
+    listing = await w.list_pages()
     assert [p.id for p in listing.items] == ["Projects/Plan.md"]
     assert listing.complete is False
     assert "leak.md: skipped, symlink points outside the store" in listing.degraded

@@ -9,12 +9,15 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from goat_core.contract import Binding, EmbedderSpec, ProviderContext, Scope, SyncProvider
+import pytest
+from goat_wiki.plugin import spec
+from goat_wiki.settings import WikiSettings
+
+from goat_core.contract import Binding, EmbedderSpec, ProviderContext, Scope
 from goat_core.errors import NotFound, ProviderUnavailable
 from goat_core.host import GoatHome
 
-from goat_wiki.plugin import spec
-from goat_wiki.settings import WikiSettings
+pytestmark = pytest.mark.anyio
 
 
 class Fake:
@@ -35,7 +38,7 @@ class Fake:
         return self._vec(text)
 
 
-def _wiki(tmp_path: Path, loadable: bool) -> SyncProvider:
+def _wiki(tmp_path: Path, loadable: bool) -> Any:
     root = tmp_path / "wiki"
     (root / "concepts").mkdir(parents=True)
     (root / "concepts" / "Cars.md").write_text("# Cars\n\nA car has four wheels.\n")
@@ -61,23 +64,23 @@ def _wiki(tmp_path: Path, loadable: bool) -> SyncProvider:
         home=GoatHome.from_env(tmp_path / "home"),
         embedders=lookup,
     )
-    return SyncProvider(lambda: spec().factory(context))
+    return spec().factory(context)
 
 
-def test_wiki_recall_finds_by_meaning(tmp_path: Path) -> None:
+async def test_wiki_recall_finds_by_meaning(tmp_path: Path) -> None:
     wiki = _wiki(tmp_path, loadable=True)
     try:
-        result = wiki.recall("automobile", limit=3)
+        result = await wiki.recall("automobile", limit=3)
         assert result.items[0].path == "concepts/Cars.md" and result.degraded == ()
     finally:
-        wiki.close()
+        await wiki.close()
 
 
-def test_wiki_recall_without_the_model_is_degraded(tmp_path: Path) -> None:
+async def test_wiki_recall_without_the_model_is_degraded(tmp_path: Path) -> None:
     wiki = _wiki(tmp_path, loadable=False)
     try:
-        result = wiki.recall("boat", limit=3)
+        result = await wiki.recall("boat", limit=3)
         assert result.items and not result.complete
         assert any("weights missing" in d for d in result.degraded)
     finally:
-        wiki.close()
+        await wiki.close()

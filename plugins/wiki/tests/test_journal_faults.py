@@ -20,15 +20,17 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
+from goat_wiki.provider import PageWrite, WikiProvider
+from goat_wiki.sources import MANIFEST_NAME, Manifest
+from wiki_helpers import MakeWiki, write_tree
+
 from goat_core.cli import cli
 from goat_core.contract import MemoryWrite
 from goat_core.errors import StoreUnwritable
 from goat_core.filestore import current_etag, etag
 from goat_core.testing.conformance.faults import Fault, filesystem_fault
-from wiki_helpers import MakeWiki, write_tree
 
-from goat_wiki.provider import PageWrite, WikiProvider
-from goat_wiki.sources import MANIFEST_NAME, Manifest
+pytestmark = pytest.mark.anyio
 
 
 @pytest.fixture
@@ -82,14 +84,14 @@ def test_a_title_mapping_to_an_existing_file_name_is_a_conflict_and_never_logged
     assert log_headings(root) == ["write | Alpha"]
 
 
-def test_a_journal_left_with_nothing_landed_logs_nothing(wiki: MakeWiki) -> None:
+async def test_a_journal_left_with_nothing_landed_logs_nothing(wiki: MakeWiki) -> None:
     """A journal as a failed page write left it (``expect`` empty, the page never written):
     the next read completes it without a log entry and removes it."""
     w = wiki()
-    w.write_page(PageWrite("Seed", "seed page", folder="concepts"))
+    await w.write_page(PageWrite("Seed", "seed page", folder="concepts"))
     root = w.root
-    journal = w.wiki._journal_path
-    w.close()
+    journal = w._journal_path
+    await w.close()
     journal.write_text(
         json.dumps(
             {
@@ -105,17 +107,17 @@ def test_a_journal_left_with_nothing_landed_logs_nothing(wiki: MakeWiki) -> None
         "utf-8",
     )
     fresh = wiki(root=root)
-    assert [p.id for p in fresh.list_pages().items] == ["concepts/Seed.md"]
+    assert [p.id for p in (await fresh.list_pages()).items] == ["concepts/Seed.md"]
     assert log_headings(root) == ["write | Seed"]
     assert not journal.exists()
 
 
-def test_a_page_write_whose_file_fails_is_not_logged(wiki: MakeWiki) -> None:
+async def test_a_page_write_whose_file_fails_is_not_logged(wiki: MakeWiki) -> None:
     """The page's own write fails (the wiki folder turned read-only after the schema, index
     and log exist): ``StoreUnwritable`` naming the path, no page, no log entry, no journal
     left, and the next read logs nothing either."""
     w = wiki()
-    w.write_page(PageWrite("Seed", "seed page", folder="concepts"))
+    await w.write_page(PageWrite("Seed", "seed page", folder="concepts"))
     root = w.root
     before = files(root)
     for attempt in (
@@ -125,11 +127,11 @@ def test_a_page_write_whose_file_fails_is_not_logged(wiki: MakeWiki) -> None:
         lambda: w.forget("Seed"),
     ):
         with filesystem_fault(root, Fault.READ_ONLY), pytest.raises(StoreUnwritable) as raised:
-            attempt()
+            await attempt()
         assert f"cannot write the store at {root}/" in str(raised.value)
         assert "it is read-only" in str(raised.value)
-        assert not w.wiki._journal_path.exists()
-    assert [p.id for p in w.list_pages().items] == ["concepts/Seed.md"]
+        assert not w._journal_path.exists()
+    assert [p.id for p in (await w.list_pages()).items] == ["concepts/Seed.md"]
     assert files(root) == before
     assert log_headings(root) == ["write | Seed"]
 
@@ -240,15 +242,15 @@ def test_wiki_write_ingest_and_lint_fix_on_a_read_only_folder_exit_6_writing_not
     assert log_headings(vault) == ["remember | Seed", "lint | rebuild index"]
 
 
-def test_a_journal_that_cannot_be_applied_never_fails_a_read(wiki: MakeWiki) -> None:
+async def test_a_journal_that_cannot_be_applied_never_fails_a_read(wiki: MakeWiki) -> None:
     """A crash after the page landed left the journal; then the wiki folder turned
     read-only: pages and recall answer, degraded with the reason; a write is
     ``StoreUnwritable``; once writable, the next write applies the journal first."""
     w = wiki()
-    w.write_page(PageWrite("Seed", "seed page", folder="concepts"))
+    await w.write_page(PageWrite("Seed", "seed page", folder="concepts"))
     root = w.root
-    journal = w.wiki._journal_path
-    w.close()
+    journal = w._journal_path
+    await w.close()
     # what a kill right after the page landed leaves: the page and the journal expecting it
     page = b"---\ntitle: Landed\nsources: []\n---\nthe page landed\n"
     (root / "concepts/Landed.md").write_bytes(page)
@@ -270,23 +272,23 @@ def test_a_journal_that_cannot_be_applied_never_fails_a_read(wiki: MakeWiki) -> 
 
     fresh = wiki(root=root)
     with filesystem_fault(root, Fault.READ_ONLY):
-        listing = fresh.list_pages()
+        listing = await fresh.list_pages()
         assert [p.id for p in listing.items] == ["concepts/Landed.md", "concepts/Seed.md"]
         (reason,) = listing.degraded
         assert reason.startswith(f"an interrupted write's journal ({journal}) could not be applied")
         assert "may be behind until a write can apply it" in reason
-        recalled = fresh.recall("landed")
+        recalled = await fresh.recall("landed")
         assert [i.id for i in recalled.items] == ["concepts/Landed.md"]
         assert reason in recalled.degraded
-        assert fresh.get_page("Landed").body.strip() == "the page landed"
+        assert (await fresh.get_page("Landed")).body.strip() == "the page landed"
         with pytest.raises(StoreUnwritable, match="it is read-only"):
-            fresh.remember(MemoryWrite(text="x", title="Other", source="cli"))
+            await fresh.remember(MemoryWrite(text="x", title="Other", source="cli"))
         assert journal.exists()
     assert log_headings(root) == ["write | Seed"]
-    fresh.remember(MemoryWrite(text="now writable", title="Other", source="cli"))
+    await fresh.remember(MemoryWrite(text="now writable", title="Other", source="cli"))
     assert not journal.exists()
     assert log_headings(root) == ["write | Seed", "write | Landed", "remember | Other"]
-    assert fresh.list_pages().degraded == ()
+    assert (await fresh.list_pages()).degraded == ()
 
 
 def test_check_warns_on_a_read_only_wiki_folder_mounted_read_only(
@@ -478,7 +480,7 @@ def test_import_rename_gives_a_page_named_like_the_wikis_own_files_the_next_free
 
 
 # -- pages on a full GOAT home ---------------------------------------------------------------
-def test_pages_on_a_full_home_is_not_complete_while_the_index_is_behind(
+async def test_pages_on_a_full_home_is_not_complete_while_the_index_is_behind(
     wiki: MakeWiki, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A page added by hand while the GOAT home's disk is full: the listing names it, says
@@ -488,23 +490,23 @@ def test_pages_on_a_full_home_is_not_complete_while_the_index_is_behind(
     from goat_core.filestore.search import SearchIndex
 
     w = wiki()
-    w.write_page(PageWrite("Seed", "seed page", folder="concepts"))
+    await w.write_page(PageWrite("Seed", "seed page", folder="concepts"))
     root = w.root
-    w.close()
-    assert wiki(root=root).list_pages().complete is True
+    await w.close()
+    assert (await wiki(root=root).list_pages()).complete is True
 
     def full(self: SearchIndex) -> None:
         raise sqlite3.OperationalError("database or disk is full")
 
     monkeypatch.setattr(SearchIndex, "_open_writable", full)
     write_tree(root, {"concepts/By hand.md": "Added by hand.\n"})
-    listing = wiki(root=root).list_pages()
+    listing = await wiki(root=root).list_pages()
     assert [p.id for p in listing.items] == ["concepts/By hand.md", "concepts/Seed.md"]
     assert listing.degraded and "disk is full" in listing.degraded[0]
     assert listing.complete is False
 
 
-def test_a_forget_whose_page_vanished_meanwhile_is_not_logged(
+async def test_a_forget_whose_page_vanished_meanwhile_is_not_logged(
     wiki: MakeWiki, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Another process removes ``concepts/Gone.md`` between the forget's lookup and its
@@ -512,7 +514,7 @@ def test_a_forget_whose_page_vanished_meanwhile_is_not_logged(
     from goat_core.errors import NotFound
 
     w = wiki()
-    w.write_page(PageWrite("Gone", "to be removed", folder="concepts"))
+    await w.write_page(PageWrite("Gone", "to be removed", folder="concepts"))
     root = w.root
     real_unlink = os.unlink
 
@@ -523,7 +525,7 @@ def test_a_forget_whose_page_vanished_meanwhile_is_not_logged(
 
     monkeypatch.setattr(os, "unlink", raced)
     with pytest.raises(NotFound, match="vanished meanwhile"):
-        w.forget("Gone")
+        await w.forget("Gone")
     monkeypatch.undo()
-    assert w.list_pages().items == ()
+    assert (await w.list_pages()).items == ()
     assert log_headings(root) == ["write | Gone"]

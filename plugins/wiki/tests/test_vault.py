@@ -14,12 +14,14 @@ import hashlib
 from pathlib import Path
 
 import pytest
-from goat_core.contract import LinkResolution
-from goat_core.testing.fixtures import copy_test_vault
-from wiki_helpers import MakeWiki
-
 from goat_wiki.provider import PageWrite
 from goat_wiki.text import parse_index
+from wiki_helpers import MakeWiki
+
+from goat_core.contract import LinkResolution
+from goat_core.testing.fixtures import copy_test_vault
+
+pytestmark = pytest.mark.anyio
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -60,10 +62,12 @@ def _hashes(root: Path) -> dict[str, str]:
     }
 
 
-def test_lint_reports_real_broken_links_and_orphans_only(wiki: MakeWiki, help_vault: Path) -> None:
+async def test_lint_reports_real_broken_links_and_orphans_only(
+    wiki: MakeWiki, help_vault: Path
+) -> None:
     before = _hashes(help_vault)
     w = wiki(root=help_vault)
-    report = w.lint()
+    report = await w.lint()
     broken = [f for f in report.findings if f.code == "broken-link"]
     assert [(f.path, f.line) for f in broken] == [
         ("Linking notes and files/Internal links.md", line) for line, _raw in EXAMPLE_LINKS
@@ -79,12 +83,12 @@ def test_lint_reports_real_broken_links_and_orphans_only(wiki: MakeWiki, help_va
     assert _hashes(help_vault) == before  # lint reads, it never writes
 
 
-def test_fix_builds_the_index_and_a_written_page_shows_everywhere(
+async def test_fix_builds_the_index_and_a_written_page_shows_everywhere(
     wiki: MakeWiki, help_vault: Path, tmp_path: Path
 ) -> None:
     before = _hashes(help_vault)
     w = wiki(root=help_vault)
-    fixed = w.lint(fix=True)
+    fixed = await w.lint(fix=True)
     assert {f.code for f in fixed.fixed} == {"index-drift"}
     index = parse_index((help_vault / "index.md").read_text("utf-8"))
     assert len(index) == 173
@@ -94,14 +98,14 @@ def test_fix_builds_the_index_and_a_written_page_shows_everywhere(
     assert sorted(set(after) - set(before)) == ["index.md", "log.md", "schema.md"]
     assert not [f for f in fixed.findings if f.code == "index-drift"]
 
-    schema = w.read("schema")["text"]
+    schema = (await w.read("schema"))["text"]
     assert "syntheses" in schema and "Editing and formatting" in schema
 
     source = tmp_path / "notes" / "linking.md"
     source.parent.mkdir()
     source.write_text("Obsidian resolves bare wikilinks by file name.\n", encoding="utf-8")
-    sid = w.ingest(source)["added"][0]
-    result = w.write_page(
+    sid = (await w.ingest(source))["added"][0]
+    result = await w.write_page(
         PageWrite(
             "Link resolution",
             "How [[Linking notes and files/Internal links|internal links]] resolve: "
@@ -113,16 +117,16 @@ def test_fix_builds_the_index_and_a_written_page_shows_everywhere(
     assert rel == "syntheses/Link resolution.md"
     assert rel in parse_index((help_vault / "index.md").read_text("utf-8"))
     assert f"- page: {rel}" in (help_vault / "log.md").read_text("utf-8")
-    assert [i.id for i in w.recall("zyzzyva").items] == [rel]
-    link_map = w.link_map()
+    assert [i.id for i in (await w.recall("zyzzyva")).items] == [rel]
+    link_map = await w.link_map()
     assert rel in {n.id for n in link_map.nodes}
     edges = [e for e in link_map.edges if e.source == rel]
     assert [(e.target, e.resolution) for e in edges] == [
         ("Linking notes and files/Internal links.md", LinkResolution.EXACT)
     ]
-    back = w.connections("Internal links")
+    back = await w.connections("Internal links")
     assert rel in {e.source for e in back.backlinks}
-    final = w.lint()
+    final = await w.lint()
     own = [f.code for f in final.findings if f.path == rel]
     assert own == ["orphan-page"]  # nothing links to the new page yet; everything else clean
     assert sorted(f.path for f in final.findings if f.code == "orphan-page") == sorted(
