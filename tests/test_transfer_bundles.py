@@ -219,3 +219,153 @@ def test_a_page_without_kept_text_is_rendered_from_its_frontmatter() -> None:
     assert render_page(page, okf=False) == (
         "---\ndate: '2024-01-05'\nn: 42\ncopied_from: {id: x}\n---\nbody\n"
     )
+
+
+# -- adversarial findings: each with the exact input that was reproduced ----------------------
+NFC, NFD = "caf\u00e9.md", "cafe\u0301.md"
+
+
+def test_an_nfd_only_bundle_reads_under_its_nfc_name(tmp_path: Path) -> None:
+    """The exact input: a bundle holding only ``café.md`` in NFD (as macOS tools write it)
+    was refused "not readable: No such file or directory". It reads, under the NFC name
+    a markdown store gives pages, with the file's own text."""
+    (tmp_path / NFD).write_text("AAA\n", encoding="utf-8")
+    read = read_bundle(tmp_path)
+    assert [f.path for f in read.files] == [NFC]
+    assert read.files[0].body == "AAA\n" and read.files[0].title == "caf\u00e9"
+
+
+def test_an_nfd_only_bundle_with_a_manifest_reads(tmp_path: Path) -> None:
+    (tmp_path / NFD).write_text("AAA\n", encoding="utf-8")
+    _manifest(tmp_path, {NFC: "AAA\n"})
+    assert [f.text for f in read_bundle(tmp_path).files] == ["AAA\n"]
+
+
+def test_nfc_and_nfd_twins_are_refused_naming_both_forms(tmp_path: Path) -> None:
+    """The exact input: ``café.md`` in NFC ("AAA") and in NFD ("BBB") imported as
+    ``copied 1, duplicates 1`` and "BBB" was lost. Twins are refused, both forms named."""
+    (tmp_path / NFC).write_text("AAA\n", encoding="utf-8")
+    (tmp_path / NFD).write_text("BBB\n", encoding="utf-8")
+    if len(list(tmp_path.iterdir())) < 2:
+        pytest.skip("the file system normalises names")
+    with pytest.raises(BadInput, match="nothing was imported") as info:
+        read_bundle(tmp_path)
+    message = str(info.value)
+    assert info.value.exit_code == 2
+    assert "caf\\xe9.md" in message and "cafe\\u0301.md" in message, message
+    assert "(rule bundle-path)" in message
+
+
+def test_a_manifest_nested_100000_deep_is_bad_input(tmp_path: Path) -> None:
+    """The exact input: ``goat-export.json`` nested 100,000 deep exited 1 "unexpected
+    RecursionError"; it is refused (exit 2) with a one-line reason."""
+    bundle(tmp_path, {"A.md": GOOD}, manifest=False)
+    (tmp_path / MANIFEST_NAME).write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(BadInput, match="nothing was imported") as info:
+        read_bundle(tmp_path)
+    assert info.value.exit_code == 2
+    assert "nested too deeply" in str(info.value) and "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("deep", ['{"a":' * 100_000 + "1" + "}" * 100_000, "[" * 100_000])
+def test_malformed_json_of_any_depth_is_bad_input(tmp_path: Path, deep: str) -> None:
+    bundle(tmp_path, {"A.md": GOOD}, manifest=False)
+    (tmp_path / MANIFEST_NAME).write_text(deep)
+    with pytest.raises(BadInput, match="rule bundle-manifest") as info:
+        read_bundle(tmp_path)
+    assert "\n" not in str(info.value)
+
+
+def test_every_skipped_file_is_named_with_its_reason(tmp_path: Path) -> None:
+    """The exact input: a folder import skipped ``.hidden/h.md`` and ``notes.txt`` without
+    a word and said complete. Each is named with why; neither makes it incomplete (a
+    hidden folder is a choice, a ``.txt`` is not a page)."""
+    bundle(tmp_path, {"a.md": GOOD, ".hidden/h.md": GOOD, "notes.txt": "text\n"}, False)
+    read = read_bundle(tmp_path)
+    assert [f.path for f in read.files] == ["a.md"]
+    skipped = {s.path: s for s in read.skipped}
+    assert set(skipped) == {".hidden/", "notes.txt"}
+    assert "hidden folder" in skipped[".hidden/"].reason
+    assert "1 .md file" in skipped[".hidden/"].reason
+    assert "not a Markdown page" in skipped["notes.txt"].reason
+    assert not any(s.page for s in read.skipped) and read.complete
+
+
+def test_a_skipped_markdown_file_makes_the_import_incomplete(tmp_path: Path) -> None:
+    """A page-shaped file skipped for a reason the user can fix (``.markdown``, not
+    ``.md``) is named and the bundle is not complete."""
+    bundle(tmp_path, {"a.md": GOOD, "b.markdown": GOOD}, False)
+    read = read_bundle(tmp_path)
+    (skip,) = read.skipped
+    assert skip.path == "b.markdown" and skip.page and "rename it" in skip.reason
+    assert not read.complete
+
+
+def _interrupted_inside(root: Path) -> Path:
+    """What an export killed midway left before: pages, no manifest, and its staging
+    folder inside DIR."""
+    bundle(root, {f"p{n}.md": GOOD for n in range(5)}, manifest=False)
+    (root / ".goat-export.0123456789ab" / "p9.md").parent.mkdir()
+    (root / ".goat-export.0123456789ab" / "p9.md").write_text(GOOD)
+    return root
+
+
+def _interrupted_beside(root: Path) -> Path:
+    bundle(root, {f"p{n}.md": GOOD for n in range(5)}, manifest=False)
+    (root.parent / f".goat-export.{root.name}.4242.0123456789ab").mkdir()
+    return root
+
+
+def _staging_itself(root: Path) -> Path:
+    staging = root.parent / f".goat-export.{root.name}.4242.0123456789ab"
+    bundle(staging, {f"p{n}.md": GOOD for n in range(5)}, manifest=False)
+    return staging
+
+
+@pytest.mark.parametrize("make", [_interrupted_inside, _interrupted_beside, _staging_itself])
+def test_an_interrupted_export_is_refused_as_such(
+    tmp_path: Path, make: Callable[[Path], Path]
+) -> None:
+    root = tmp_path / "D"
+    root.mkdir()
+    folder = make(root)
+    with pytest.raises(BadInput, match="interrupted export") as info:
+        read_bundle(folder)
+    assert info.value.exit_code == 2 and ".goat-export." in str(info.value)
+
+
+def test_an_export_stages_beside_and_leaves_nothing_else(tmp_path: Path) -> None:
+    from goat_core.host._okf import write_bundle
+
+    target = tmp_path / "D"
+    write_bundle(target, [("a.md", GOOD), ("sub/b.md", GOOD)], {"format": "goat-export"})
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["D"]
+    assert sorted(p.relative_to(target).as_posix() for p in target.rglob("*.md")) == [
+        "a.md",
+        "sub/b.md",
+    ]
+    assert (target / MANIFEST_NAME).is_file()
+
+
+def test_a_parent_that_takes_no_folder_stages_inside(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """DIR exists but its parent refuses a new folder (read-only, another user's): the
+    bundle is staged inside DIR and moved in, and no staging folder stays."""
+    import errno
+
+    from goat_core.host._okf import write_bundle
+
+    target = tmp_path / "D"
+    target.mkdir()
+    real = Path.mkdir
+
+    def mkdir(self: Path, *args: object, **kw: object) -> None:
+        if self.parent == tmp_path and self.name.startswith(".goat-export."):
+            raise PermissionError(errno.EACCES, "Permission denied", str(self))
+        real(self, *args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Path, "mkdir", mkdir)
+    write_bundle(target, [("a.md", GOOD)], {"format": "goat-export"})
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["D"]
+    assert sorted(p.name for p in target.iterdir()) == ["a.md", MANIFEST_NAME]

@@ -57,13 +57,17 @@ def _report(report: TransferReport, as_json: bool) -> None:
     if as_json:
         emit_json(report.to_json())
     else:
+        skipped = getattr(report, "skipped", ())
         rows = [
             [item.outcome.value, item.source, item.target or "", _one_line(item.reason or "")]
             for item in report.items
         ]
+        rows += [["skipped", s.path, "", _one_line(s.reason)] for s in skipped]
         if rows:
             click.echo(_table(rows, ["OUTCOME", "PAGE", "TARGET", "REASON"]))
-        counts = ", ".join(f"{k} {v}" for k, v in report.summary.items() if v)
+        counts = ", ".join(
+            f"{k} {v}" for k, v in [*report.summary.items(), ("skipped", len(skipped))] if v
+        )
         if report.operation == "export":
             counts = f"{len(report.items)} page{'' if len(report.items) == 1 else 's'} written" + (
                 "" if report.complete else ", degraded"
@@ -72,6 +76,8 @@ def _report(report: TransferReport, as_json: bool) -> None:
         click.echo(f"{verb} {report.source} -> {report.destination}: {counts or 'nothing to do'}")
         for reason in report.degraded:
             _err(f"goat: warning: {_one_line(reason)}")
+        for note in getattr(report, "notes", ()):
+            _err(f"goat: note: {_one_line(note)}")
     code = 0
     summary = report.summary
     for key, value in _EXIT.items():
@@ -139,8 +145,9 @@ def export_cmd(
     directory: Path, force: bool, pen: str | None, as_json: bool, home: Path | None
 ) -> None:
     """Export Global memory (or --pen ID) into DIRECTORY as an OKF bundle: one .md per page
-    at its store path, plus goat-export.json. Exit 6 when the listing was degraded (the
-    manifest says so)."""
+    at its store path, plus goat-export.json. The bundle is staged beside DIRECTORY and
+    renamed into place whole. Exit 6 when the listing was degraded (the manifest says
+    so)."""
     scope = _scope(pen)
     bar = _Bar("exporting", enabled=not as_json)
     try:
@@ -174,8 +181,10 @@ def import_cmd(
     home: Path | None,
 ) -> None:
     """Import an OKF bundle (or any folder of Markdown files) from DIRECTORY into Global
-    memory (or --pen ID). The whole bundle is checked first; a bad one is refused (exit 2)
-    and nothing is written. Importing twice adds nothing."""
+    memory (or --pen ID). The whole bundle is checked first; a bad one, or one an
+    interrupted export left, is refused (exit 2) and nothing is written. Every file not
+    read is named with why; a .markdown file skipped makes it incomplete (exit 6).
+    Importing twice adds nothing."""
     scope = _scope(pen)
     bar = _Bar("importing", enabled=not as_json)
     try:

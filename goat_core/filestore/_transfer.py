@@ -2,10 +2,13 @@
 planning and writing every file-based provider shares, behind its ``import_pages``
 operation (:data:`goat_core.contract.IMPORT_OPERATION`).
 
-A page is a ``duplicate`` when a note's provenance carries its hash, or when a note is that
-page byte for byte (its own hash, or the hash its source store had: an export imported back
-into the store it came from adds nothing). A page whose frontmatter ``id`` a note already
-holds is written without it, so no two pages of a store share an id.
+A page is a ``duplicate`` only when the store holds its content: a note is that page byte
+for byte (its own hash, or the hash its source store had: an export imported back into the
+store it came from adds nothing), or a note is that page as a copy or an import writes it
+(:func:`holds_transfer`: its text less the provenance and the keys the store added). A
+provenance ``sha256`` alone is a claim anyone can write in frontmatter, never proof. A page
+whose frontmatter ``id`` a note already holds is written without it, so no two pages of a
+store share an id.
 
 :func:`import_into_folder` runs on the store's worker thread, under the store lock for the
 whole batch: it plans every page (duplicate by content hash, conflict by path, the next
@@ -54,7 +57,8 @@ class ImportPlan:
 
 def provenance_hashes(notes: Iterable[Any]) -> dict[str, str]:
     """``{sha256: path}`` of every note carrying ``copied_from`` / ``imported_from``
-    provenance (``note.data``, ``note.path``)."""
+    provenance (``note.data``, ``note.path``): what the notes claim, unchecked (a duplicate
+    is decided by :func:`holds_transfer`)."""
     found: dict[str, str] = {}
     for note in notes:
         for key in PROVENANCE_KEYS:
@@ -62,6 +66,41 @@ def provenance_hashes(notes: Iterable[Any]) -> dict[str, str]:
             if isinstance(value, dict) and isinstance(value.get("sha256"), str):
                 found.setdefault(value["sha256"], note.path)
     return found
+
+
+def claimed_by(notes: Iterable[Any]) -> dict[str, list[Any]]:
+    """``{sha256: [note, ...]}``: the notes whose provenance claims each hash."""
+    found: dict[str, list[Any]] = {}
+    for note in notes:
+        for key in PROVENANCE_KEYS:
+            value = note.data.get(key)
+            if isinstance(value, dict) and isinstance(value.get("sha256"), str):
+                found.setdefault(value["sha256"], []).append(note)
+    return found
+
+
+def holds_transfer(page: TransferPage, note: Any) -> bool:
+    """Whether ``note`` (``.text``, ``.data``) really holds ``page`` as a copy or an import
+    writes it: the note's provenance claims the page's hash, and the note's text, less the
+    keys the store added that the page lacks (a wiki's ``sources``), is the page's text
+    (less an ``id`` the store dropped) with that provenance set (:func:`note_text`). A
+    note claiming the page's hash over other content holds nothing of it."""
+    own = set(page.frontmatter)
+    for key in PROVENANCE_KEYS:
+        value = note.data.get(key)
+        if not isinstance(value, dict) or value.get("sha256") != page.sha256:
+            continue
+        extra = [k for k in note.data if k != key and k not in own]
+        try:
+            held = drop_keys(note.text, extra) if extra else note.text
+            texts = [page.text]
+            if "id" in own and "id" not in note.data:
+                texts.append(drop_keys(page.text, ("id",)))
+            if any(_with_provenance(text, key, value, page.path) == held for text in texts):
+                return True
+        except BadInput:
+            continue
+    return False
 
 
 def content_hashes(notes: Iterable[Any]) -> dict[str, str]:
@@ -104,20 +143,25 @@ def note_text(page: TransferPage, text: str | None = None) -> str:
 
     :raises BadInput: the frontmatter does not parse.
     """
+    chosen = page.text if text is None else text
+    return _with_provenance(chosen, page.provenance_key, page.provenance, page.path)
+
+
+def _with_provenance(text: str, key: str, value: Any, path: str) -> str:
+    """``text`` with the frontmatter ``key`` set to ``value`` (:func:`note_text`)."""
     from goat_core.filestore._frontmatter import jsonable, parse_note, render_note
 
-    chosen = page.text if text is None else text
-    update: dict[str, Any] = {page.provenance_key: page.provenance}
+    update: dict[str, Any] = {key: value}
     try:
-        return set_keys(chosen, update)
+        return set_keys(text, update)
     except BadInput as exc:
-        parsed = parse_note(chosen)
+        parsed = parse_note(text)
         if parsed.error is not None:
-            raise BadInput(f"{page.path}: {exc}") from None
+            raise BadInput(f"{path}: {exc}") from None
         try:
             return render_note({**jsonable(parsed.data), **update}, parsed.body)
         except ValueError as bad:
-            raise BadInput(f"{page.path}: frontmatter cannot be written: {bad}") from None
+            raise BadInput(f"{path}: frontmatter cannot be written: {bad}") from None
 
 
 def _fold(path: str) -> str:
@@ -154,7 +198,7 @@ def import_into_folder(
     store's worker thread under the store lock.
 
     :param root: the store root (containment of every target).
-    :param notes: the store's parsed notes (``.path``, ``.data``): the provenance hashes.
+    :param notes: the store's parsed notes (``.path``, ``.data``, ``.text``): what it holds.
     :param taken: every file path in the store (case-insensitive clashes are conflicts).
     :param inspect: the policy gate's ``inspect`` (each page body, exactly as stored).
     :param write: writes one planned page (its ``target`` and ``text``), never over an
@@ -170,7 +214,8 @@ def import_into_folder(
     :returns: one item per page, in order.
     """
     notes = list(notes)
-    hashes = provenance_hashes(notes)
+    claims = claimed_by(notes)  # only a claim: checked against the note's content
+    hashes: dict[str, str] = {}  # the pages this batch plans, by hash
     # the pages the store holds byte for byte: an export of this very store imported back
     # (the manifest's source_sha256) finds its pages unchanged, not taken by "other content"
     held = content_hashes(notes)
@@ -190,6 +235,10 @@ def import_into_folder(
             ),
             None,
         )
+        if known is None:
+            known = next(
+                (n.path for n in claims.get(page.sha256, ()) if holds_transfer(page, n)), None
+            )
         origin = held.get(page.origin_sha256) if page.origin_sha256 is not None else None
         if known is None and origin is not None and is_export_of(page, by_path[origin]):
             known = origin

@@ -11,6 +11,14 @@ root (the manifest) records the source scope, provider, counts and each page's s
 path that climbs out or that a store would refuse, no file over the size limit or not
 UTF-8, frontmatter that parses, and, with a manifest, exactly the files it lists with the
 hashes it records. Any problem refuses the bundle (:class:`~goat_core.errors.BadInput`).
+Names compare in Unicode NFC (macOS tools write NFD): an NFD name reads under its NFC name,
+and two files whose names are one name in NFC refuse the bundle. Every file that is not
+read is named in :attr:`Bundle.skipped` with why.
+
+:func:`write_bundle` stages the whole bundle in a folder beside DIR (``.goat-export.<DIR
+name>.<pid>.<hex>``), the manifest last, and renames it into place: a kill leaves DIR
+absent (or as it was) and only that staging folder, which :func:`read_bundle` refuses to
+read as a bundle (and refuses a DIR beside it, or holding one) and the next export removes.
 """
 
 from __future__ import annotations
@@ -18,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import stat
 import unicodedata
 from collections.abc import Mapping, Sequence
@@ -40,6 +49,20 @@ MAX_FILE_BYTES = 4 * 1024 * 1024
 CATALOG_FILES = ("index.md", "log.md")
 #: Problems named in a refusal at most (the rest are counted).
 _SHOWN_PROBLEMS = 10
+#: How an export's staging folder's name starts (beside DIR, or inside it where DIR's
+#: parent takes no new folder).
+STAGING_PREFIX = ".goat-export."
+#: Characters of DIR's name a staging folder beside it repeats (a name stays short).
+_STAGING_NAME_CHARS = 80
+#: ``.goat-export.<DIR name>.<pid>.<hex>`` (beside DIR), ``.goat-export.<pid>.<hex>`` (inside
+#: it) or ``.goat-export.<hex>`` (inside it, written by GOAT before 0.x recorded the pid).
+_STAGING_RE = re.compile(
+    r"\.goat-export\.(?:(?P<name>.+?)\.)??(?:(?P<pid>[0-9]+)\.)?(?P<hex>[0-9a-f]{12})"
+)
+#: Other extensions of Markdown files: page-shaped files a bundle does not read (``.md``).
+_OTHER_MARKDOWN = (".markdown", ".mdown", ".mkd", ".mkdn", ".mdwn")
+#: Staging folders this process is writing now (never stale, whatever their pid).
+_LIVE: set[Path] = set()
 
 
 def sha256_hex(data: bytes | str) -> str:
@@ -125,32 +148,159 @@ def check_target(directory: Path, force: bool) -> None:
     :raises BadInput: naming the rule."""
     if directory.exists() and not directory.is_dir():
         raise BadInput(f"{directory} exists and is not a folder (rule export-target)")
-    if directory.is_dir() and any(directory.iterdir()) and not force:
+    left = [p for p in staging_folders(directory) if p.parent == directory and p not in _LIVE]
+    if left and not force:
+        raise BadInput(
+            f"{directory} holds {left[0].name}, left by an interrupted export: its pages may "
+            "be partial; remove the folder and export again, or pass --force to write into "
+            "it (rule export-target)"
+        )
+    if directory.is_dir() and any(p not in _LIVE for p in directory.iterdir()) and not force:
         raise BadInput(
             f"{directory} is not empty; export into an empty or new folder, or pass --force "
             "to write into it (files of the same path are replaced) (rule export-target)"
         )
 
 
+def staging_folders(directory: Path) -> list[Path]:
+    """The export staging folders of ``directory``: beside it (named for it) and inside it,
+    live or left by an export that was killed (:func:`is_stale`)."""
+    found: list[Path] = []
+    name = directory.name[:_STAGING_NAME_CHARS]
+    for folder, inside in ((directory.parent, False), (directory, True)):
+        try:
+            entries = sorted(os.listdir(folder)) if folder.is_dir() else []
+        except OSError:
+            continue
+        for entry in entries:
+            match = _STAGING_RE.fullmatch(entry)
+            if match is None or (match["name"] is None) != inside:
+                continue
+            if inside or match["name"] == name:
+                found.append(folder / entry)
+    return found
+
+
+def is_stale(staging: Path) -> bool:
+    """Whether ``staging`` was left by an export no longer running: its pid is not a live
+    process of this machine (a staging folder without a pid is an older GOAT's)."""
+    match = _STAGING_RE.fullmatch(staging.name)
+    if match is None:
+        return False
+    if staging in _LIVE:
+        return False
+    if match["pid"] is None:
+        return True
+    pid = int(match["pid"])
+    if pid == os.getpid():
+        return True  # not one of ours (_LIVE): a pid reused after a kill
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except (PermissionError, OverflowError, OSError):
+        return False  # another user's live process, or a pid this system cannot have
+    return False
+
+
+def clear_stale_staging(directory: Path, *, force: bool) -> list[str]:
+    """Remove the staging folders interrupted exports of ``directory`` left, and say so:
+    those beside it always, one inside it when it is all ``directory`` holds or with
+    ``force`` (a folder of partial pages keeps it, so an import still says "interrupted").
+    A staging folder a running export writes stays."""
+    import shutil
+
+    notes: list[str] = []
+    for staging in staging_folders(directory):
+        if not is_stale(staging):
+            continue
+        if staging.parent == directory and not force:
+            try:
+                alone = [p.name for p in directory.iterdir()] == [staging.name]
+            except OSError:
+                alone = False
+            if not alone:
+                continue
+        try:
+            shutil.rmtree(staging)
+        except OSError as exc:
+            notes.append(
+                f"{staging} is left by an interrupted export and could not be removed "
+                f"({exc.strerror}); remove it"
+            )
+            continue
+        notes.append(f"removed {staging}, left by an interrupted export")
+    return notes
+
+
+def _new_staging(directory: Path) -> Path:
+    """A new staging folder beside ``directory`` (so the finished bundle is renamed into
+    place whole), or inside it when its parent takes no new folder (read-only, not ours)."""
+    import errno
+    import secrets
+
+    token = f"{os.getpid()}.{secrets.token_hex(6)}"
+    beside = directory.parent / f"{STAGING_PREFIX}{directory.name[:_STAGING_NAME_CHARS]}.{token}"
+    try:
+        beside.mkdir()  # the mode a new folder gets (0777 less the umask)
+        return beside
+    except OSError as exc:
+        if exc.errno not in (errno.EACCES, errno.EPERM, errno.EROFS) or not directory.is_dir():
+            raise
+    inside = directory / f"{STAGING_PREFIX}{token}"
+    inside.mkdir()
+    return inside
+
+
+def _rename_whole(staging: Path, directory: Path) -> bool:
+    """Rename the finished ``staging`` folder to ``directory`` (absent, or an empty folder
+    whose mode it takes): ``True`` once done, ``False`` where the rename cannot be made (a
+    non-empty ``directory``, a mount point or another filesystem) and the files are moved
+    in one by one instead."""
+    import errno
+
+    try:
+        st = os.lstat(directory)
+    except FileNotFoundError:
+        st = None
+    if st is not None:
+        if not stat.S_ISDIR(st.st_mode) or any(directory.iterdir()):
+            return False
+        os.chmod(staging, stat.S_IMODE(st.st_mode))
+    try:
+        os.replace(staging, directory)
+    except OSError as exc:
+        if exc.errno in (errno.EXDEV, errno.EBUSY, errno.ENOTEMPTY, errno.EEXIST):
+            return False
+        raise
+    return True
+
+
 def write_bundle(
-    directory: Path, files: Sequence[tuple[str, str]], manifest: Mapping[str, Any]
+    directory: Path,
+    files: Sequence[tuple[str, str]],
+    manifest: Mapping[str, Any],
+    *,
+    force: bool = False,
 ) -> None:
     """Write ``files`` (``(bundle path, text)``) and the manifest into ``directory``, never
     outside it and never as a partial bundle.
 
     Every path is checked first (nothing is written while one is refused). The bundle is
-    then written whole into a hidden staging folder inside ``directory`` (made first when
-    absent), so staging and bundle share one filesystem even when ``directory`` is a mount
-    point, and each file is moved into place, the manifest last (``--force`` replaces files
-    of the same path). Where a move is refused (``EXDEV``, ``EBUSY``) the file is copied
-    instead. A fault removes the staging folder, the files moved in that were new and the
-    folders the export made, leaving ``directory`` as it was (a file ``--force`` already
-    replaced stays replaced).
+    then written whole into a staging folder beside ``directory`` (:func:`_new_staging`),
+    the manifest last, and that folder is renamed to ``directory`` (absent, or empty): a
+    kill before leaves ``directory`` as it was, beside it only the staging folder. Where
+    the rename cannot be made (``--force`` into a folder that is not empty, a mount point,
+    another filesystem) each file is moved in, the manifest last, while the staging
+    folder stays beside as the sign of an export under way; where a move is refused
+    (``EXDEV``, ``EBUSY``) the file is copied instead. A fault removes the staging folder,
+    the files moved in that were new and the folders the export made, leaving
+    ``directory`` as it was (a file ``--force`` already replaced stays replaced).
 
     :raises PathError: a path that would leave the folder.
+    :raises BadInput: ``directory`` was filled meanwhile (without ``force``).
     :raises StoreUnwritable: the disk is full or the folder read-only (naming the path).
     """
-    import secrets
     import shutil
 
     from goat_core.filestore import atomic_write, contain
@@ -161,17 +311,26 @@ def write_bundle(
     made: list[Path] = []  # folders (and new files) the export created, undone on a fault
     staging: Path | None = None
     try:
-        for folder in (*reversed(directory.parents), directory):
+        for folder in reversed(directory.parents):
             if not folder.exists():
                 folder.mkdir()
                 made.append(folder)
-        staging = directory / f".goat-export.{secrets.token_hex(6)}"
-        staging.mkdir()  # the mode a new folder gets (0777 less the umask)
+        staging = _new_staging(directory)
+        _LIVE.add(staging)
         for rel, text in files:
             target = contain(staging, rel)
             target.parent.mkdir(parents=True, exist_ok=True)
             atomic_write(target, text.encode("utf-8"))
         atomic_write(staging / MANIFEST_NAME, data.encode("utf-8"))
+        if staging.parent != directory and _rename_whole(staging, directory):
+            _LIVE.discard(staging)
+            staging = None
+            made.clear()
+            return
+        check_target(directory, force)  # filled meanwhile: never merged into without --force
+        if not directory.exists():
+            directory.mkdir()
+            made.append(directory)
         for rel in [*(rel for rel, _text in files), MANIFEST_NAME]:
             target = contain(directory, rel)
             for folder in (*reversed(target.parents), target.parent):
@@ -193,6 +352,7 @@ def write_bundle(
     finally:
         if staging is not None:
             shutil.rmtree(staging, ignore_errors=True)
+            _LIVE.discard(staging)
         for path in reversed(made):  # newest first: files, then their folders
             try:
                 path.rmdir() if path.is_dir() else path.unlink()
@@ -253,15 +413,37 @@ class BundleFile:
     origin_sha256: str | None = None
 
 
+@dataclass(frozen=True)
+class Skipped:
+    """A file (or folder, ``path`` ending ``/``) of a bundle that is not read, and why.
+
+    :param page: it is page-shaped (a Markdown file) and skipped for a reason the user can
+        fix: the bundle is not imported whole (:attr:`Bundle.complete`)."""
+
+    path: str
+    reason: str
+    page: bool = False
+
+
 @dataclass
 class Bundle:
     """A validated bundle: its pages in path order, the manifest (``None`` for a plain
-    folder of Markdown files) and what was not read (other files, catalog files)."""
+    folder of Markdown files) and what was not read, each with why (:attr:`skipped`)."""
 
     root: Path
     files: list[BundleFile] = field(default_factory=list)
     manifest: dict[str, Any] | None = None
-    ignored: list[str] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
+
+    @property
+    def ignored(self) -> list[str]:
+        """The paths of :attr:`skipped`."""
+        return [s.path for s in self.skipped]
+
+    @property
+    def complete(self) -> bool:
+        """No page-shaped file was skipped for a reason the user can fix."""
+        return not any(s.page for s in self.skipped)
 
     @property
     def source_scope(self) -> str:
@@ -312,23 +494,43 @@ def _utf8(name: str) -> bool:
     return True
 
 
-def _walk(directory: Path, problems: list[str], ignored: list[str]) -> list[str]:
-    """Every ``.md`` file under ``directory`` (POSIX, relative), refusing symlinks and
-    special files; dot folders and dot files are not part of a bundle."""
-    found: list[str] = []
+def _shown(name: str) -> str:
+    """A name as a refusal shows it: undecodable bytes escaped."""
+    return name.encode("utf-8", "backslashreplace").decode("utf-8", "replace")
+
+
+def _plural(n: int, what: str) -> str:
+    return f"{n} {what}{'' if n == 1 else 's'}"
+
+
+def _hidden_folder(path: Path, rel: str) -> Skipped:
+    """A hidden folder, skipped whole: named with how many files (and ``.md`` files) it
+    holds."""
+    files = pages = 0
+    for _folder, _dirs, names in os.walk(path, followlinks=False):
+        files += len(names)
+        pages += sum(1 for n in names if n.lower().endswith(".md"))
+    held = f"{_plural(files, 'file')}, {_plural(pages, '.md file')}"
+    return Skipped(f"{rel}/", f"a hidden folder, not imported ({held})")
+
+
+def _walk(directory: Path, problems: list[str], skipped: list[Skipped]) -> dict[str, str]:
+    """Every ``.md`` file under ``directory``: ``{NFC path: path as on disk}`` (POSIX,
+    relative), refusing symlinks, special files and two names one in NFC; dot folders and
+    dot files are not part of a bundle, nor other files (each named in ``skipped``)."""
+    found: dict[str, str] = {}
     for folder, dirs, names in os.walk(directory, followlinks=False):
         base = Path(folder)
         keep = []
         for d in sorted(dirs):
             rel = (base / d).relative_to(directory).as_posix()
             if not _utf8(rel):
-                shown = rel.encode("utf-8", "backslashreplace").decode("ascii", "replace")
-                problems.append(f"{shown}/: its name is not UTF-8 (rule bundle-name)")
+                problems.append(f"{_shown(rel)}/: its name is not UTF-8 (rule bundle-name)")
                 continue
-            if d.startswith("."):
-                ignored.append(rel + "/")
-            elif (base / d).is_symlink():
+            if (base / d).is_symlink():
                 problems.append(f"{rel}: a symlink (rule bundle-symlink)")
+            elif d.startswith("."):
+                skipped.append(_hidden_folder(base / d, rel))
             else:
                 keep.append(d)
         dirs[:] = keep
@@ -336,23 +538,77 @@ def _walk(directory: Path, problems: list[str], ignored: list[str]) -> list[str]
             path = base / name
             rel = path.relative_to(directory).as_posix()
             if not _utf8(rel):
-                shown = rel.encode("utf-8", "backslashreplace").decode("ascii", "replace")
-                problems.append(f"{shown}: its name is not UTF-8 (rule bundle-name)")
-                continue
-            if name.startswith("."):
-                ignored.append(rel)
+                problems.append(f"{_shown(rel)}: its name is not UTF-8 (rule bundle-name)")
                 continue
             st = os.lstat(path)
+            lower = name.lower()
             if stat.S_ISLNK(st.st_mode):
                 problems.append(f"{rel}: a symlink (rule bundle-symlink)")
             elif not stat.S_ISREG(st.st_mode):
                 problems.append(f"{rel}: not a regular file (rule bundle-file)")
-            elif not name.lower().endswith(".md"):
+            elif name.startswith("."):
+                skipped.append(Skipped(rel, "a hidden file, not imported"))
+            elif lower.endswith(_OTHER_MARKDOWN):
+                skipped.append(
+                    Skipped(
+                        rel,
+                        "a Markdown file not named .md, not imported: rename it to .md to "
+                        "import it",
+                        page=True,
+                    )
+                )
+            elif not lower.endswith(".md"):
                 if rel != MANIFEST_NAME:
-                    ignored.append(rel)
+                    kind = PurePosixPath(name).suffix or "no extension"
+                    skipped.append(Skipped(rel, f"not a Markdown page ({kind}), not imported"))
             else:
-                found.append(unicodedata.normalize("NFC", rel))
+                nfc = unicodedata.normalize("NFC", rel)
+                twin = found.setdefault(nfc, rel)
+                if twin != rel:
+                    problems.append(
+                        f"{ascii(twin)[1:-1]} and {ascii(rel)[1:-1]}: one name in two "
+                        "Unicode forms (NFC and NFD), so one page path; keep one "
+                        "(rule bundle-path)"
+                    )
     return found
+
+
+def _json(path: Path, shown: str, problems: list[str]) -> Any:
+    """The JSON in ``path``, or ``None`` with the problem named in one line: unreadable,
+    not UTF-8, not JSON, nested too deeply (``RecursionError``) or a number too long."""
+    try:
+        return json.loads(path.read_text("utf-8"))
+    except RecursionError:
+        why = "nested too deeply"
+    except (OSError, UnicodeDecodeError, ValueError, MemoryError) as exc:
+        why = _one_line(str(exc) or type(exc).__name__)
+    problems.append(f"{shown}: not readable JSON ({why}) (rule bundle-manifest)")
+    return None
+
+
+def _one_line(text: str, limit: int = 200) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def _interrupted(directory: Path) -> str | None:
+    """Why ``directory`` looks like an export that did not finish (it is a staging folder,
+    or one is beside it or inside it), or ``None``."""
+    if _STAGING_RE.fullmatch(directory.name) is not None:
+        return (
+            f"{directory.name} is the staging folder of an interrupted export (goat export "
+            "writes the bundle there and renames it into place when whole): its pages may be "
+            "partial; export again (rule bundle-interrupted)"
+        )
+    left = staging_folders(directory)
+    if left:
+        where = "beside" if left[0].parent != directory else "inside"
+        return (
+            f"{left[0].name} {where} it: an interrupted export (or one still running) left "
+            "this folder, its pages may be partial; export again, or remove "
+            f"{left[0]} to import the folder as it is (rule bundle-interrupted)"
+        )
+    return None
 
 
 def _load_manifest(directory: Path, problems: list[str]) -> dict[str, Any] | None:
@@ -362,10 +618,8 @@ def _load_manifest(directory: Path, problems: list[str]) -> dict[str, Any] | Non
     if path.is_symlink() or not path.is_file():
         problems.append(f"{MANIFEST_NAME}: a symlink or not a file (rule bundle-manifest)")
         return None
-    try:
-        data = json.loads(path.read_text("utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        problems.append(f"{MANIFEST_NAME}: not readable JSON ({exc}) (rule bundle-manifest)")
+    data = _json(path, MANIFEST_NAME, problems)
+    if data is None:
         return None
     pages = data.get("pages") if isinstance(data, dict) else None
     if (
@@ -409,9 +663,13 @@ def read_bundle(directory: Path, *, max_bytes: int = MAX_FILE_BYTES) -> Bundle:
         raise NotFound(f"no bundle at {directory}")
     if directory.is_symlink() or not directory.is_dir():
         raise BadInput(f"{directory} is not a folder (rule bundle)")
+    interrupted = _interrupted(directory)
+    if interrupted is not None:
+        raise _refuse(directory, [interrupted])
     problems: list[str] = []
     bundle = Bundle(root=directory)
-    paths = _walk(directory, problems, bundle.ignored)
+    on_disk = _walk(directory, problems, bundle.skipped)
+    paths = sorted(on_disk)
     manifest = _load_manifest(directory, problems)
     bundle.manifest = manifest
     listed: dict[str, Mapping[str, Any]] = {}
@@ -422,6 +680,9 @@ def read_bundle(directory: Path, *, max_bytes: int = MAX_FILE_BYTES) -> Bundle:
             if why is not None:
                 problems.append(f"manifest path {rel!r}: {why}")
                 continue
+            if rel in listed:
+                problems.append(f"{rel}: listed twice in the manifest (rule bundle-manifest)")
+                continue
             listed[rel] = entry
         for rel in sorted(set(listed) - set(paths)):
             problems.append(f"{rel}: listed in the manifest but missing (rule bundle-manifest)")
@@ -429,7 +690,12 @@ def read_bundle(directory: Path, *, max_bytes: int = MAX_FILE_BYTES) -> Bundle:
             problems.append(f"{rel}: not listed in the manifest (rule bundle-manifest)")
     else:
         catalog = [p for p in paths if p.casefold() in CATALOG_FILES]
-        bundle.ignored.extend(catalog)
+        bundle.skipped.extend(
+            Skipped(
+                p, "OKF's catalog file: without a manifest, a root index.md or log.md is not a page"
+            )
+            for p in catalog
+        )
         paths = [p for p in paths if p not in catalog]
     folded: dict[str, str] = {}
     for rel in paths:
@@ -441,7 +707,7 @@ def read_bundle(directory: Path, *, max_bytes: int = MAX_FILE_BYTES) -> Bundle:
         if twin != rel:
             problems.append(f"{rel}: differs only in case from {twin} (rule bundle-path)")
             continue
-        path = directory / rel
+        path = directory / on_disk[rel]  # the name as written (NFD from macOS tools)
         try:
             size = path.stat().st_size
             if size > max_bytes:
@@ -491,4 +757,5 @@ def read_bundle(directory: Path, *, max_bytes: int = MAX_FILE_BYTES) -> Bundle:
         )
     if problems:
         raise _refuse(directory, problems)
+    bundle.skipped.sort(key=lambda s: s.path)
     return bundle

@@ -20,6 +20,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
+from pydantic import BaseModel, ConfigDict
+
 from goat_core.contract import (
     COPIED_FROM,
     IMPORT_OPERATION,
@@ -37,8 +39,10 @@ from goat_core.errors import BadInput, GoatError, NotSupported
 from goat_core.host._context import MemoryContext
 from goat_core.host._hostbase import HostBase
 from goat_core.host._okf import (
+    Skipped,
     bundle_path,
     check_target,
+    clear_stale_staging,
     manifest_for,
     now_iso,
     read_bundle,
@@ -49,6 +53,41 @@ from goat_core.host._okf import (
 )
 
 Progress = Callable[[int, int], None]
+
+
+class SkippedFile(BaseModel):
+    """A bundle file (or folder, ending ``/``) an import did not read, and why; ``page``:
+    a page-shaped file skipped for a reason the user can fix (the import is not complete)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    path: str
+    reason: str
+    page: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {"path": self.path, "reason": self.reason, "page": self.page}
+
+
+class BundleReport(TransferReport):
+    """The report of an export or an import: a :class:`TransferReport` plus, for an
+    import, every file of the folder not read (``skipped``), and ``notes`` (a staging
+    folder an interrupted export left, removed)."""
+
+    skipped: tuple[SkippedFile, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        data = super().to_json()
+        if self.operation == "import":
+            data["skipped"] = [s.to_json() for s in self.skipped]
+        data["notes"] = list(self.notes)
+        return data
+
+
+def _skipped(items: Sequence[Skipped]) -> tuple[SkippedFile, ...]:
+    return tuple(SkippedFile(path=s.path, reason=s.reason, page=s.page) for s in items)
+
 
 #: Pages asked for per listing call (every provider that lists pages accepts 100).
 _LIST_BATCH = 100
@@ -264,10 +303,15 @@ class HostTransfer(HostBase):
         :returns: ``complete=False`` with ``degraded`` reasons when the listing was not
             whole (a page hidden by policy, an unreadable note, a bank that changed while
             paging); the manifest records the same.
+        The bundle is staged beside ``directory`` and renamed into place whole
+        (:func:`~goat_core.host._okf.write_bundle`); staging folders an interrupted export
+        of ``directory`` left are removed first, each named in ``notes``.
+
         :raises BadInput: ``directory`` is not empty (without ``force``) or not a folder.
         :raises NotSupported: the provider does not list pages.
         """
         directory = Path(directory)
+        notes = clear_stale_staging(directory, force=force)
         check_target(directory, force)
         context = await self._opened(scope)
         if context.spec is not None and not context.spec.supports(Capability.PAGES):
@@ -283,9 +327,11 @@ class HostTransfer(HostBase):
         for done, summary in enumerate(summaries, start=1):
             page = await context.get_page(summary.id)
             rel = bundle_path(page)
-            twin = taken.setdefault(rel.casefold(), rel)
+            twin = taken.setdefault(unicodedata.normalize("NFC", rel).casefold(), rel)
             if twin != rel:
-                degraded.append(f"{rel}: differs only in case from {twin}; not exported")
+                degraded.append(
+                    f"{rel}: differs only in case or Unicode form from {twin}; not exported"
+                )
                 complete = False
                 continue
             text = render_page(page, updated=summary.updated, default_type=default_type)
@@ -311,14 +357,15 @@ class HostTransfer(HostBase):
             complete=complete,
             degraded=degraded,
         )
-        write_bundle(directory, files, manifest)
-        return TransferReport(
+        write_bundle(directory, files, manifest, force=force)
+        return BundleReport(
             operation="export",
             source=scope.key,
             destination=str(directory),
             items=tuple(items),
             complete=complete,
             degraded=tuple(degraded),
+            notes=tuple(notes),
         )
 
     # -- import -----------------------------------------------------------------------------
@@ -338,6 +385,12 @@ class HostTransfer(HostBase):
         a bad one is refused before anything is written. Each page carries
         ``imported_from`` provenance; importing twice adds nothing (content hash); a taken
         path is a ``conflict`` (``rename``: the next free name).
+
+        :returns: a :class:`BundleReport` naming every file not read (``skipped``, with
+            why); ``complete=False`` (``degraded`` says which) when a page-shaped file was
+            skipped for a reason the user can fix (a ``.markdown`` name).
+        :raises BadInput: an interrupted export (a staging folder, one beside or inside the
+            folder): its pages may be partial.
 
         :raises BadInput: a refused bundle, naming its problems.
         :raises NotFound: no such folder.
@@ -374,10 +427,13 @@ class HostTransfer(HostBase):
             resend_unknown=resend_unknown,
             progress=progress,
         )
-        return TransferReport(
+        return BundleReport(
             operation="import",
             source=str(bundle.root),
             destination=scope.key,
             dry_run=dry_run,
             items=tuple(items),
+            complete=bundle.complete,
+            degraded=tuple(f"{s.path}: {s.reason}" for s in bundle.skipped if s.page),
+            skipped=_skipped(bundle.skipped),
         )

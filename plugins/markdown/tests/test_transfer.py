@@ -524,3 +524,108 @@ def test_a_forged_source_hash_never_hides_frontmatter_that_parses_alike(
     written = parse_note((vault / "new.md").read_text(encoding="utf-8"))
     assert written.body == "body of fm\n" and "imported_from" in written.data
     assert (vault / "fm.md").read_text(encoding="utf-8") == FM
+
+
+# -- adversarial findings: each with the exact input that was reproduced ----------------------
+def test_an_nfd_named_page_imports_and_nfc_nfd_twins_are_refused(
+    tmp_path: Path, host: SyncMemoryHost
+) -> None:
+    """The exact input: a bundle holding only ``café.md`` in NFD was refused "not
+    readable"; one holding it in NFC ("AAA") and NFD ("BBB") imported as ``copied 1,
+    duplicates 1`` and lost "BBB". Now the NFD page lands under its NFC name, and twins
+    are refused (exit 2) naming both forms, with nothing written."""
+    nfc, nfd = "caf\u00e9.md", "cafe\u0301.md"
+    home, vault = tmp_path / "home", tmp_path / "vault"
+    vault.mkdir()
+    host.bind(Scope.pen("p"), "markdown", {"root": str(vault)})
+    only = tmp_path / "only"
+    only.mkdir()
+    (only / nfd).write_text("AAA\n", encoding="utf-8")
+    code, out = _goat(home, "import", str(only), "--pen", "p", "--json")
+    assert code == 0, out
+    (item,) = json.loads(out)["items"]
+    assert (item["outcome"], item["target"]) == ("stored", nfc)
+    assert parse_note((vault / nfc).read_text(encoding="utf-8")).body == "AAA\n"
+
+    twins = tmp_path / "twins"
+    twins.mkdir()
+    (twins / nfc).write_text("AAA\n", encoding="utf-8")
+    (twins / nfd).write_text("BBB\n", encoding="utf-8")
+    if len(list(twins.iterdir())) < 2:
+        pytest.skip("the file system normalises names")
+    before = _tree(vault)
+    code, out = _goat(home, "import", str(twins), "--pen", "p")
+    assert code == 2, out
+    assert "caf\\xe9.md" in out and "cafe\\u0301.md" in out, out
+    assert _tree(vault) == before
+
+
+def test_a_spoofed_provenance_hash_never_hides_a_page(tmp_path: Path, host: SyncMemoryHost) -> None:
+    """The exact input: a page whose frontmatter ``copied_from.sha256`` claims another
+    file's hash made a later import of that file report ``duplicate``, so it was never
+    written. Duplicates are found by the content the store holds: the file is stored,
+    and importing it again (its note really holds it) is then a duplicate."""
+    home, vault, folder = tmp_path / "home", tmp_path / "vault", tmp_path / "in"
+    vault.mkdir()
+    folder.mkdir()
+    real = "---\ntitle: Real\n---\nthe real content\n"
+    (folder / "Real.md").write_text(real, encoding="utf-8")
+    claim = hashlib.sha256(real.encode()).hexdigest()
+    (vault / "spoof.md").write_text(
+        f"---\ncopied_from: {{scope: global, provider: markdown, id: x, sha256: {claim}, "
+        "at: '2024-01-01T00:00:00Z'}\n---\nsomething else entirely\n",
+        encoding="utf-8",
+    )
+    host.bind(Scope.pen("p"), "markdown", {"root": str(vault)})
+    code, out = _goat(home, "import", str(folder), "--pen", "p", "--json")
+    assert code == 0, out
+    (item,) = json.loads(out)["items"]
+    assert (item["outcome"], item["target"]) == ("stored", "Real.md"), item
+    assert parse_note((vault / "Real.md").read_text()).body == "the real content\n"
+    code, out = _goat(home, "import", str(folder), "--pen", "p", "--json")
+    assert code == 0, out
+    assert [i["outcome"] for i in json.loads(out)["items"]] == ["duplicate"]
+
+
+def test_a_deep_manifest_is_bad_input_on_the_command_line(
+    tmp_path: Path, host: SyncMemoryHost
+) -> None:
+    """The exact input: ``goat-export.json`` nested 100,000 deep: exit 1 "unexpected
+    RecursionError"; now exit 2 with one line naming the manifest."""
+    home, folder = tmp_path / "home", tmp_path / "in"
+    folder.mkdir()
+    (folder / "a.md").write_text("a\n", encoding="utf-8")
+    (folder / "goat-export.json").write_text("[" * 100_000 + "]" * 100_000)
+    host.bind(Scope.pen("p"), "markdown", {})
+    code, out = _goat(home, "import", str(folder), "--pen", "p")
+    assert code == 2, out
+    assert "unexpected" not in out and "nested too deeply" in out
+    assert len(out.strip().splitlines()) == 1, out
+
+
+def test_a_folder_import_names_every_skipped_file(tmp_path: Path, host: SyncMemoryHost) -> None:
+    """The exact input: a folder import skipped ``.hidden/h.md`` and ``notes.txt`` without
+    a word. Both are counted and named, with why, in the text output and in ``--json``;
+    the import is complete (a hidden folder is a choice, a ``.txt`` is not a page)."""
+    home, folder = tmp_path / "home", tmp_path / "in"
+    (folder / ".hidden").mkdir(parents=True)
+    (folder / "a.md").write_text("a\n", encoding="utf-8")
+    (folder / ".hidden" / "h.md").write_text("h\n", encoding="utf-8")
+    (folder / "notes.txt").write_text("text\n", encoding="utf-8")
+    host.bind(Scope.pen("p"), "markdown", {})
+    code, out = _goat(home, "import", str(folder), "--pen", "p", "--dry-run")
+    assert code == 0, out
+    assert "skipped 2" in out, out
+    assert ".hidden/" in out and "hidden folder" in out and "notes.txt" in out, out
+    code, out = _goat(home, "import", str(folder), "--pen", "p", "--json")
+    assert code == 0, out
+    report = json.loads(out)
+    assert report["complete"] is True and report["summary"]["copied"] == 1
+    assert {s["path"] for s in report["skipped"]} == {".hidden/", "notes.txt"}
+    assert all(s["reason"] for s in report["skipped"])
+
+    (folder / "b.markdown").write_text("b\n", encoding="utf-8")
+    code, out = _goat(home, "import", str(folder), "--pen", "p", "--json")
+    report = json.loads(out)
+    assert code == 6 and report["complete"] is False, out
+    assert any("b.markdown" in d for d in report["degraded"]), report

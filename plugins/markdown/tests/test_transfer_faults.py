@@ -216,3 +216,79 @@ def test_a_killed_import_loses_nothing_and_the_next_one_finishes_it(
     assert json.dumps(report.summary) == json.dumps(
         {"copied": 30, "duplicates": 30, "conflicts": 0, "rejected": 0, "unknown": 0, "planned": 0}
     )
+
+
+_EXPORT_CHILD = """
+import sys, time
+import goat_core.filestore as filestore
+from goat_core.cli import cli
+
+real = filestore.atomic_write
+
+def slow(path, data, **kw):  # each bundle file takes a moment: the kill lands midway
+    time.sleep(0.004)
+    return real(path, data, **kw)
+
+filestore.atomic_write = slow
+cli.main(sys.argv[1:])
+"""
+
+
+def test_a_killed_export_leaves_no_partial_bundle(tmp_path: Path, host: SyncMemoryHost) -> None:
+    """The exact input: ``goat export D`` of many pages, ``kill -9`` once its staging folder
+    held some, left ``.md`` files in D with no manifest. Now D is absent: only the staging
+    folder beside it stays, an import of it is refused as an interrupted export, and the
+    next export names it, removes it and writes D whole."""
+    import time
+
+    src = tmp_path / "SRC"
+    src.mkdir()
+    pages = 400
+    for n in range(pages):
+        (src / f"p{n:04}.md").write_text(f"page {n}\n", encoding="utf-8")
+    host.bind(Scope.pen("src"), "markdown", {"root": str(src)})
+    out = tmp_path / "out"
+    out.mkdir()
+    target = out / "D"
+    home = str(tmp_path / "home")
+    args = ["export", str(target), "--pen", "src", "--home", home]
+    child = subprocess.Popen(
+        [sys.executable, "-c", _EXPORT_CHILD, *args],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    staging: Path | None = None
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and child.poll() is None:
+            here = [*out.iterdir(), *(target.iterdir() if target.is_dir() else ())]
+            found = [p for p in here if p.name.startswith(".goat-export.")]
+            if found and len(list(found[0].glob("*.md"))) >= 20:
+                staging = found[0]
+                break
+            time.sleep(0.005)
+    finally:
+        child.kill()
+        child.wait(timeout=60)
+    assert staging is not None, "the export ended before it could be killed"
+    assert not target.exists()
+    assert [p.name for p in out.iterdir()] == [staging.name]
+    assert not (staging / "goat-export.json").exists()
+
+    code, said = _goat(Path(home), "import", str(target), "--pen", "dst")
+    assert code == 3, said  # no D: nothing that looks like a bundle
+    code, said = _goat(Path(home), "import", str(staging), "--pen", "dst")
+    assert code == 2 and "interrupted export" in said, said
+
+    code, said = _goat(Path(home), "export", str(target), "--pen", "src")
+    assert code == 0, said
+    assert staging.name in said and "removed" in said, said
+    assert sorted(p.name for p in out.iterdir()) == ["D"]
+    manifest = json.loads((target / "goat-export.json").read_text(encoding="utf-8"))
+    assert manifest["counts"]["pages"] == pages == len(list(target.glob("*.md")))
+
+
+def _goat(home: Path, *args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(cli, [*args, "--home", str(home)])
+    return result.exit_code, result.output
