@@ -46,6 +46,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 from urllib.parse import urlsplit
 
@@ -62,6 +63,7 @@ __all__ = [
     "GIT_TIMEOUT_SECONDS",
     "earlier_pens",
     "is_never_a_project",
+    "kept_pen",
     "normalize_remote_url",
     "project_identity",
     "resolve_request",
@@ -310,6 +312,19 @@ def earlier_pens(cwd: Path) -> list[tuple[Scope, str]]:
     pen = derive_pen_id(top.name, top.as_posix())
     out.append((Scope.pen(pen), "before the folder became a git repository"))
     return out
+
+
+def kept_pen(cwd: Path, derived: Scope, bound: Callable[[Scope], bool]) -> tuple[Scope, str] | None:
+    """The bound Pen ``cwd`` keeps when its identity changed: ``(pen, why)`` when the Pen
+    it derives now (``derived``) is unbound and exactly one of :func:`earlier_pens` is
+    bound, else ``None`` (serve ``derived``). Memory never moves silently to an unbound Pen.
+
+    :raises ScopeError: as :func:`project_identity`. Errors of ``bound`` pass through.
+    """
+    if derived.pen_id is None or bound(derived):
+        return None
+    earlier = [(pen, why) for pen, why in earlier_pens(cwd) if bound(pen)]
+    return earlier[0] if len(earlier) == 1 else None
 
 
 def project_identity(cwd: Path) -> tuple[str, Derivation, str]:

@@ -59,3 +59,19 @@ def test_without_json_a_plugins_print_is_left_alone(noisy: dict[str, str], tmp_p
         [GOAT, "scope"], env=noisy, cwd=tmp_path, capture_output=True, text=True, timeout=60
     )
     assert "noisy plugin: imported" in proc.stdout
+
+
+def test_every_json_printer_goes_through_emit_json() -> None:
+    """With --json, stdout is reserved for ``emit_json``: a command that printed its JSON
+    some other way would put it on stderr. The exact lines that did: status and the wiki."""
+    import re
+
+    root = Path(__file__).resolve().parents[1]
+    sources = [*root.glob("goat_core/cli/*.py"), *root.glob("plugins/*/src/*/cli.py")]
+    found = [
+        f"{p.relative_to(root)}:{n}"
+        for p in sources
+        for n, line in enumerate(p.read_text().splitlines(), 1)
+        if re.search(r"(click\.echo|print)\(json\.dumps", line)
+    ]
+    assert found == []

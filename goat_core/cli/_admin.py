@@ -3,7 +3,6 @@ status."""
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -491,7 +490,7 @@ def status_cmd(as_json: bool, watch: bool, interval: float, times: int, home: Pa
             while True:
                 rows = _checked_status(host, request)
                 if as_json:
-                    click.echo(json.dumps({"bindings": rows}, ensure_ascii=False, default=str))
+                    emit_json({"bindings": rows}, line=True)
                 else:
                     if watch and rendered and sys.stdout.isatty():
                         click.clear()

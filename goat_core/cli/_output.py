@@ -49,9 +49,10 @@ def reserve_stdout() -> None:
     sys.stdout = sys.stderr
 
 
-def emit_json(data: Any) -> None:
-    """Print ``data`` as indented JSON on stdout (non-ASCII kept, other values as ``str``)."""
-    text = json.dumps(data, ensure_ascii=False, indent=2, default=str)
+def emit_json(data: Any, *, line: bool = False) -> None:
+    """Print ``data`` as indented JSON on stdout (non-ASCII kept, other values as ``str``);
+    with ``line``, as one line (a stream of JSON lines)."""
+    text = json.dumps(data, ensure_ascii=False, indent=None if line else 2, default=str)
     if _json_fd is None:
         click.echo(text)
         return

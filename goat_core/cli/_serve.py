@@ -347,19 +347,29 @@ def doctor_claude_code(
     import importlib.util
 
     from goat_core.cli._options import _registry
+    from goat_core.errors import ScopeError
     from goat_core.host import Chat, SyncMemoryHost
+    from goat_core.serve._hosts import claude_plugin_state
     from goat_core.serve._scope import env_pin, has_binding, resolve_serve_scope
 
     directory = directory or os.environ.get("CLAUDE_PROJECT_DIR") or os.getcwd()
-    pin = pin if pin is not None else env_pin()
+    plugin = claude_plugin_state(Path(directory), os.environ)
+    problems: list[str] = list(plugin.problems)
+    if pin is None:  # what Claude Code will pass: the plugin's saved option, else the env
+        pin = plugin.scope_pin if plugin.scope_pin is not None else env_pin()
     registry = _registry()
     # the server (--from-dir) and the hook ($CLAUDE_PROJECT_DIR, else cwd) resolve through
     # this one function with the one pin setting; the plugin's tests run both commands
     goat_home = _home(home)
-    server = resolve_serve_scope(
-        registry, from_dir=directory, pin=pin, bound=has_binding(goat_home)
-    )
-    problems: list[str] = []
+    try:
+        server = resolve_serve_scope(
+            registry, from_dir=directory, pin=pin, bound=has_binding(goat_home)
+        )
+    except ScopeError as exc:
+        raise ScopeError(
+            f"{exc}: the plugin's goat serve would refuse to start and its hooks give no "
+            f"context (scope_pin from {plugin.settings or 'the environment'})"
+        ) from exc
     with SyncMemoryHost(home=goat_home, registry=registry) as host:
         context = host.context_for(Chat(project_id=server.scope.pen_id))
         label, available, reason = context.label, context.available, context.reason
@@ -466,7 +476,7 @@ def _doctor_host(name: str) -> click.Command:
                 problems.append(
                     f"{host.title} would start goat serve with the GOAT home "
                     f"{served_home.config_dir} ({report.home_how}), not {mine.describe()}: "
-                    f"pass it with --home in args or GOAT_HOME in the entry's env"
+                    f"pass it with {host.home_advice}"
                 )
             cwd = report.path.parent if report.path else project
             choice = _served_scope_args(report.args)

@@ -9,7 +9,16 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
-from goat_core.contract import Binding, Derivation, Health, ProviderSpec, Scope, ScopeRequest, Tone
+from goat_core.contract import (
+    Binding,
+    Derivation,
+    Health,
+    ProviderSpec,
+    Scope,
+    ScopeRequest,
+    ScopeResolution,
+    Tone,
+)
 from goat_core.errors import BadInput, ConfigError, GoatError
 from goat_core.host._config import Config, binding_id_for
 from goat_core.host._context import MemoryContext
@@ -417,28 +426,44 @@ class HostBindings(HostBase):
         self._sync_remote()  # status only for the configuration in force now
         rows: list[BindingStatus] = []
         resolution = self.registry.resolve_scope(request) if request is not None else None
+        kept = self._kept(request, resolution)
         scopes: list[Scope] = [Scope.global_()]
         for key in sorted(config.selection, key=lambda k: (k != "global", k)):
             scope = Scope.parse(key)
             if scope not in scopes:
                 scopes.append(scope)
-        if resolution is not None and resolution.scope not in scopes:
-            scopes.append(resolution.scope)
+        here = kept[0] if kept is not None else resolution.scope if resolution else None
+        if here is not None and here not in scopes:
+            scopes.append(here)
         for scope in scopes:
             row = self._status_row(scope)
             if (
                 resolution is not None
-                and resolution.scope == scope
+                and here == scope
                 and (resolution.derivation is not Derivation.GLOBAL)
             ):
-                row = row.model_copy(
-                    update={
-                        "identity": resolution.identity,
-                        "derivation": resolution.derivation.value,
-                    }
-                )
+                how = "continued" if kept is not None else resolution.derivation.value
+                row = row.model_copy(update={"identity": resolution.identity, "derivation": how})
             rows.append(row)
         return rows
+
+    def _kept(
+        self, request: ScopeRequest | None, resolution: ScopeResolution | None
+    ) -> tuple[Scope, str] | None:
+        """The bound Pen the current folder keeps after its identity changed
+        (:func:`goat_core.scope.kept_pen`), so status shows the Pen that is served."""
+        from goat_core.scope import kept_pen
+
+        if request is None or request.cwd is None or resolution is None:
+            return None
+
+        def bound(scope: Scope) -> bool:
+            return self.config.selected(scope) is not None
+
+        try:
+            return kept_pen(request.cwd, resolution.scope, bound)
+        except GoatError:
+            return None
 
     def _status_row(self, scope: Scope) -> BindingStatus:
         context = self._context(scope)

@@ -211,7 +211,8 @@ def load_config(home: GoatHome) -> Config:
         raise ConfigError(f"{where} is not UTF-8 text (byte {exc.start})") from exc
     except json.JSONDecodeError as exc:
         raise ConfigError(
-            f"{where} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+            f"{where} is not valid JSON: {exc.msg.removesuffix(' at')} (line {exc.lineno}, "
+            f"column {exc.colno})"
         ) from exc
     except ValueError as exc:
         raise ConfigError(f"{where} is not valid: {exc}") from exc

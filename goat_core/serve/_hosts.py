@@ -46,6 +46,8 @@ class McpHost:
     project_vars: tuple[str, ...] = ()
     needs_type: str | None = None
     snippet: str = ""
+    #: how an entry hands the server GOAT_HOME, for the doctor's advice
+    home_advice: str = "--home DIR in args, or GOAT_HOME in the entry's env"
 
 
 HOSTS: dict[str, McpHost] = {
@@ -58,6 +60,7 @@ HOSTS: dict[str, McpHost] = {
             "mcp_servers",
             passes_env=False,
             snippet="codex.toml",
+            home_advice='env_vars = ["GOAT_HOME"], or --home DIR in args',
         ),
         McpHost(
             "cursor",
@@ -234,10 +237,11 @@ def _served_home(
         value = _expand(str(given["GOAT_HOME"]), host, project, env)
         return (value or None), "env GOAT_HOME in the entry"
     names = entry.get("env_vars") or []
+    unset = "" if env.get("GOAT_HOME") else ", unset here: the platform default"
     if host.name == "codex" and isinstance(names, list) and "GOAT_HOME" in names:
-        return env.get("GOAT_HOME") or None, "env_vars passes GOAT_HOME"
+        return env.get("GOAT_HOME") or None, f"env_vars passes GOAT_HOME{unset}"
     if host.passes_env:
-        return env.get("GOAT_HOME") or None, f"{host.title} passes its environment"
+        return env.get("GOAT_HOME") or None, f"{host.title} passes its environment{unset}"
     return None, f"{host.title} does not pass GOAT_HOME"
 
 
@@ -245,3 +249,50 @@ def goat_executable() -> str:
     """This ``goat``'s absolute path (beside the interpreter, else on PATH)."""
     beside = Path(sys.executable).parent / "goat"
     return str(beside) if beside.is_file() else (shutil.which("goat") or "goat")
+
+
+#: The Claude Code plugin's id in its settings (``<plugin>@<marketplace>``).
+CLAUDE_PLUGIN_ID = "goat-memory@goat-memory"
+
+
+@dataclass
+class ClaudePluginState:
+    """What Claude Code's settings say of the GOAT plugin: whether it is enabled, its saved
+    ``scope_pin`` (``None``: not set), the settings file read, and the problems found."""
+
+    enabled: bool = False
+    scope_pin: str | None = None
+    settings: Path | None = None
+    problems: list[str] = field(default_factory=list)
+
+
+def claude_plugin_state(project: Path, env: Mapping[str, str]) -> ClaudePluginState:
+    """Read ``$CLAUDE_CONFIG_DIR`` (default ``~/.claude``) ``settings.json`` and the
+    project's ``.claude/settings.json`` for the plugin (``enabledPlugins``,
+    ``pluginConfigs.<id>.options.scope_pin``)."""
+    base = Path(env.get("CLAUDE_CONFIG_DIR") or Path(env.get("HOME") or "~") / ".claude")
+    state = ClaudePluginState()
+    for path in (base.expanduser() / "settings.json", project / ".claude" / "settings.json"):
+        if not path.is_file():
+            continue
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError, RecursionError) as exc:
+            state.problems.append(f"{path} cannot be read: {exc}")
+            continue
+        if not isinstance(data, Mapping):
+            continue
+        enabled = data.get("enabledPlugins")
+        if isinstance(enabled, Mapping) and enabled.get(CLAUDE_PLUGIN_ID) is True:
+            state.enabled = True
+        configs = data.get("pluginConfigs")
+        options = configs.get(CLAUDE_PLUGIN_ID) if isinstance(configs, Mapping) else None
+        options = options.get("options") if isinstance(options, Mapping) else None
+        if isinstance(options, Mapping) and isinstance(options.get("scope_pin"), str):
+            state.scope_pin, state.settings = options["scope_pin"], path
+    if not state.enabled:
+        state.problems.append(
+            f"the {CLAUDE_PLUGIN_ID} plugin is not enabled in Claude Code's settings "
+            f"({base / 'settings.json'}): claude plugin install {CLAUDE_PLUGIN_ID}"
+        )
+    return state

@@ -55,9 +55,12 @@ def scope_receipt(
         memory can be used now. :param reason: why not, when it cannot.
     """
     scope = served.scope
+    missing = (
+        "" if home.config_dir.is_dir() else ", which does not exist (is GOAT_HOME or --home right?)"
+    )
     lines = [
         f"GOAT memory: {label} ({scope.key}), {how_chosen(served)}.",
-        f"GOAT home: {home.describe()}.",
+        f"GOAT home: {home.describe()}{missing}.",
     ]
     if available:
         lines.append(f"Memory: bound to {provider}; use the recall and remember tools.")

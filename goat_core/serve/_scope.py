@@ -91,7 +91,12 @@ def parse_pin(value: str | None) -> Scope | None:
         return Scope.global_()
     if text.lower().startswith("pen:"):
         return Scope.pen(text[4:])
-    raise ScopeError(f"pin {value!r} is neither 'global' nor 'pen:ID' (e.g. pen:{text.lower()})")
+    example = f"pen:{text.lower()}"
+    try:
+        Scope.pen(text.lower())
+    except ScopeError:
+        example = "pen:my-project"
+    raise ScopeError(f"pin {value!r} is neither 'global' nor 'pen:ID' (e.g. {example})")
 
 
 def resolve_serve_scope(
@@ -144,21 +149,25 @@ def continued(derived: ServeScope, bound: Callable[[Scope], bool]) -> ServeScope
     """``derived``, or the bound Pen its folder derived before (``how`` ``continued``).
 
     When a folder's project identity changes (a git remote added, ``git init``), it derives
-    a new Pen. If that Pen is unbound and exactly one Pen it derived before
-    (:func:`goat_core.scope.earlier_pens`) is bound, the bound one is kept: memory never
-    moves silently to an unbound Pen. Anything else gives ``derived`` unchanged.
+    a new Pen; :func:`goat_core.scope.kept_pen` says when the bound Pen it derived before
+    is kept instead. Anything else gives ``derived`` unchanged.
     """
-    from goat_core.scope import earlier_pens
+    from goat_core.errors import GoatError
+    from goat_core.scope import kept_pen
 
-    if derived.directory is None or derived.scope.pen_id is None or bound(derived.scope):
+    if derived.directory is None:
         return derived
     try:
-        earlier = [(s, why) for s, why in earlier_pens(Path(derived.directory)) if bound(s)]
+        kept = kept_pen(Path(derived.directory), derived.scope, bound)
     except ScopeError:
         return derived
-    if len(earlier) != 1:
+    except GoatError as exc:  # memory.json unreadable: say the derivation is unchecked
+        note = f"the bindings could not be read, so no earlier Pen was looked for: {exc}"
+        detail = f"{derived.detail}; {note}" if derived.detail else note
+        return ServeScope(derived.scope, derived.how, derived.identity, detail, derived.directory)
+    if kept is None:
         return derived
-    (scope, why) = earlier[0]
+    (scope, why) = kept
     detail = (
         f"this folder derived {scope.key} {why}; it now derives {derived.scope.key} "
         f"({derived.detail}), which is unbound"
@@ -188,18 +197,17 @@ def pinned_scope(from_dir: str | os.PathLike[str], pin: str | None) -> ServeScop
 
 
 def has_binding(home: GoatHome) -> Callable[[Scope], bool]:
-    """Whether a scope has a binding in ``home``'s ``memory.json`` (read at each call; an
-    unreadable file binds nothing). Global always has one: the embedded default."""
-    from goat_core.errors import GoatError
+    """Whether a scope has a binding in ``home``'s ``memory.json`` (read at each call).
+    Global always has one: the embedded default.
+
+    :raises ConfigError: (from the returned function) ``memory.json`` cannot be read.
+    """
     from goat_core.host import load_config
 
     def bound(scope: Scope) -> bool:
         if scope.is_global:
             return True
-        try:
-            return load_config(home).selected(scope) is not None
-        except GoatError:
-            return False
+        return load_config(home).selected(scope) is not None
 
     return bound
 

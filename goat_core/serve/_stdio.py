@@ -95,7 +95,13 @@ async def _serve(
             gc.enable()
         log.info("serve.start", scope=served_scope.scope.key, how=served_scope.how)
         async with anyio.create_task_group() as tg:
-            path = socket_path(host.home.data_dir, served_scope.scope) if local_socket else None
+            # a GOAT home that does not exist gets no socket: serving never creates one
+            exists = host.home.config_dir.is_dir() or host.home.data_dir.is_dir()
+            path = (
+                socket_path(host.home.data_dir, served_scope.scope)
+                if local_socket and exists
+                else None
+            )
             stop, stopped = anyio.Event(), anyio.Event()
             if path is not None:
                 tg.start_soon(quiet_local, served, path, stop, stopped)

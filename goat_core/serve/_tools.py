@@ -182,10 +182,11 @@ class ServedScope:
         home = self.host.home
         reason = context.reason or f"{context.label} is not available"
         if context.binding is None and context.state == "off":  # truly unbound
+            missing = "" if home.config_dir.is_dir() else " (which does not exist)"
             return (
                 f"{context.label} has no memory: {scope.key} is not bound in the GOAT home "
-                f"{home.describe()}, and a Pen never uses Global's memory. Bind it with "
-                f"{bind_hint(scope, home)}; the next call uses it, no restart needed."
+                f"{home.describe()}{missing}, and a Pen never uses Global's memory. Bind it "
+                f"with {bind_hint(scope, home)}; the next call uses it, no restart needed."
             )
         # a memory.json that cannot be read is never "not bound": binding again would
         # overwrite the user's other bindings
@@ -404,9 +405,10 @@ class ServedScope:
             self.served,
             self.host.home,
             label=context.label,
-            bound=context.binding is not None,
+            # a memory.json that cannot be read binds nothing, yet is never "not bound"
+            bound=context.binding is not None or context.state != "off",
             available=context.available,
-            reason=None if context.available else self._unavailable_message(context),
+            reason=None if context.available else context.reason,
             provider=context.spec.name if context.spec is not None else None,
         )
 

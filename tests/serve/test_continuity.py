@@ -86,3 +86,54 @@ def test_an_unbound_repository_is_never_moved(home: Path, repo: Path) -> None:
     git(repo, "remote", "add", "origin", "https://example.com/birds/heronry")
     now = _scope(home, repo)
     assert now["derivation"] == "git-remote"
+
+
+def test_status_shows_the_kept_pen_not_the_unbound_new_one(home: Path, repo: Path) -> None:
+    """``goat status`` in the folder listed the new, unbound Pen as a dim row to bind;
+    binding it would have moved the folder to an empty Pen."""
+    pen = _scope(home, repo)["pen_id"]
+    goat(home, "bind", "--pen", pen, "markdown")
+    git(repo, "remote", "add", "origin", "git@github.com:birds/heronry.git")
+    rows = json.loads(goat(home, "status", "--json", cwd=repo).stdout)["bindings"]
+    here = [r for r in rows if r.get("derivation")]
+    assert [(r["scope"], r["derivation"]) for r in here] == [(f"pen:{pen}", "continued")]
+    assert len(rows) == 2  # Global and the kept Pen: no row for the unbound new one
+
+
+def test_unreadable_bindings_are_said_in_the_derivation(home: Path, repo: Path) -> None:
+    pen = _scope(home, repo)["pen_id"]
+    goat(home, "bind", "--pen", pen, "markdown")
+    git(repo, "remote", "add", "origin", "git@github.com:birds/heronry.git")
+    (home / "memory.json").write_text('{"bad')
+    scope = _scope(home, repo)
+    assert scope["derivation"] == "git-remote"
+    assert "the bindings could not be read, so no earlier Pen was looked for" in scope["detail"]
+    assert "memory.json is not valid JSON" in scope["detail"]
+
+
+def _claude_settings(user: Path, **options: str) -> None:
+    settings = {"enabledPlugins": {"goat-memory@goat-memory": True}}
+    if options:
+        settings["pluginConfigs"] = {"goat-memory@goat-memory": {"options": options}}
+    (user / ".claude").mkdir(parents=True, exist_ok=True)
+    (user / ".claude" / "settings.json").write_text(json.dumps(settings))
+
+
+def test_the_claude_code_doctor_reads_the_plugins_settings(
+    home: Path, repo: Path, tmp_path: Path
+) -> None:
+    user = tmp_path / "user"
+    user.mkdir()
+    env = goat_env(home, HOME=str(user))
+    args = ["doctor", "claude-code", "--dir", str(repo), "--json"]
+    missing = goat(home, *args, check=False, env=env)
+    assert "plugin is not enabled in Claude Code's settings" in missing.stdout
+    goat(home, "bind", "--pen", "team", "markdown")
+    _claude_settings(user, scope_pin="pen:team")
+    pinned = goat(home, *args, check=False, env=env)
+    assert json.loads(pinned.stdout)["scope"] == "pen:team", pinned.stdout
+    _claude_settings(user, scope_pin="team")  # the exact input: a pin that is not one
+    bad = goat(home, *args, check=False, env=env)
+    assert bad.returncode == 2
+    assert "pin 'team' is neither 'global' nor 'pen:ID'" in bad.stderr
+    assert "goat serve would refuse to start" in bad.stderr

@@ -170,7 +170,7 @@ def test_a_corrupt_memory_json_is_named_and_never_called_unbound(home: Path) -> 
     )
     assert proc.returncode == 0, proc.stderr
     scope, result = json.loads(proc.stdout)
-    for message in (scope["reason"], result["error"]["message"]):
+    for message in (scope["reason"], result["error"]["message"], scope["receipt"]):
         assert "memory.json is not valid JSON" in message, message
         assert "not bound" not in message and "goat bind" not in message
     assert (home / "memory.json").read_text() == "{bad"
@@ -227,3 +227,40 @@ async def test_arguments_keep_their_json_types(connect: Connect, limit: Any) -> 
         r = await client.call_tool("recall", {"query": "x", "limit": limit})
     assert r.is_error and r.structured_content["error"]["type"] == "BadInput"
     assert "limit" in r.structured_content["error"]["message"]
+
+
+def test_a_home_that_does_not_exist_is_named_and_never_made(tmp_path: Path) -> None:
+    """The exact input: ``goat serve --home /tmp/.../typo --pen a`` (a mistyped home)."""
+    typo = tmp_path / "typo"
+    script = (
+        "import anyio, json\n"
+        "from mcp import Client\n"
+        "from mcp.client.stdio import StdioServerParameters\n"
+        "async def main():\n"
+        f"    p = StdioServerParameters(command={GOAT!r}, args=['serve', '--home', {str(typo)!r},"
+        " '--pen', 'a'])\n"
+        "    async with Client(p) as c:\n"
+        "        s = json.loads((await c.read_resource('goat://scope')).contents[0].text)\n"
+        "        r = await c.call_tool('recall', {'query': 'x'})\n"
+        "        print(json.dumps([s['receipt'], r.structured_content['error']['message']]))\n"
+        "anyio.run(main)\n"
+    )
+    import sys
+
+    command = [sys.executable, "-c", script]
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    receipt, message = json.loads(proc.stdout)
+    assert f"GOAT home: {typo} (from --home), which does not exist" in receipt
+    assert f"not bound in the GOAT home {typo} (from --home) (which does not exist)" in message
+    assert not typo.exists()
+
+
+def test_a_pin_that_is_no_pen_id_is_never_offered_as_one() -> None:
+    from goat_core.errors import ScopeError
+    from goat_core.serve._scope import parse_pin
+
+    with pytest.raises(ScopeError, match=r"\(e\.g\. pen:my-project\)"):
+        parse_pin("bogus!")
+    with pytest.raises(ScopeError, match=r"\(e\.g\. pen:docs\)"):
+        parse_pin("docs")

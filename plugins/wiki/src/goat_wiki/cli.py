@@ -8,7 +8,6 @@ turns them into one line on stderr and their exit code. Progress bars go to stde
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -16,6 +15,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import click
+
 from goat_core.cli import home_option
 from goat_core.logs import visible_controls
 
@@ -63,7 +63,9 @@ def _wiki(home: Path | None, pen: str | None) -> Iterator[Callable[..., Any]]:
 
 
 def _emit(data: Any) -> None:
-    click.echo(json.dumps(data, ensure_ascii=False, indent=2, default=str))
+    from goat_core.cli import emit_json
+
+    emit_json(data)
 
 
 @click.group("wiki")
