@@ -238,7 +238,7 @@ def test_the_error_carries_the_version_found(home: GoatHome) -> None:
 @pytest.mark.parametrize(
     ("text", "rule"),
     [
-        ("{", "is not valid JSON: Expecting property name enclosed in double quotes (line 1"),
+        ("{", "is not valid JSON: Expecting property name enclosed in double quotes \\(line 1"),
         ("[]", "must hold a JSON object, not list"),
         ('{"schema_version": 1, "bindings": {"a": {"provider": "x"}, "a": {}}}', "duplicate key"),
         ('{"schema_version": 1, "colour": "red"}', "unknown top-level key\\(s\\) colour"),
