@@ -50,7 +50,7 @@ def _handler(hub: Hub) -> type[http.server.BaseHTTPRequestHandler]:
         def log_message(self, *args: Any) -> None:
             pass
 
-        def do_GET(self) -> None:  # noqa: N802 -- http.server's name
+        def do_GET(self) -> None:  # http.server's name
             hub.requests.append((self.headers.get("host", ""), self.path))
             path = self.path.split("?", 1)[0]
             if path.startswith("/storage/"):
@@ -124,7 +124,7 @@ def certificate(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
             str(key),
             "-out",
             str(cert),
-        ],  # fmt: skip
+        ],
         check=True,
         capture_output=True,
     )
@@ -262,7 +262,7 @@ def test_a_redirect_on_the_same_host_is_followed_and_its_token_never_shown(
     hub.faults["model.safetensors"] = "same-host"
     result = _fetch(tmp_path, "--mirror", hub.base())
     assert result.exit_code == 0, result.output
-    assert ("127.0.0.1:%d" % hub.port, "/storage/model.safetensors?signature=s3cret") in (
+    assert (f"127.0.0.1:{hub.port}", "/storage/model.safetensors?signature=s3cret") in (
         hub.requests
     )
     assert "s3cret" not in result.output
