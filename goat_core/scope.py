@@ -46,12 +46,13 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-from collections.abc import Callable
+from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
 from urllib.parse import urlsplit
 
 from goat_core.contract import (
     Derivation,
+    ProjectRecord,
     Scope,
     ScopeRequest,
     ScopeResolution,
@@ -61,7 +62,7 @@ from goat_core.errors import ScopeError
 
 __all__ = [
     "GIT_TIMEOUT_SECONDS",
-    "earlier_pens",
+    "project_record",
     "is_never_a_project",
     "kept_pen",
     "normalize_remote_url",
@@ -289,42 +290,71 @@ def _identify(cwd: Path) -> tuple[str, Derivation, str, str]:
     return folder.as_posix(), Derivation.CWD, folder.name, detail
 
 
-def earlier_pens(cwd: Path) -> list[tuple[Scope, str]]:
-    """The Pens ``cwd`` derived before its project identity last changed in a way git still
-    shows, each with why: a repository with a remote derived its Pen from its git common dir
-    before the remote was added, and a repository from its folder before ``git init``.
+def project_record(cwd: Path) -> ProjectRecord | None:
+    """Where ``cwd``'s project lives, for a binding to record (``goat bind`` in the folder):
+    the main worktree's folder of its repository and the repository's first commit, else
+    the folder itself. ``None`` for ``$HOME`` and ``/``.
 
-    :returns: ``[(pen, reason)]`` in that order, without the Pen it derives now; empty
-        outside a repository or for ``$HOME`` and ``/``.
     :raises ScopeError: as :func:`project_identity`.
     """
     if is_never_a_project(cwd.expanduser()):
-        return []
-    _identity, derivation, _basename, _detail = _identify(cwd)
-    repo = _repo_paths(_real(cwd))
-    if repo is None or derivation is Derivation.CWD:
-        return []
-    top, common = repo
-    out: list[tuple[Scope, str]] = []
-    if derivation is Derivation.GIT_REMOTE:
-        pen = derive_pen_id(_common_dir_name(common), common.as_posix())
-        out.append((Scope.pen(pen), "before a git remote was added"))
-    pen = derive_pen_id(top.name, top.as_posix())
-    out.append((Scope.pen(pen), "before the folder became a git repository"))
-    return out
-
-
-def kept_pen(cwd: Path, derived: Scope, bound: Callable[[Scope], bool]) -> tuple[Scope, str] | None:
-    """The bound Pen ``cwd`` keeps when its identity changed: ``(pen, why)`` when the Pen
-    it derives now (``derived``) is unbound and exactly one of :func:`earlier_pens` is
-    bound, else ``None`` (serve ``derived``). Memory never moves silently to an unbound Pen.
-
-    :raises ScopeError: as :func:`project_identity`. Errors of ``bound`` pass through.
-    """
-    if derived.pen_id is None or bound(derived):
         return None
-    earlier = [(pen, why) for pen, why in earlier_pens(cwd) if bound(pen)]
-    return earlier[0] if len(earlier) == 1 else None
+    folder = _real(cwd)
+    repo = _repo_paths(folder)
+    if repo is None or is_never_a_project(repo[0]):
+        return ProjectRecord(location=folder.as_posix())
+    _top, common = repo
+    main = common.parent if common.name == ".git" else common
+    try:
+        roots = _git(main, "rev-list", "--max-parents=0", "HEAD").split()
+    except _NotARepo:  # no commit yet
+        roots = []
+    return ProjectRecord(location=main.as_posix(), root=min(roots) if roots else None)
+
+
+def _has_remote(cwd: Path) -> bool:
+    repo = _repo_paths(_real(cwd))
+    return repo is not None and _remote_identity(repo[0]) is not None
+
+
+def kept_pen(
+    cwd: Path, derived: Scope, bindings: Iterable[tuple[Scope, tuple[ProjectRecord, ...]]]
+) -> tuple[Scope, str] | None:
+    """The bound Pen ``cwd`` keeps when its identity changed (a git remote added or changed,
+    ``git init``): ``(pen, why)`` when the Pen it derives now (``derived``) is unbound and
+    exactly one other bound Pen recorded this folder's project (``goat bind`` in it), else
+    ``None`` (serve ``derived``). Memory never moves silently to an unbound Pen.
+
+    A record matches at the same location with the same first commit. A record without one
+    (a folder, or a repository bound before its first commit) matches while the repository
+    has no remote, so a different repository cloned at the same path never inherits a Pen.
+
+    :param bindings: every bound scope with its records.
+    :raises ScopeError: as :func:`project_identity`.
+    """
+    bound = dict(bindings)
+    if derived.pen_id is None or derived in bound:
+        return None
+    here = project_record(cwd)
+    if here is None:
+        return None
+    remote: bool | None = None
+    kept: list[Scope] = []
+    for scope, records in bound.items():
+        for record in records:
+            if record.location != here.location:
+                continue
+            if record.root is None and here.root is not None:
+                remote = _has_remote(cwd) if remote is None else remote
+                if remote:
+                    continue
+            elif record.root != here.root:
+                continue
+            kept.append(scope)
+            break
+    if len(kept) != 1:
+        return None
+    return kept[0], f"bound for this folder ({here.location})"
 
 
 def project_identity(cwd: Path) -> tuple[str, Derivation, str]:

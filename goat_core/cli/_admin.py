@@ -24,9 +24,10 @@ from goat_core.cli._options import (
 )
 from goat_core.cli._output import _debug, _err, _one_line, _shown, _table, _to_json, emit_json
 from goat_core.cli._root import _configure_logging
+from goat_core.contract import Scope
 
 if TYPE_CHECKING:
-    from goat_core.contract import Scope, ScopeRequest
+    from goat_core.contract import ProjectRecord, ScopeRequest
     from goat_core.host import BindingStatus, BindOutcome, SyncMemoryHost
 
 #: ``status --watch`` re-renders this often (a recheck every 15 s, see ``docs/design.md``).
@@ -151,16 +152,27 @@ def providers_cmd(as_json: bool) -> None:
 
 
 @click.command("scope")
+@click.option(
+    "--adopt",
+    "adopt",
+    metavar="ID",
+    default=None,
+    help="Record this folder's project on bound Pen ID, so this folder serves it.",
+)
 @json_option
 @home_option
-def scope_cmd(as_json: bool, home: Path | None) -> None:
+def scope_cmd(adopt: str | None, as_json: bool, home: Path | None) -> None:
     """Show the scope the current directory resolves to, and how it was derived.
 
-    A folder whose identity changed (a git remote added) keeps the bound Pen it derived
-    before, as goat serve and the hooks do: derivation ``continued``, and the detail says
-    which Pen it derives now."""
+    A folder whose identity changed (a git remote added or changed, git init) keeps the
+    bound Pen that `goat bind` recorded for it, as goat serve and the hooks do: derivation
+    ``continued``, and the detail says which Pen it derives now. --adopt ID records the
+    folder on Pen ID's binding (a folder moved, or bound from elsewhere)."""
     from goat_core.contract import ScopeRequest
-    from goat_core.serve._scope import ServeScope, continued, has_binding
+    from goat_core.serve._scope import ServeScope, bound_projects, continued
+
+    if adopt is not None:
+        _adopt(Scope.pen(adopt), home)
 
     resolution = _registry().resolve_scope(ScopeRequest(cwd=Path.cwd(), derive_from_cwd=True))
     derived = ServeScope(
@@ -170,7 +182,7 @@ def scope_cmd(as_json: bool, home: Path | None) -> None:
         resolution.detail,
         str(Path.cwd()),
     )
-    served = continued(derived, has_binding(_home(home)))
+    served = continued(derived, bound_projects(_home(home)))
     data: dict[str, Any] = {
         "scope": served.scope.key,
         "pen_id": served.scope.pen_id,
@@ -193,6 +205,18 @@ def scope_cmd(as_json: bool, home: Path | None) -> None:
     )
 
 
+def _adopt(scope: Scope, home: Path | None) -> None:
+    from goat_core.errors import BadInput
+    from goat_core.scope import project_record
+
+    record = project_record(Path.cwd())
+    if record is None:
+        raise BadInput(f"{Path.cwd()} is never a project (the home folder or /)")
+    with open_host(home) as host:
+        host.adopt(scope, record)
+    click.echo(f"recorded {record.location} on {scope.key}", err=True)
+
+
 # -- bindings ---------------------------------------------------------------------------------
 def _api_key_option(from_stdin: bool, prompt: bool) -> str | None:
     """The key ``--api-key-stdin`` or ``--api-key-prompt`` asked for, or ``None``.
@@ -210,6 +234,23 @@ def _api_key_option(from_stdin: bool, prompt: bool) -> str | None:
 
         return prompt_secret()
     return None
+
+
+def _here_project(scope: Scope) -> ProjectRecord | None:
+    """The current folder's project record when ``scope`` is the Pen it derives (so a later
+    change of its identity keeps this Pen), else ``None``."""
+    from goat_core.contract import ScopeRequest
+    from goat_core.errors import GoatError
+    from goat_core.scope import project_record
+
+    if scope.pen_id is None:
+        return None
+    try:
+        cwd = Path.cwd()
+        derived = _registry().resolve_scope(ScopeRequest(cwd=cwd, derive_from_cwd=True))
+        return project_record(cwd) if derived.scope == scope else None
+    except (GoatError, OSError):
+        return None
 
 
 @click.command("bind")
@@ -236,8 +277,11 @@ def bind_cmd(
     scope = _chosen_scope(global_, pen)
     settings = _parse_sets(sets)
     api_key = _api_key_option(api_key_stdin, api_key_prompt)
+    project = _here_project(scope)
     with open_host(home) as host:
-        outcome = host.bind(scope, provider, settings, api_key=api_key, connect=not no_connect)
+        outcome = host.bind(
+            scope, provider, settings, api_key=api_key, connect=not no_connect, project=project
+        )
         remote = host.registry.get_provider(provider).network
     if as_json:
         emit_json(_to_json(outcome))

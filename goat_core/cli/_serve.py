@@ -350,7 +350,7 @@ def doctor_claude_code(
     from goat_core.errors import ScopeError
     from goat_core.host import Chat, SyncMemoryHost
     from goat_core.serve._hosts import claude_plugin_state
-    from goat_core.serve._scope import env_pin, has_binding, resolve_serve_scope
+    from goat_core.serve._scope import bound_projects, env_pin, resolve_serve_scope
 
     directory = directory or os.environ.get("CLAUDE_PROJECT_DIR") or os.getcwd()
     plugin = claude_plugin_state(Path(directory), os.environ)
@@ -363,7 +363,7 @@ def doctor_claude_code(
     goat_home = _home(home)
     try:
         server = resolve_serve_scope(
-            registry, from_dir=directory, pin=pin, bound=has_binding(goat_home)
+            registry, from_dir=directory, pin=pin, bound=bound_projects(goat_home)
         )
     except ScopeError as exc:
         raise ScopeError(
@@ -450,7 +450,7 @@ def _doctor_host(name: str) -> click.Command:
         from goat_core.errors import GoatError
         from goat_core.host import Chat, GoatHome, SyncMemoryHost
         from goat_core.serve._hosts import inspect_host
-        from goat_core.serve._scope import has_binding, resolve_serve_scope
+        from goat_core.serve._scope import bound_projects, resolve_serve_scope
 
         project = Path(directory or os.getcwd()).resolve()
         report = inspect_host(host, project, os.environ)
@@ -486,7 +486,7 @@ def _doctor_host(name: str) -> click.Command:
             del cwd
             try:
                 registry = _registry()
-                served = resolve_serve_scope(registry, **choice, bound=has_binding(served_home))
+                served = resolve_serve_scope(registry, **choice, bound=bound_projects(served_home))
                 with SyncMemoryHost(home=served_home, registry=registry) as memory:
                     context = memory.context_for(Chat(project_id=served.scope.pen_id))
                     data["scope"], data["how"] = served.scope.key, served.how

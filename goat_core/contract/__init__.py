@@ -49,6 +49,7 @@ from goat_core.contract._spec import (
     Capability,
     Consistency,
     CredentialSpec,
+    ProjectRecord,
     credential_env_var,
 )
 from goat_core.contract._transfer import (
@@ -92,6 +93,7 @@ __all__ = [
     "PluginLoadFailure",
     "PolicyGate",
     "Provider",
+    "ProjectRecord",
     "ProviderContext",
     "ProviderHome",
     "ProviderOperation",

@@ -87,6 +87,18 @@ class CredentialSpec(BaseModel):
     required: bool = False
 
 
+class ProjectRecord(BaseModel):
+    """Where a bound Pen's project lives: ``location`` (the folder, or a repository's main
+    worktree, as a real path) and ``root`` (the repository's first commit, ``None`` for a
+    folder or a repository without commits). A repository cloned anew at the same path has
+    another ``root``, so it never inherits the Pen."""
+
+    model_config = _STRICT
+
+    location: str
+    root: str | None = None
+
+
 class Binding(BaseModel):
     """A configured provider instance: one per scope is selected (docs/design.md, Bindings and
     providers).
@@ -99,6 +111,7 @@ class Binding(BaseModel):
     :param egress: URL prefixes the user authorised by binding explicitly (computed by
         ``goat bind`` from ``ProviderSpec.egress_urls``); the built-in egress rule allows
         only these.
+    :param projects: the :class:`ProjectRecord` of each folder bound to this Pen.
     """
 
     model_config = _STRICT
@@ -108,6 +121,9 @@ class Binding(BaseModel):
     settings: dict[str, Any] = Field(default_factory=dict)
     enabled: bool = True
     egress: tuple[str, ...] = ()
+    #: the folders whose project this Pen is, recorded by ``goat bind`` in that folder
+    #: (``goat_core.scope.project_record``); a folder whose identity changed keeps this Pen
+    projects: tuple[ProjectRecord, ...] = ()
 
     @field_validator("id")
     @classmethod

@@ -13,13 +13,14 @@ from goat_core.contract import (
     Binding,
     Derivation,
     Health,
+    ProjectRecord,
     ProviderSpec,
     Scope,
     ScopeRequest,
     ScopeResolution,
     Tone,
 )
-from goat_core.errors import BadInput, ConfigError, GoatError
+from goat_core.errors import BadInput, ConfigError, GoatError, NotFound
 from goat_core.host._config import Config, binding_id_for
 from goat_core.host._context import MemoryContext
 from goat_core.host._credentials import CredentialStore, check_secret
@@ -83,7 +84,15 @@ class HostBindings(HostBase):
             return None
         installed = self.registry.embedders()
         if name in installed:
-            return None
+            from goat_core.contract import embedder_cache_dir
+
+            cache = embedder_cache_dir(self.home.data_dir, name)
+            if installed[name].available(cache):
+                return None
+            return (
+                f"the weights of embedder {name!r} are not fetched: run "
+                f"`goat embedders fetch {name}` (offline: add --from PATH)"
+            )
         known = ", ".join(sorted(installed)) or "none"
         return (
             f"embedder {name!r} is not installed (installed: {known}; `goat embedders` lists them)"
@@ -106,6 +115,7 @@ class HostBindings(HostBase):
         *,
         api_key: str | None = None,
         connect: bool = True,
+        project: ProjectRecord | None = None,
     ) -> BindOutcome:
         """Bind ``scope`` to a provider (replacing its binding) and save ``memory.json``.
 
@@ -115,6 +125,8 @@ class HostBindings(HostBase):
             failed key store puts the previous ``memory.json`` back).
         :param connect: for a network provider, make the explicit connect (``check()``)
             after saving and report it; a failed connect does not undo the save.
+        :param project: the folder this Pen is bound for (``goat bind`` in it), kept with
+            the records of the binding it replaces (``goat_core.scope.kept_pen``).
         :raises ConfigError: invalid settings (pydantic's messages), or an API key for a
             provider that declares no credential.
         :raises PathError: a store root that is, holds or sits inside the GOAT home or
@@ -128,8 +140,9 @@ class HostBindings(HostBase):
         with self._config_lock():
             previous = self.config
             check_root_overlap(self.home, previous, scope, validated)
-            config = previous.with_binding(scope, binding)
             old = previous.selected(scope)
+            binding = _with_project(binding, old, project)
+            config = previous.with_binding(scope, binding)
             dropped = (
                 tuple(sorted(set(old.settings) - set(binding.settings)))
                 if old is not None and old.provider == binding.provider
@@ -182,6 +195,21 @@ class HostBindings(HostBase):
             self._save(previous)
             raise
         return backend, path
+
+    async def adopt(self, scope: Scope, project: ProjectRecord) -> Path:
+        """Record ``project`` on ``scope``'s binding, so that folder keeps this Pen when its
+        identity changes (``goat scope --adopt``). Settings and credentials are untouched.
+
+        :raises NotFound: ``scope`` has no binding.
+        """
+        with self._config_lock():
+            config = self.config
+            binding = config.selected(scope)
+            if binding is None:
+                raise NotFound(f"{scope.key} has no binding: bind it first")
+            path = self._save(config.with_binding(scope, _with_project(binding, binding, project)))
+        await self._forget_scope(scope)
+        return path
 
     async def unbind(self, scope: Scope) -> Path:
         """Remove ``scope``'s binding (Global falls back to the embedded default; a Pen has
@@ -456,11 +484,8 @@ class HostBindings(HostBase):
 
         if request is None or request.cwd is None or resolution is None:
             return None
-
-        def bound(scope: Scope) -> bool:
-            return self.config.selected(scope) is not None
-
         try:
+            bound = [(s, b.projects) for s, b in self.config.scopes() if s.pen_id]
             return kept_pen(request.cwd, resolution.scope, bound)
         except GoatError:
             return None
@@ -520,3 +545,12 @@ class HostBindings(HostBase):
             cause=health.cause or "unreachable",
             **base,
         )
+
+
+def _with_project(binding: Binding, old: Binding | None, project: ProjectRecord | None) -> Binding:
+    """``binding`` keeping the project records of ``old`` (the binding it replaces) and
+    adding ``project``; the newest record of a location wins."""
+    records = list(old.projects) if old is not None else []
+    if project is not None:
+        records = [r for r in records if r.location != project.location] + [project]
+    return binding.model_copy(update={"projects": tuple(records)}) if records else binding

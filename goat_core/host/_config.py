@@ -295,11 +295,20 @@ def _has_password(url: str) -> bool:
     return bool(parts.password or parts.username)
 
 
+def _entry(binding: Binding) -> dict[str, Any]:
+    """A binding as ``memory.json`` holds it: without its id (the key), and without
+    ``projects`` when it records none."""
+    entry: dict[str, Any] = binding.model_dump(mode="json", exclude={"id"})
+    if not entry.get("projects"):
+        entry.pop("projects", None)
+    return entry
+
+
 def _render(config: Config) -> bytes:
     doc = {
         "schema_version": CURRENT_SCHEMA,
         "bindings": {
-            binding_id: config.bindings[binding_id].model_dump(mode="json", exclude={"id"})
+            binding_id: _entry(config.bindings[binding_id])
             for binding_id in sorted(config.bindings)
         },
         "selection": dict(sorted(config.selection.items())),

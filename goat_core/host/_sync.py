@@ -14,6 +14,7 @@ from goat_core.contract import (
     LinkMap,
     Page,
     PageList,
+    ProjectRecord,
     Provider,
     ProviderSpec,
     RecallResult,
@@ -231,6 +232,9 @@ class SyncMemoryHost:
     def prepare_turn(self, chat: Chat, prompt: str, budget: int) -> TurnMemory:
         return self._run(self.host.prepare_turn, chat, prompt, budget)
 
+    def adopt(self, scope: Scope, project: ProjectRecord) -> Path:
+        return self._run(self.host.adopt, scope, project)
+
     def bind(
         self,
         scope: Scope,
@@ -239,9 +243,16 @@ class SyncMemoryHost:
         *,
         api_key: str | None = None,
         connect: bool = True,
+        project: ProjectRecord | None = None,
     ) -> BindOutcome:
         return self._run(
-            self.host.bind, scope, provider_name, settings, api_key=api_key, connect=connect
+            self.host.bind,
+            scope,
+            provider_name,
+            settings,
+            api_key=api_key,
+            connect=connect,
+            project=project,
         )
 
     def unbind(self, scope: Scope) -> Path:

@@ -223,14 +223,14 @@ def receipt_for(
     from goat_core.errors import BadInput
     from goat_core.host import Chat, GoatHome, MemoryHost
     from goat_core.plugins import PluginSettings, Registry
-    from goat_core.serve._scope import ServeScope, has_binding, parse_pin, resolve_serve_scope
+    from goat_core.serve._scope import ServeScope, bound_projects, parse_pin, resolve_serve_scope
     from goat_core.serve._tools import ServedScope
 
     registry = Registry.load(PluginSettings.from_env())
     goat_home = home if home is not None else GoatHome.from_env()
     if directory is not None:
         served = resolve_serve_scope(
-            registry, from_dir=directory, pin=pin or "", bound=has_binding(goat_home)
+            registry, from_dir=directory, pin=pin or "", bound=bound_projects(goat_home)
         )
     else:
         pinned = parse_pin(pin)
@@ -263,7 +263,7 @@ def _recall(
     from goat_core.serve._local import ask_local, socket_path
     from goat_core.serve._scope import (
         ServeScope,
-        has_binding,
+        bound_projects,
         parse_pin,
         pinned_scope,
         resolve_serve_scope,
@@ -285,7 +285,9 @@ def _recall(
     if served is None:
         assert directory is not None
         registry = Registry.load(PluginSettings.from_env())
-        served = resolve_serve_scope(registry, from_dir=directory, pin=pin, bound=has_binding(home))
+        served = resolve_serve_scope(
+            registry, from_dir=directory, pin=pin, bound=bound_projects(home)
+        )
     scope = served.scope
     path = socket_path(home.data_dir, scope)
     fallback = "no running `goat serve` of this scope"

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from goat_core.contract import Derivation, Scope, ScopeRequest
+from goat_core.contract import Derivation, ProjectRecord, Scope, ScopeRequest
 from goat_core.errors import BadInput, ScopeError
 
 if TYPE_CHECKING:
@@ -106,15 +106,14 @@ def resolve_serve_scope(
     global_: bool = False,
     from_dir: str | os.PathLike[str] | None = None,
     pin: str | None = None,
-    bound: Callable[[Scope], bool] | None = None,
+    bound: Bound | None = None,
 ) -> ServeScope:
     """The one scope to serve.
 
     Exactly one of ``pen``, ``global_`` and ``from_dir`` (a pin only goes with
     ``from_dir``). With ``from_dir``, a pin (``pin``, else :func:`env_pin`) decides; else the
     directory resolves as ``goat scope`` resolves the working directory; with ``bound``
-    (whether a scope has a binding), a changed identity keeps its bound Pen
-    (:func:`continued`).
+    (:func:`bound_projects`), a changed identity keeps its bound Pen (:func:`continued`).
 
     :raises BadInput: not exactly one choice, or ``from_dir`` is not a directory.
     :raises ScopeError: an invalid Pen id, or git refused the directory.
@@ -145,7 +144,7 @@ def resolve_serve_scope(
     return continued(derived, bound) if bound is not None else derived
 
 
-def continued(derived: ServeScope, bound: Callable[[Scope], bool]) -> ServeScope:
+def continued(derived: ServeScope, bound: Bound) -> ServeScope:
     """``derived``, or the bound Pen its folder derived before (``how`` ``continued``).
 
     When a folder's project identity changes (a git remote added, ``git init``), it derives
@@ -158,7 +157,7 @@ def continued(derived: ServeScope, bound: Callable[[Scope], bool]) -> ServeScope
     if derived.directory is None:
         return derived
     try:
-        kept = kept_pen(Path(derived.directory), derived.scope, bound)
+        kept = kept_pen(Path(derived.directory), derived.scope, bound())
     except ScopeError:
         return derived
     except GoatError as exc:  # memory.json unreadable: say the derivation is unchecked
@@ -169,7 +168,7 @@ def continued(derived: ServeScope, bound: Callable[[Scope], bool]) -> ServeScope
         return derived
     (scope, why) = kept
     detail = (
-        f"this folder derived {scope.key} {why}; it now derives {derived.scope.key} "
+        f"{scope.key} is {why}; the folder now derives {derived.scope.key} "
         f"({derived.detail}), which is unbound"
     )
     return ServeScope(scope, "continued", derived.identity, detail, derived.directory)
@@ -196,20 +195,22 @@ def pinned_scope(from_dir: str | os.PathLike[str], pin: str | None) -> ServeScop
     return ServeScope(pinned, "pin", directory=str(directory))
 
 
-def has_binding(home: GoatHome) -> Callable[[Scope], bool]:
-    """Whether a scope has a binding in ``home``'s ``memory.json`` (read at each call).
-    Global always has one: the embedded default.
+#: Every bound Pen with its project records (``goat_core.scope.kept_pen``).
+Bound = Callable[[], list[tuple[Scope, tuple[ProjectRecord, ...]]]]
+
+
+def bound_projects(home: GoatHome) -> Bound:
+    """A reader of ``home``'s ``memory.json``: every bound Pen and the project records of
+    its binding (read at each call).
 
     :raises ConfigError: (from the returned function) ``memory.json`` cannot be read.
     """
     from goat_core.host import load_config
 
-    def bound(scope: Scope) -> bool:
-        if scope.is_global:
-            return True
-        return load_config(home).selected(scope) is not None
+    def read() -> list[tuple[Scope, tuple[ProjectRecord, ...]]]:
+        return [(s, b.projects) for s, b in load_config(home).scopes() if s.pen_id]
 
-    return bound
+    return read
 
 
 def bind_hint(scope: Scope, home: GoatHome | None = None) -> str:

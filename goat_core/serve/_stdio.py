@@ -71,7 +71,7 @@ async def _serve(
     from goat_core.plugins import PluginSettings, Registry
     from goat_core.serve._local import socket_path
     from goat_core.serve._progress import server_host
-    from goat_core.serve._scope import has_binding, resolve_serve_scope
+    from goat_core.serve._scope import bound_projects, resolve_serve_scope
     from goat_core.serve._server import build_server
     from goat_core.serve._tools import ServedScope
 
@@ -86,7 +86,7 @@ async def _serve(
             global_=global_,
             from_dir=from_dir,
             pin=pin,
-            bound=has_binding(host.home),
+            bound=bound_projects(host.home),
         )
         served = ServedScope(host, served_scope)
         server = build_server(served)
