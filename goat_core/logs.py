@@ -119,7 +119,10 @@ def secret_forms(value: str) -> tuple[str, ...]:
 
     forms = {value, quote(value, safe=""), quote_plus(value, safe=""), quote(value)}
     forms |= {re.sub(r"%[0-9A-F]{2}", lambda m: m.group(0).lower(), f) for f in set(forms)}
-    forms.add(json.dumps(value)[1:-1])
+    escaped = json.dumps(value)[1:-1]
+    forms |= {escaped, escaped.replace("/", "\\/")}  # PHP's json_encode escapes "/"
+    # every other character as \uXXXX, as some servers escape dashes and dots
+    forms.add("".join(c if c.isalnum() else f"\\u{ord(c):04x}" for c in value))
     forms |= base64_forms(value)
     return tuple(sorted(f for f in forms if len(f) >= _MIN_SECRET_LENGTH))
 

@@ -79,3 +79,17 @@ def test_an_unknown_mode_is_refused() -> None:
     with pytest.raises(ValueError, match="unknown mode 'slow'"):
         with remote_mcp_server("slow"):
             pass
+
+
+@pytest.mark.parametrize(
+    "echo",
+    ["aB3\\/dEf+GhIj\\/Wx==", "hk\\u002dTOPSECRET\\u002dkey"],
+)
+def test_a_secret_echoed_json_escaped_is_redacted(echo: str) -> None:
+    """The exact inputs: a key with ``/`` as PHP's json_encode writes it, and one with its
+    dashes as ``\\u002d``."""
+    from goat_core.logs import RedactSecrets
+
+    key = json.loads(f'"{echo}"')
+    text = RedactSecrets([key]).scrub_text(f"invalid key {echo} for bank")
+    assert echo not in text and "[REDACTED]" in text

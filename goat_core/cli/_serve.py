@@ -478,12 +478,11 @@ def _doctor_host(name: str) -> click.Command:
                     f"{served_home.config_dir} ({report.home_how}), not {mine.describe()}: "
                     f"pass it with {host.home_advice}"
                 )
-            cwd = report.path.parent if report.path else project
             choice = _served_scope_args(report.args)
             if "from_dir" in choice and not os.path.isabs(choice["from_dir"]):
-                # hosts start stdio servers in the project folder
-                choice["from_dir"] = str(project / choice["from_dir"])
-            del cwd
+                # hosts start stdio servers in the project folder, or the entry's cwd
+                base = Path(report.cwd) if report.cwd else project
+                choice["from_dir"] = str(base / choice["from_dir"])
             try:
                 registry = _registry()
                 served = resolve_serve_scope(registry, **choice, bound=bound_projects(served_home))

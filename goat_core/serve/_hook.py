@@ -205,8 +205,9 @@ def _session_start(
     pin = pin if pin is not None else env_pin(env)
     try:
         served, text = receipt_for(directory, pin, home)
-    except GoatError as exc:
-        return HookResult(reason=f"{type(exc).__name__}: {exc}", event=SESSION_START)
+    except GoatError as exc:  # the session is told, not left without a word
+        why = f"{type(exc).__name__}: {exc}"
+        return HookResult(f"GOAT memory: unavailable: {why}", why, event=SESSION_START)
     return HookResult(text, "scope receipt", served.scope.key, event=SESSION_START)
 
 

@@ -121,6 +121,8 @@ class EntryReport:
     args: list[str] = field(default_factory=list)
     home: str | None = None
     home_how: str = ""
+    #: the folder the host starts the server in, when the entry names one
+    cwd: str | None = None
     problems: list[str] = field(default_factory=list)
 
 
@@ -139,9 +141,19 @@ def config_files(host: McpHost, project: Path, env: Mapping[str, str]) -> list[P
     return out
 
 
+#: Largest host config file read (bytes).
+MAX_CONFIG_BYTES = 4_000_000
+
+
 def _load(path: Path) -> Any:
+    """The parsed file. :raises ValueError: not UTF-8, too large, malformed, too deep."""
+    if path.stat().st_size > MAX_CONFIG_BYTES:
+        raise ValueError(f"over {MAX_CONFIG_BYTES} bytes")
     text = path.read_text(encoding="utf-8")
-    return tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
+    try:
+        return tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
 
 
 def _expand(value: str, host: McpHost, project: Path, env: Mapping[str, str]) -> str:
@@ -156,15 +168,11 @@ def _expand(value: str, host: McpHost, project: Path, env: Mapping[str, str]) ->
 
 
 def _is_goat(entry: Any) -> bool:
+    """An entry whose command is ``goat`` (whatever its arguments: they are checked)."""
     if not isinstance(entry, Mapping):
         return False
-    command, args = entry.get("command"), entry.get("args") or []
-    return (
-        isinstance(command, str)
-        and Path(command).name in ("goat", "goat.exe")
-        and isinstance(args, list)
-        and "serve" in args
-    )
+    command = entry.get("command")
+    return isinstance(command, str) and Path(command).name in ("goat", "goat.exe")
 
 
 def inspect_host(host: McpHost, project: Path, env: Mapping[str, str]) -> EntryReport:
@@ -202,8 +210,24 @@ def _check_entry(
 ) -> None:
     host = report.host
     command = str(entry["command"])
-    args = [_expand(str(a), host, project, env) for a in entry.get("args") or []]
+    raw = entry.get("args") or []
+    if not isinstance(raw, list) or not all(isinstance(a, str) for a in raw):
+        report.problems.append("args must be a list of strings")
+        raw = [a for a in raw if isinstance(a, str)] if isinstance(raw, list) else []
+    args = _split_equals([_expand(a, host, project, env) for a in raw])
     report.command, report.args = command, args
+    if entry.get("enabled") is False or entry.get("disabled") is True:
+        report.problems.append(f"the entry is disabled: {host.title} does not start it")
+    if not args or args[0] != "serve":
+        report.problems.append(
+            f"args do not start with serve: {host.title} would run `goat "
+            f"{' '.join(args)}`, not the MCP server"
+        )
+    if "--http" in args:
+        report.problems.append(f"{host.title} speaks stdio: drop --http from the args")
+    for flag in ("--home", "--pen", "--from-dir", "--pin"):
+        if flag in args and args.index(flag) + 1 >= len(args):
+            report.problems.append(f"{flag} has no value: goat serve would exit 2")
     if host.needs_type is not None and entry.get("type") != host.needs_type:
         report.problems.append(f'{host.title} entries need "type": "{host.needs_type}"')
     if host.absolute_command and not os.path.isabs(command):
@@ -212,11 +236,25 @@ def _check_entry(
             f"search your PATH): use {shutil.which('goat') or '/absolute/path/to/goat'}"
         )
     elif os.path.isabs(command):
-        if not os.access(command, os.X_OK):
+        if not (os.path.isfile(command) and os.access(command, os.X_OK)):
             report.problems.append(f"command {command} is not an executable file")
     elif shutil.which(command, path=env.get("PATH")) is None:
         report.problems.append(f"command {command!r} is not on PATH")
     report.home, report.home_how = _served_home(entry, args, host, project, env)
+    cwd = entry.get("cwd")
+    report.cwd = _expand(cwd, host, project, env) if isinstance(cwd, str) and cwd else None
+
+
+def _split_equals(args: list[str]) -> list[str]:
+    """``--pen=p`` as ``--pen p`` (click takes both)."""
+    out: list[str] = []
+    for arg in args:
+        name, eq, value = arg.partition("=")
+        if eq and name.startswith("--"):
+            out += [name, value]
+        else:
+            out.append(arg)
+    return out
 
 
 def _served_home(

@@ -219,7 +219,13 @@ class ScopedEndpoints:
                 await _reply(send, 413, f"request body over {self.max_body} bytes")
                 return
             body = await _read_body(receive, int(length))
-            if body is None:  # the client hung up, or sent too little too slowly
+            if body is _TOO_SLOW:
+                await _reply(send, 408, f"no whole body within {BODY_TIMEOUT_SECONDS:g} s")
+                return
+            if body is _TOO_LONG:
+                await _reply(send, 413, "the body is longer than its Content-Length")
+                return
+            if not isinstance(body, bytes):  # the client hung up mid-body
                 _gone(path, "the client left before its request body was whole")
                 return
             problem = _bad_id(body)
@@ -247,9 +253,13 @@ class ScopedEndpoints:
 BODY_TIMEOUT_SECONDS = 30.0
 
 
-async def _read_body(receive: Any, length: int) -> bytes | None:
-    """The request body, read whole (at most ``length`` bytes, within
-    :data:`BODY_TIMEOUT_SECONDS`); ``None`` when the client disconnects or is too slow."""
+_TOO_SLOW, _TOO_LONG = object(), object()
+
+
+async def _read_body(receive: Any, length: int) -> object:
+    """The request body as ``bytes``, read whole; :data:`_TOO_SLOW` when it took over
+    :data:`BODY_TIMEOUT_SECONDS`, :data:`_TOO_LONG` past ``length`` bytes, ``None`` when the
+    client disconnected."""
     import anyio
 
     chunks: list[bytes] = []
@@ -262,11 +272,11 @@ async def _read_body(receive: Any, length: int) -> bytes | None:
             chunk = message.get("body", b"")
             size += len(chunk)
             if size > length:
-                return None
+                return _TOO_LONG
             chunks.append(chunk)
             if not message.get("more_body", False):
                 return b"".join(chunks)
-    return None
+    return _TOO_SLOW
 
 
 def _replay(body: bytes, receive: Any) -> Any:

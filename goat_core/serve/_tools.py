@@ -45,6 +45,8 @@ RESOURCE_PAGE_LIMIT = 200
 HOOK_TOOL = "goat_hook_context"
 #: Characters of memory a prompt gets from :data:`HOOK_TOOL` unless the hook says.
 HOOK_BUDGET = 4000
+#: The hook events :data:`HOOK_TOOL` answers; any other gets an empty answer (``{}``).
+HOOK_EVENTS = ("UserPromptSubmit", "SessionStart")
 
 _PAGES_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -358,16 +360,20 @@ class ServedScope:
         ``SessionStart`` gives the scope receipt. ``UserPromptSubmit`` gives the prompt's
         memory block without the items this ``session_id`` was already given.
         """
-        args = dict(arguments or {})
+        args = dict(arguments) if isinstance(arguments, Mapping) else {}
         event = args.get("event") or "UserPromptSubmit"
+        if event not in HOOK_EVENTS:  # an answer without context, whatever was sent
+            log.info("serve.hook_context", scope=self.served.scope.key, reason="unknown event")
+            return ToolOutcome({}, False, plain=True)
         text, why = "", None
         try:
+            size = len(json.dumps(args, ensure_ascii=False, default=str).encode())
+            if size > MAX_ARGUMENT_BYTES:
+                raise BadInput(f"hook input of {size} bytes, over {MAX_ARGUMENT_BYTES}")
             if event == "SessionStart":
                 text = self.receipt()
-            elif event == "UserPromptSubmit":
-                text, why = await self._prompt_block(args)
             else:
-                why = f"no context for hook event {str(event)[:50]!r}"
+                text, why = await self._prompt_block(args)
         except GoatError as exc:
             why = f"{type(exc).__name__}: {exc}"
         except Exception as exc:  # the prompt goes on without memory, never a traceback
@@ -384,13 +390,17 @@ class ServedScope:
             raise BadInput("prompt must be a string")
         if isinstance(budget, bool) or not isinstance(budget, int) or budget < 0:
             raise BadInput("budget must be a non-negative integer")
-        session = session if isinstance(session, str) and session else None
+        # an unexpanded ``${session_id}`` (a host that did not substitute it) is no session
+        placeholder = isinstance(session, str) and session.startswith("${")
+        session = session if isinstance(session, str) and session and not placeholder else None
         given = self.sessions.given(session) if session is not None else frozenset()
         turn = await self.context().prepare_turn(prompt, budget, exclude=given)
         if session is not None and turn.items:
             from goat_core.host import turn_item_key
 
-            self.sessions.add(session, [turn_item_key(i) for i in turn.items])
+            # only notes shown whole count as given: a truncated one comes again
+            whole = [i for i in turn.items if (i.text or i.snippet) in turn.block]
+            self.sessions.add(session, [turn_item_key(i) for i in whole])
         why = f"{turn.outcome}: {turn.reason}" if turn.reason else None
         if turn.degraded:
             why = f"{why or turn.outcome} (degraded: {'; '.join(turn.degraded)})"

@@ -77,7 +77,7 @@ async def test_bad_hook_input_gives_no_context_and_no_error(client: Client) -> N
     assert await _context(client, prompt=42) == ""
     assert await _context(client, prompt="x y z", budget=-1) == ""
     result = await client.call_tool(HOOK_TOOL, {"event": "Stop"})
-    assert json.loads(result.content[0].text)["hookSpecificOutput"]["additionalContext"] == ""
+    assert json.loads(result.content[0].text) == {}
 
 
 async def test_session_start_gives_the_receipt_of_goat_scope(client: Client, home: Path) -> None:
@@ -146,3 +146,43 @@ def test_the_ledger_is_bounded_and_forgets_idle_sessions() -> None:
     assert ledger.given("a") == frozenset() and len(ledger) == 2
     now[0] = 11.0
     assert ledger.given("b") == frozenset() and len(ledger) == 0
+
+
+@pytest.mark.parametrize("event", [{"x": 1}, [1, 2], 5, "x" * 200_000, "Stop"])
+async def test_an_event_it_does_not_know_gets_an_empty_answer(client: Client, event: Any) -> None:
+    """The exact inputs: events that are an object, a list, a number, 200 KB, ``Stop``
+    (each came back verbatim as hookEventName)."""
+    result = await client.call_tool(HOOK_TOOL, {"event": event, "prompt": "x y z"})
+    assert json.loads(result.content[0].text) == {}
+
+
+async def test_an_unexpanded_session_placeholder_is_no_session(client: Client) -> None:
+    await client.call_tool("remember", {"text": "the egret wades at the shore"})
+    ask = "where does the egret wade?"
+    for _ in range(2):  # each prompt gets the note: "${session_id}" is no shared session
+        assert "shore" in await _context(client, prompt=ask, session_id="${session_id}")
+
+
+async def test_a_note_cut_by_the_budget_is_given_again(client: Client) -> None:
+    note = "the egret " + "wades at the far shore " * 60
+    await client.call_tool("remember", {"text": note})
+    ask = "where does the egret wade?"
+    cut = await _context(client, prompt=ask, session_id="s", budget=600)
+    assert "truncated" in cut and note.strip() not in cut
+    whole = await _context(client, prompt=ask, session_id="s", budget=100_000)
+    assert note.strip() in whole
+
+
+async def test_an_oversized_hook_input_gets_no_context(client: Client) -> None:
+    await client.call_tool("remember", {"text": "the egret wades at the shore"})
+    assert await _context(client, prompt="egret " * 300_000, session_id="s") == ""
+
+
+def test_a_bad_pin_is_said_at_session_start(home: Path, tmp_path: Path) -> None:
+    """The exact input: ``GOAT_PIN=globl`` (the SessionStart context was empty)."""
+    from .conftest import goat_env
+
+    payload = {"hook_event_name": "SessionStart", "cwd": str(tmp_path)}
+    out, _err, code = run_hook(home, payload, env=goat_env(home, GOAT_PIN="globl"))
+    context = out["hookSpecificOutput"]["additionalContext"]
+    assert code == 0 and context.startswith("GOAT memory: unavailable: ScopeError: pin 'globl'")

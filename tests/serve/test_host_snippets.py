@@ -157,3 +157,37 @@ def test_the_doctor_says_where_it_looked(home: Path, tmp_path: Path) -> None:
     env = goat_env(home, HOME=str(tmp_path))
     proc = goat(home, "doctor", "vscode", "--dir", str(tmp_path), check=False, env=env)
     assert proc.returncode == 6 and "no VS Code configuration found" in proc.stdout
+
+
+@pytest.mark.parametrize(
+    "entry,problem",
+    [
+        ('enabled = false\nargs = ["serve", "--global"]', "the entry is disabled"),
+        ('args = ["serve", "--global", "--http", "127.0.0.1:8765"]', "speaks stdio"),
+        ('args = ["remember", "--global", "serve"]', "args do not start with serve"),
+        ('args = ["serve", "--global", "--home"]', "--home has no value"),
+        ('args = ["serve", 5]', "args must be a list of strings"),
+    ],
+)
+def test_the_doctor_never_says_ok_for_an_entry_that_cannot_serve(
+    home: Path, tmp_path: Path, entry: str, problem: str
+) -> None:
+    """The exact inputs of an adversarial run: each reported ok, exit 0."""
+    user = tmp_path / "user"
+    (user / ".codex").mkdir(parents=True)
+    (user / ".codex" / "config.toml").write_text(
+        f'[mcp_servers.goat-memory]\ncommand = "goat"\n{entry}\nenv_vars = ["GOAT_HOME"]\n'
+    )
+    env = goat_env(home, HOME=str(user))
+    proc = goat(home, "doctor", "codex", "--dir", str(tmp_path), check=False, env=env)
+    assert proc.returncode == 6 and problem in proc.stdout, proc.stdout
+
+
+def test_the_doctor_reads_a_config_nested_too_deeply(home: Path, tmp_path: Path) -> None:
+    user = tmp_path / "user"
+    path = user / ".cursor" / "mcp.json"
+    path.parent.mkdir(parents=True)
+    path.write_text("[" * 100_000 + "]" * 100_000)
+    env = goat_env(home, HOME=str(user))
+    proc = goat(home, "doctor", "cursor", "--dir", str(tmp_path), check=False, env=env)
+    assert proc.returncode == 6 and "nested too deeply" in proc.stdout, proc.stderr

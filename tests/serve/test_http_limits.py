@@ -122,3 +122,26 @@ def test_a_request_id_the_spec_forbids_gets_an_answer(
     assert r.status_code == 400, r.text
     error = r.json()
     assert error["id"] is None and error["error"]["code"] == -32600
+
+
+def test_a_body_that_never_finishes_is_408_and_a_longer_one_413(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A body trickling past the deadline is answered 408 (it logged 'ASGI callable returned
+    without starting response'); one longer than its Content-Length 413."""
+    import anyio
+
+    from goat_core.serve import _http
+
+    monkeypatch.setattr(_http, "BODY_TIMEOUT_SECONDS", 0.2)
+
+    async def trickle() -> dict[str, object]:
+        await anyio.sleep(0.05)
+        return {"type": "http.request", "body": b"x", "more_body": True}
+
+    assert anyio.run(_http._read_body, trickle, 1000) is _http._TOO_SLOW
+
+    async def flood() -> dict[str, object]:
+        return {"type": "http.request", "body": b"y" * 600, "more_body": True}
+
+    assert anyio.run(_http._read_body, flood, 1000) is _http._TOO_LONG
