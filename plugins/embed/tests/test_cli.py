@@ -262,9 +262,9 @@ def test_first_use_says_it_is_embedding_before_the_graph_is_built(
     assert json.loads(result.stdout)["degraded"] == [], result.stdout  # ranked semantically
 
 
-def test_recall_without_fetched_weights_names_the_fetch_command(tmp_path: Path) -> None:
-    """A binding with an embedder whose weights are not in the cache: recall answers the
-    keyword results, degraded, with the one command that fetches them."""
+def test_binding_without_fetched_weights_names_the_fetch_command(tmp_path: Path) -> None:
+    """The exact input: ``goat bind ... --set embedder=minilm-en`` before the weights are
+    fetched. Refused (exit 2) with the one command that fetches them; nothing is saved."""
     vault = tmp_path / "vault"
     vault.mkdir()
     (vault / "cats.md").write_text("# Cats\n\nFelines sleep a lot.\n", "utf-8")
@@ -272,9 +272,6 @@ def test_recall_without_fetched_weights_names_the_fetch_command(tmp_path: Path) 
     runner = CliRunner()
     bind = ["bind", "--pen", "docs", "markdown", "--set", f"root={vault}"]
     bound = runner.invoke(cli, [*bind, "--set", "embedder=minilm-en", *home])
-    assert bound.exit_code == 0, bound.output
-    result = runner.invoke(cli, ["recall", "felines", "--pen", "docs", "--json", *home])
-    assert result.exit_code == 0, result.output
-    answer = json.loads(result.stdout)
-    assert answer["complete"] is False
-    assert any("`goat embedders fetch minilm-en`" in d for d in answer["degraded"]), answer
+    assert bound.exit_code == 2, bound.output
+    assert "`goat embedders fetch minilm-en`" in bound.output
+    assert not (tmp_path / "home" / "memory.json").exists()
