@@ -70,10 +70,10 @@ def _burn(stop: Any) -> None:
 
 def _open_store(home_dir: Path, root: Path) -> Any:
     from _blocking import Blocking
-    from goat_markdown.plugin import MarkdownSettings, spec
 
     from goat_core.contract import Binding, ProviderContext, Scope
     from goat_core.host import GoatHome
+    from goat_markdown.plugin import MarkdownSettings, spec
 
     settings = MarkdownSettings(root=root)
     context = ProviderContext(

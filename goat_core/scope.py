@@ -62,11 +62,11 @@ from goat_core.errors import ScopeError
 
 __all__ = [
     "GIT_TIMEOUT_SECONDS",
-    "project_record",
     "is_never_a_project",
     "kept_pen",
     "normalize_remote_url",
     "project_identity",
+    "project_record",
     "resolve_request",
 ]
 

@@ -318,8 +318,4 @@ def test_importing_goat_core_loads_no_plugin(two: FakeSite) -> None:
     modules = set(json.loads(out.stdout))
     assert "goat_core" in modules
     assert not installed & modules
-    assert not {
-        m
-        for m in modules
-        if m.startswith("goat_core.plugins.builtin")
-    }
+    assert not {m for m in modules if m.startswith("goat_core.plugins.builtin")}

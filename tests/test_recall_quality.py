@@ -170,10 +170,9 @@ def markdown_store(root: Path, home_dir: Path) -> Iterator[Any]:
     """A markdown store on ``root``, its GOAT home (and so its index) under ``home_dir``,
     built the way a host builds it; each call runs in an event loop of its own
     (:func:`recall`)."""
-    from goat_markdown.plugin import MarkdownSettings, spec
-
     from goat_core.contract import Binding, ProviderContext, Scope
     from goat_core.host import GoatHome
+    from goat_markdown.plugin import MarkdownSettings, spec
 
     settings = MarkdownSettings(root=root)
     context = ProviderContext(

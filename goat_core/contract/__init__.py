@@ -10,6 +10,7 @@ and the supervisor).
 from goat_core.contract._embedder import Embedder, EmbedderSpec, embedder_cache_dir
 from goat_core.contract._extras import Access, ModelTool, PolicyGate, ProviderOperation
 from goat_core.contract._health import Health, HealthCause, Tone
+from goat_core.contract._home import APP_NAME, PLATFORM_DEFAULT, GoatHome
 from goat_core.contract._provider import (
     Provider,
     ProviderContext,
@@ -64,10 +65,12 @@ from goat_core.contract._transfer import (
 )
 
 __all__ = [
+    "APP_NAME",
     "COPIED_FROM",
     "IMPORTED_FROM",
     "IMPORT_OPERATION",
     "PEN_ID_PATTERN",
+    "PLATFORM_DEFAULT",
     "PROVENANCE_KEYS",
     "Access",
     "Binding",
@@ -79,6 +82,7 @@ __all__ = [
     "Edge",
     "Embedder",
     "EmbedderSpec",
+    "GoatHome",
     "Health",
     "HealthCause",
     "Link",
@@ -92,8 +96,8 @@ __all__ = [
     "PluginInfo",
     "PluginLoadFailure",
     "PolicyGate",
-    "Provider",
     "ProjectRecord",
+    "Provider",
     "ProviderContext",
     "ProviderHome",
     "ProviderOperation",

@@ -15,7 +15,7 @@ from goat_core.host._connect import GuardedConnect
 from goat_core.host._context import MemoryContext, memory_tools
 from goat_core.host._credentials import CredentialStore
 from goat_core.host._egress import EGRESS_HEADER, check_egress, guarded_http_client
-from goat_core.host._home import APP_NAME, GoatHome
+from goat_core.contract._home import APP_NAME, GoatHome
 from goat_core.host._memoryhost import MemoryHost
 from goat_core.host._records import (
     DEFAULT_BINDING_ID,
@@ -37,9 +37,6 @@ from goat_core.host._turn import (
 )
 
 __all__ = [
-    "check_egress",
-    "GuardedConnect",
-    "CoreTool",
     "APP_NAME",
     "DEFAULT_BINDING_ID",
     "EGRESS_HEADER",
@@ -51,8 +48,10 @@ __all__ = [
     "Chat",
     "Clock",
     "Config",
+    "CoreTool",
     "CredentialStore",
     "GoatHome",
+    "GuardedConnect",
     "MemoryContext",
     "MemoryHost",
     "RetryPolicy",
@@ -64,12 +63,13 @@ __all__ = [
     "ToolDefinition",
     "ToolSet",
     "TurnMemory",
+    "check_egress",
     "format_memory_block",
     "guarded_http_client",
     "is_trivial_prompt",
-    "turn_item_key",
     "load_config",
     "memory_tools",
     "save_config",
     "scope_label",
+    "turn_item_key",
 ]

@@ -29,7 +29,7 @@ from goat_core.host._connect import GuardedConnect
 from goat_core.host._context import MemoryContext
 from goat_core.host._credentials import CredentialStore
 from goat_core.host._egress import check_egress, guarded_http_client
-from goat_core.host._home import GoatHome
+from goat_core.contract._home import GoatHome
 from goat_core.host._leases import RemoteLease
 from goat_core.host._records import DEFAULT_BINDING_ID, EMBEDDED_DEFAULT_PROVIDER, Chat, scope_label
 from goat_core.host._supervisor import Clock, RetryPolicy, Supervisor, Target, digest

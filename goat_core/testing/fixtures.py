@@ -36,18 +36,17 @@ from typing import Any
 import anyio
 import pytest
 
-from goat_core.contract import Binding, Provider, ProviderContext, ProviderSpec, Scope
-from goat_core.host import GoatHome
+from goat_core.contract import Binding, GoatHome, Provider, ProviderContext, ProviderSpec, Scope
 
 __all__ = [
     "VAULT_NAME",
-    "fill_disk",
-    "small_tmpfs",
     "copy_test_vault",
+    "fill_disk",
     "folder_store_context",
     "folder_stores",
     "home",
     "locate_test_vault",
+    "small_tmpfs",
     "vault",
 ]
 

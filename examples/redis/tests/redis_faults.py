@@ -8,7 +8,6 @@ from typing import Any
 
 from goat_core import ProviderUnavailable
 from goat_core.testing import Fault, FaultInjector
-
 from goat_redis import provider as provider_module
 from goat_redis.resp import ConnectionLost, Transport, encode
 

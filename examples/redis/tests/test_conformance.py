@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from goat_core.host import GoatHome
-from goat_core.testing import ProviderConformanceTests, spec_factory
 from redis_faults import RedisFaults
 
+from goat_core.host import GoatHome
+from goat_core.testing import ProviderConformanceTests, spec_factory
 from goat_redis.plugin import SPEC
 
 

@@ -6,14 +6,14 @@ import subprocess
 import sys
 
 import pytest
-from goat_core import AuthError, ProviderUnavailable, ReceiptStatus, Scope, StoreUnwritable
-from goat_core.contract import MemoryWrite
-from goat_core.host import GoatHome
-from goat_core.testing import Fault, spec_factory
 from pydantic import ValidationError
 from redis_faults import RedisFaults
 from redis_server import DURABLE, run_redis
 
+from goat_core import AuthError, ProviderUnavailable, ReceiptStatus, Scope, StoreUnwritable
+from goat_core.contract import MemoryWrite
+from goat_core.host import GoatHome
+from goat_core.testing import Fault, spec_factory
 from goat_redis.plugin import SPEC, Settings, egress_urls
 
 pytestmark = pytest.mark.anyio

@@ -32,7 +32,7 @@ class FolderStoreConformanceTests(ProviderConformanceTests):
     @pytest.fixture
     def goat_provider_factory(self, tmp_path: Path) -> ProviderFactory:
         """Default stores (no ``root``) under a fresh GOAT home: one empty store per scope."""
-        from goat_core.host import GoatHome
+        from goat_core.contract import GoatHome
 
         return spec_factory(type(self).folder_spec(), GoatHome.at(tmp_path / "goat-home"))
 

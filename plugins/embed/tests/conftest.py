@@ -51,6 +51,7 @@ def seeded_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     import os
 
     from click.testing import CliRunner
+
     from goat_core.cli import cli
 
     seed = os.environ.get(SEED_ENV)

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from click.testing import CliRunner
+
 from goat_core.cli import cli
 
 
@@ -216,6 +217,7 @@ def test_host_recall_with_a_lone_surrogate_answers(tmp_path: Path, seed_home: An
     it before tokenising, so the semantic binding answers ``complete``, as Global
     (keyword-only) does."""
     import anyio
+
     from goat_core.host import Chat, GoatHome, MemoryHost
 
     home, _ = _semantic_pen(tmp_path, seed_home)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO, SEED_ENV
+
 from goat_core.testing.fixtures import copy_test_vault
 
 # Loaded by every Python process the test starts (``sitecustomize`` on PYTHONPATH): the CLI

@@ -22,8 +22,8 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from goat_core.cli import _embedders, cli
 
+from goat_core.cli import _embedders, cli
 from goat_embed import _meta
 
 PREFIX = f"/{_meta.MINILM_ID}/resolve/{_meta.MINILM_REVISION}/"

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from goat_core.errors import ProviderUnavailable
 
+from goat_core.errors import ProviderUnavailable
 from goat_embed import _minilm
 from goat_embed._minilm import MiniLM, graph_file
 

@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import REPO, link_weights
+
 from goat_core.errors import ProviderUnavailable
 from goat_core.testing.fixtures import locate_test_vault
-
 from goat_embed import _meta
 from goat_embed._weights import use_resources_dir
 from goat_embed.plugin import goat_register_embedders

@@ -25,10 +25,11 @@ from typing import Any
 
 import anyio
 import httpx2
-from goat_core.contract import MemoryWrite
-from goat_core.host import GoatHome
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
+
+from goat_core.contract import MemoryWrite
+from goat_core.host import GoatHome
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from live_server import live_provider

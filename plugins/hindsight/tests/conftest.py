@@ -12,9 +12,9 @@ import httpx2
 import hypothesis
 import pytest
 from fake_hindsight import FakeHindsight
+
 from goat_core.contract import Binding, ProviderContext, Scope
 from goat_core.host import GoatHome
-
 from goat_hindsight.client import Backoff, Deadlines, HindsightClient
 from goat_hindsight.plugin import spec
 from goat_hindsight.provider import HindsightProvider

@@ -19,10 +19,10 @@ from typing import Any
 
 import httpx2
 import pytest
+
 from goat_core.contract import Binding, ProviderContext, Scope
 from goat_core.host import GoatHome, guarded_http_client
 from goat_core.plugins import PluginSettings, Registry, make_plugin_manager
-
 from goat_hindsight.plugin import egress_urls, spec
 from goat_hindsight.provider import HindsightProvider
 from goat_hindsight.settings import HindsightSettings

@@ -10,8 +10,8 @@ import httpx2
 import pytest
 from conftest import SENTINEL_KEY, FakeClock, make_client
 from fake_hindsight import ALL_TOOLS, FakeHindsight, error_result, wire_result
-from goat_core.errors import NotFound, ProviderUnavailable, Rejected
 
+from goat_core.errors import NotFound, ProviderUnavailable, Rejected
 from goat_hindsight.client import ALLOWED_TOOLS, REQUIRED_TOOLS, Deadlines, Limits
 from goat_hindsight.errors import (
     BankNotFound,

@@ -6,11 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from live_server import LiveServer, guarded_factory
+
 from goat_core.host import GoatHome
 from goat_core.testing import ProviderConformanceTests
 from goat_core.testing.conformance import ProviderFactory, spec_factory
-from live_server import LiveServer, guarded_factory
-
 from goat_hindsight.plugin import spec
 from goat_hindsight.settings import HindsightSettings
 

@@ -17,11 +17,11 @@ import httpx2
 import pytest
 from conftest import FakeClock, make_context
 from fake_hindsight import FakeHindsight
+
 from goat_core.contract import Provider, Scope
 from goat_core.host import GoatHome
 from goat_core.testing import Fault, FaultInjectionTests, FaultInjector
 from goat_core.testing.conformance import ProviderFactory
-
 from goat_hindsight.client import Backoff, Deadlines
 from goat_hindsight.plugin import spec
 from goat_hindsight.provider import HindsightProvider

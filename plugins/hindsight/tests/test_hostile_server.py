@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from goat_core.contract import Scope
 from goat_core.errors import GoatError
 from goat_core.host import MemoryHost
 from goat_core.testing import assert_no_secret, remote_mcp_server
-
 from goat_hindsight.client import REQUIRED_TOOLS
 
 #: A stored key and a draft key with characters that change when URL-encoded.

@@ -8,12 +8,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from live_server import LiveServer, live_provider
+
 from goat_core.contract import MemoryWrite, ReceiptStatus, Scope
 from goat_core.errors import ProviderUnavailable
 from goat_core.host import GoatHome
 from goat_core.testing.conformance import eventually
-from live_server import LiveServer, live_provider
-
 from goat_hindsight.errors import BankNotFound, HindsightAuthError, IncompatibleServer
 from goat_hindsight.provider import HindsightProvider
 
@@ -100,9 +100,9 @@ async def test_unknown_bank_is_reported_and_still_absent(
 
 
 async def test_egress_guard_refuses_an_unbound_url(tmp_path: Path, live_server: LiveServer) -> None:
-    from goat_core.contract import Binding, ProviderContext
     from live_server import guarded_factory
 
+    from goat_core.contract import Binding, ProviderContext
     from goat_hindsight.plugin import spec
     from goat_hindsight.settings import HindsightSettings
 

@@ -19,12 +19,12 @@ from typing import Any
 import anyio
 import httpx2
 import pytest
+from live_server import LiveServer
+
 from goat_core.contract import Receipt, ReceiptStatus, Scope, Tone
 from goat_core.errors import GoatError, ProviderUnavailable
 from goat_core.host import Chat, GoatHome, MemoryHost, RetryPolicy, SessionState
 from goat_core.plugins import PluginSettings, Registry
-from live_server import LiveServer
-
 from goat_hindsight.provider import HindsightProvider
 
 pytestmark = [pytest.mark.live, pytest.mark.anyio]

@@ -15,10 +15,11 @@ from typing import Any
 import anyio
 import httpx2
 import pytest
+from live_server import LiveServer
+
 from goat_core.contract import ReceiptStatus, Scope, TransferOutcome
 from goat_core.host import Chat, GoatHome, MemoryHost
 from goat_core.plugins import PluginSettings, Registry
-from live_server import LiveServer
 
 pytestmark = [pytest.mark.live, pytest.mark.anyio]
 

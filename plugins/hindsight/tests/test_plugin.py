@@ -9,10 +9,10 @@ import sys
 from pathlib import Path
 
 from fake_hindsight import ALL_TOOLS
-from goat_core.contract import Capability, Consistency
-from goat_core.plugins import PluginSettings, Registry, make_plugin_manager
 
 import goat_hindsight
+from goat_core.contract import Capability, Consistency
+from goat_core.plugins import PluginSettings, Registry, make_plugin_manager
 from goat_hindsight.client import ALLOWED_TOOLS
 from goat_hindsight.plugin import API_KEY_HELP, spec
 

@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 from conftest import SENTINEL_KEY, SERVER, make_context
 from fake_hindsight import ALL_TOOLS, FakeHindsight
+
 from goat_core.contract import MemoryWrite, Receipt, ReceiptStatus, Scope, ScopeKind, Tone
 from goat_core.errors import BadInput, NotFound, NotSupported, ProviderUnavailable, TooLarge
 from goat_core.host import GoatHome
-
 from goat_hindsight.errors import BankNotFound, HindsightAuthError
 from goat_hindsight.plugin import spec
 from goat_hindsight.provider import DEFAULT_MAX_TOKENS, RECALL_EFFORT, HindsightProvider

@@ -14,9 +14,9 @@ import pytest
 import structlog
 from conftest import SENTINEL_KEY
 from fake_hindsight import FakeHindsight
+
 from goat_core.contract import MemoryWrite
 from goat_core.errors import GoatError
-
 from goat_hindsight.provider import HindsightProvider
 
 pytestmark = pytest.mark.anyio

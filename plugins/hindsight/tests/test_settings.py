@@ -6,11 +6,11 @@ import re
 import string
 
 import pytest
-from goat_core.errors import ConfigError
 from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
+from goat_core.errors import ConfigError
 from goat_hindsight.plugin import egress_urls
 from goat_hindsight.settings import (
     HindsightSettings,

@@ -12,6 +12,7 @@ from typing import Any
 import httpx2
 import pytest
 from fake_hindsight import FakeHindsight
+
 from goat_core.contract import (
     IMPORT_OPERATION,
     MemoryWrite,
@@ -20,7 +21,6 @@ from goat_core.contract import (
     TransferPage,
 )
 from goat_core.errors import Rejected
-
 from goat_hindsight.provider import HindsightProvider
 from goat_hindsight.transfer import LEDGER_FOLDER
 

@@ -11,11 +11,11 @@ import sys
 from pathlib import Path
 
 import anyio
-from goat_markdown.plugin import MarkdownSettings, spec
 
 from goat_core.contract import Binding, MemoryWrite, ProviderContext, Scope
 from goat_core.errors import Conflict
 from goat_core.host import GoatHome
+from goat_markdown.plugin import MarkdownSettings, spec
 
 
 async def main() -> None:

@@ -13,10 +13,10 @@ import time
 from pathlib import Path
 
 import anyio
-from goat_markdown.plugin import MarkdownSettings, spec
 
 from goat_core.contract import Binding, MemoryWrite, ProviderContext, Scope
 from goat_core.host import GoatHome
+from goat_markdown.plugin import MarkdownSettings, spec
 
 
 def main() -> None:

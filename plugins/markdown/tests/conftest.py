@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from goat_markdown.plugin import spec
 
 from goat_core.host import GoatHome
 from goat_core.testing.fixtures import folder_stores, home, vault  # noqa: F401 (fixtures)
+from goat_markdown.plugin import spec
 
 MakeStore = Callable[..., Any]
 

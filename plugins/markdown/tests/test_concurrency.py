@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 import filelock
+
 from goat_core.filestore import atomic_write, etag
 from goat_core.host import GoatHome
 

@@ -13,6 +13,7 @@ import pytest
 from _fake_embed_site import install_fake_embedder
 from _lock_holder import lock_held_elsewhere
 from click.testing import CliRunner, Result
+
 from goat_core.cli import cli
 
 NOTES = {

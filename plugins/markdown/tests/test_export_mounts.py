@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+
 from goat_core.cli import cli
 from goat_core.contract import Scope
 from goat_core.host import GoatHome, SyncMemoryHost

@@ -194,7 +194,6 @@ def _damage_pages(db: Path, start: float = 0.0) -> None:
 
 def _host(home: GoatHome, progress: list[tuple[int, int]]) -> SyncMemoryHost:
     import goat_markdown.plugin
-
     from goat_core.plugins import PluginSettings, Registry, make_plugin_manager, register_plugin
 
     pm = make_plugin_manager(PluginSettings(autoload=False))

@@ -16,9 +16,10 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
+from test_home_faults import _fill, _tmpfs, _vault
+
 from goat_core.cli import cli
 from goat_core.testing.conformance.faults import Fault, filesystem_fault
-from test_home_faults import _fill, _tmpfs, _vault
 
 
 def goat(*args: str) -> Result:

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 from conftest import REPO
+
 from goat_core.cli import cli
 from goat_core.filestore.search import SearchIndex
 from goat_core.host import GoatHome

@@ -7,12 +7,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from goat_core.contract import Scope
-from goat_core.host import Chat, GoatHome, SyncMemoryHost
-from goat_core.plugins import PluginSettings, Registry, make_plugin_manager, register_plugin
 
 import goat_markdown.plugin
 import goat_markdown.provider
+from goat_core.contract import Scope
+from goat_core.host import Chat, GoatHome, SyncMemoryHost
+from goat_core.plugins import PluginSettings, Registry, make_plugin_manager, register_plugin
 
 
 def registry() -> Registry:

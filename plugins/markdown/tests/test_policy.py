@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from goat_core.contract import Scope
 from goat_core.errors import Conflict, NotFound
 from goat_core.host import Chat, GoatHome, SyncMemoryHost

@@ -13,8 +13,6 @@ from typing import Any
 import anyio
 import pytest
 from conftest import MakeStore
-from goat_markdown.plugin import MarkdownSettings, spec
-from goat_markdown.provider import MarkdownProvider
 from pydantic import ValidationError
 
 from goat_core import Registry
@@ -31,6 +29,8 @@ from goat_core.errors import (
 from goat_core.filestore import parse_note
 from goat_core.host import GoatHome
 from goat_core.plugins import PluginSettings
+from goat_markdown.plugin import MarkdownSettings, spec
+from goat_markdown.provider import MarkdownProvider
 
 pytestmark = pytest.mark.anyio
 

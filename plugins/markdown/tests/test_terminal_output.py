@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+
 from goat_core.cli import cli
 
 EVIL = "evil \x1b]0;pwned\x07 \x1b[2J storm here\x9b\x7f\r\nline two\tend\n"
@@ -71,6 +72,7 @@ def test_status_and_check_show_control_characters_of_a_store_root(
     """A store root whose name holds an escape sequence is shown, never sent to the
     terminal, by ``goat status`` and ``goat check``."""
     from click.testing import CliRunner
+
     from goat_core.cli import cli
 
     monkeypatch.setenv("GOAT_HOME", str(tmp_path / "home"))

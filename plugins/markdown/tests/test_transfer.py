@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from conftest import REPO
+
 from goat_core.cli import cli
 from goat_core.contract import Scope, TransferOutcome
 from goat_core.filestore import parse_note

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
+
 from goat_core.cli import cli
 
 
@@ -201,11 +202,10 @@ def test_show_finds_a_note_by_a_frontmatter_alias(goat_home: Path, tmp_path: Pat
 
 
 def test_the_host_api_finds_a_note_by_an_alias(tmp_path: Path) -> None:
+    import goat_markdown.plugin
     from goat_core.contract import Scope
     from goat_core.host import Chat, GoatHome, SyncMemoryHost
     from goat_core.plugins import PluginSettings, Registry, make_plugin_manager, register_plugin
-
-    import goat_markdown.plugin
 
     vault = _alias_vault(tmp_path)
     pm = make_plugin_manager(PluginSettings(autoload=False))
@@ -294,11 +294,11 @@ def test_the_recall_tool_gives_the_model_plain_snippets_and_spans(tmp_path: Path
     """The model tool's result (which ``goat serve`` sends as MCP structured content) carries
     the plain snippet and its spans, as ``recall --json`` does."""
     import anyio
+
+    import goat_markdown.plugin
     from goat_core.contract import Scope
     from goat_core.host import Chat, GoatHome, SyncMemoryHost
     from goat_core.plugins import PluginSettings, Registry, make_plugin_manager, register_plugin
-
-    import goat_markdown.plugin
 
     vault = tmp_path / "vault"
     vault.mkdir()

@@ -8,11 +8,11 @@ from collections.abc import Iterator
 
 import hypothesis
 import pytest
-from goat_wiki.plugin import spec
 from wiki_helpers import MakeWiki
 
 from goat_core.host import GoatHome
 from goat_core.testing.fixtures import folder_stores, home, vault  # noqa: F401 (fixtures)
+from goat_wiki.plugin import spec
 
 # Property tests check behaviour, never speed: on a loaded, shared CI machine one example that
 # touches the disk (fsync) or waits for the scheduler can outlast hypothesis's default 200 ms

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
-from goat_core.cli import cli
 from wiki_helpers import write_tree
+
+from goat_core.cli import cli
 
 
 @pytest.fixture

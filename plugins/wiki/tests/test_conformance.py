@@ -4,7 +4,6 @@ GOAT home; read-only and full stores injected)."""
 from __future__ import annotations
 
 from goat_core.testing import FolderStoreConformanceTests
-
 from goat_wiki.plugin import spec
 
 

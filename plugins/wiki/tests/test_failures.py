@@ -9,12 +9,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from goat_wiki.provider import PageWrite, WikiProvider
 from wiki_helpers import MakeWiki, write_tree
 
 from goat_core.contract import MemoryWrite
 from goat_core.errors import BadInput, Conflict, PathError
 from goat_core.testing.conformance.faults import Fault, filesystem_fault
+from goat_wiki.provider import PageWrite, WikiProvider
 
 pytestmark = pytest.mark.anyio
 

@@ -10,12 +10,12 @@ from typing import Any
 
 import numpy as np
 import pytest
-from goat_wiki.plugin import spec
-from goat_wiki.settings import WikiSettings
 
 from goat_core.contract import Binding, EmbedderSpec, ProviderContext, Scope
 from goat_core.errors import NotFound, ProviderUnavailable
 from goat_core.host import GoatHome
+from goat_wiki.plugin import spec
+from goat_wiki.settings import WikiSettings
 
 pytestmark = pytest.mark.anyio
 

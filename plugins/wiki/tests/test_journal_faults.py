@@ -20,8 +20,6 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
-from goat_wiki.provider import PageWrite, WikiProvider
-from goat_wiki.sources import MANIFEST_NAME, Manifest
 from wiki_helpers import MakeWiki, write_tree
 
 from goat_core.cli import cli
@@ -29,6 +27,8 @@ from goat_core.contract import MemoryWrite
 from goat_core.errors import StoreUnwritable
 from goat_core.filestore import current_etag, etag
 from goat_core.testing.conformance.faults import Fault, filesystem_fault
+from goat_wiki.provider import PageWrite, WikiProvider
+from goat_wiki.sources import MANIFEST_NAME, Manifest
 
 pytestmark = pytest.mark.anyio
 

@@ -8,12 +8,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from goat_core.contract import Scope
-from goat_core.host import Chat, GoatHome, MemoryHost
-from goat_core.plugins import PluginSettings, Registry, make_plugin_manager, register_plugin
 from wiki_helpers import write_tree
 
 import goat_wiki.plugin
+from goat_core.contract import Scope
+from goat_core.host import Chat, GoatHome, MemoryHost
+from goat_core.plugins import PluginSettings, Registry, make_plugin_manager, register_plugin
 from goat_wiki.provider import WikiProvider
 
 pytestmark = pytest.mark.anyio

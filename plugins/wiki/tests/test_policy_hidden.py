@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
+
 from goat_core.cli import cli
 from goat_core.plugins import PluginSettings, Registry, register_plugin
 from goat_core.testing import HideByName

@@ -15,15 +15,15 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
+from wiki_helpers import write_tree
+
+import goat_wiki.plugin
 from goat_core import hookimpl
 from goat_core.cli import cli
 from goat_core.contract import PageSummary, Scope
 from goat_core.host import Chat, GoatHome, MemoryHost
 from goat_core.plugins import PluginSettings, Registry, make_plugin_manager, register_plugin
 from goat_core.testing import HideReads, RefuseWrites
-from wiki_helpers import write_tree
-
-import goat_wiki.plugin
 
 pytestmark = pytest.mark.anyio
 

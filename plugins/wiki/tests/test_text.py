@@ -145,6 +145,7 @@ def test_plugin_import_is_cheap() -> None:
 
 def test_entry_point_registers_provider_and_commands() -> None:
     import click
+
     from goat_core.plugins import PluginSettings, Registry, make_plugin_manager
 
     registry = Registry(make_plugin_manager(PluginSettings(load=("wiki",), strict=True)))

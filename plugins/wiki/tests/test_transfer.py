@@ -9,11 +9,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
 from goat_core.contract import Scope, TransferOutcome
 from goat_core.filestore import parse_note
 from goat_core.host import Chat, GoatHome, SyncMemoryHost
 from goat_core.testing.fixtures import copy_test_vault
-
 from goat_wiki.text import parse_index
 
 REPO = Path(__file__).resolve().parents[3]

@@ -14,12 +14,12 @@ import hashlib
 from pathlib import Path
 
 import pytest
-from goat_wiki.provider import PageWrite
-from goat_wiki.text import parse_index
 from wiki_helpers import MakeWiki
 
 from goat_core.contract import LinkResolution
 from goat_core.testing.fixtures import copy_test_vault
+from goat_wiki.provider import PageWrite
+from goat_wiki.text import parse_index
 
 pytestmark = pytest.mark.anyio
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 import ipaddress
 from urllib.parse import urlsplit
 
-from goat_core import Capability, CredentialSpec, ProviderSpec, hookimpl
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from goat_core import Capability, CredentialSpec, ProviderSpec, hookimpl
 
 
 def _is_loopback(host: str) -> bool:

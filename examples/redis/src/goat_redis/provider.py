@@ -44,7 +44,6 @@ from goat_core import (
     TooLarge,
 )
 from goat_core.contract import normalize_pen_id
-
 from goat_redis.plugin import SPEC
 from goat_redis.resp import ConnectionLost, Transport
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import anyio
 from anyio.streams.buffered import BufferedByteReceiveStream
+
 from goat_core import AuthError, ProviderUnavailable, StoreUnwritable
 
 Reply = Any  # str | int | bytes | None | list[Reply] | ReplyError

@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import TypeVar
 
 from goat_core.errors import GoatError, ProviderUnavailable
-
 from goat_embed._weights import file_sha256
 
 log = logging.getLogger(__name__)

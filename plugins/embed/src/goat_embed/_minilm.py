@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from goat_core.errors import ProviderUnavailable
 
+from goat_core.errors import ProviderUnavailable
 from goat_embed import _meta
 from goat_embed._text import encodable
 from goat_embed._weights import OFFLINE_ENV, go_offline, verify

@@ -8,7 +8,6 @@ import os
 from pathlib import Path
 
 from goat_core.errors import ProviderUnavailable
-
 from goat_embed import _meta
 
 #: Environment that keeps Hugging Face libraries off the network in this process.
@@ -76,8 +75,7 @@ def _verified(folder: Path) -> bool:
 def default_cache_dir(name: str = "minilm-en") -> Path:
     """Embedder ``name``'s folder under the GOAT home of the environment (``$GOAT_HOME``,
     else the platform's), where ``goat embedders fetch NAME`` puts its files."""
-    from goat_core.contract import embedder_cache_dir
-    from goat_core.host import GoatHome
+    from goat_core.contract import GoatHome, embedder_cache_dir
 
     return embedder_cache_dir(GoatHome.from_env().data_dir, name)
 

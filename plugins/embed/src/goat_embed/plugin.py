@@ -22,7 +22,6 @@ from pathlib import Path
 from goat_core import hookimpl
 from goat_core.contract import Embedder, EmbedderSpec
 from goat_core.errors import ProviderUnavailable
-
 from goat_embed import _meta
 from goat_embed._weights import (
     find_model_dir,

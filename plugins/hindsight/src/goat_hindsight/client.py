@@ -47,13 +47,13 @@ import anyio.from_thread
 import anyio.to_thread
 import httpx2
 from anyio.streams.memory import MemoryObjectSendStream
-from goat_core.errors import GoatError, ProviderUnavailable
-from goat_core.logs import RedactSecrets, get_logger, redact, register_secret
 from mcp import ClientSession, MCPError
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import REQUEST_TIMEOUT, CallToolResult, PaginatedRequestParams, TextContent
 from pydantic import ValidationError
 
+from goat_core.errors import GoatError, ProviderUnavailable
+from goat_core.logs import RedactSecrets, get_logger, redact, register_secret
 from goat_hindsight.errors import (
     BankNotFound,
     ForbiddenTool,

@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any
 
 from goat_core.contract import Capability, Consistency, CredentialSpec, ProviderSpec
 from goat_core.hookspecs import hookimpl
-
 from goat_hindsight import __version__
 from goat_hindsight.settings import HindsightSettings, mcp_url, parse_settings
 

@@ -36,6 +36,7 @@ from typing import Any
 
 import anyio
 import httpx2
+
 from goat_core.contract import (
     Health,
     MemoryWrite,
@@ -55,7 +56,6 @@ from goat_core.contract import (
     normalize_pen_id,
 )
 from goat_core.errors import BadInput, GoatError, NotFound, ProviderUnavailable, TooLarge
-
 from goat_hindsight.client import Backoff, Deadlines, HindsightClient, Limits
 from goat_hindsight.errors import MemoryNotFound, ToolRejected, WriteOutcomeUnknown
 from goat_hindsight.settings import parse_settings

@@ -25,8 +25,9 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
-from goat_core.errors import ConfigError
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from goat_core.errors import ConfigError
 
 __all__ = [
     "BANK_ID_PATTERN",

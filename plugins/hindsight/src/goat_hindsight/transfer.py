@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
+
 from goat_core.contract import (
     IMPORT_OPERATION,
     Access,
@@ -37,12 +38,10 @@ from goat_core.contract import (
     TransferPage,
 )
 from goat_core.errors import Rejected
-
 from goat_hindsight.errors import ToolRejected, WriteOutcomeUnknown
 
 if TYPE_CHECKING:
     from goat_core.contract import ProviderContext, ProviderSpec, Scope
-
     from goat_hindsight.client import HindsightClient
 
 

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from pydantic import Field
+
 from goat_core.contract import Capability, Consistency, ProviderSpec
 from goat_core.filestore import FolderStoreSettings, StoreRoot
 from goat_core.hookspecs import hookimpl
-from pydantic import Field
-
 from goat_markdown import __version__
 
 if TYPE_CHECKING:

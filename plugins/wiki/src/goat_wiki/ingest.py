@@ -16,7 +16,6 @@ from goat_core import filestore
 from goat_core.contract import MemoryWrite
 from goat_core.errors import BadInput, NotFound, PathError, Rejected
 from goat_core.filestore import MISSING_ETAG, atomic_write, contain, current_etag, etag
-
 from goat_wiki.journal import WikiJournal
 from goat_wiki.layout import str_or_items
 from goat_wiki.sources import MANIFEST_NAME, Manifest, Source

@@ -28,7 +28,6 @@ from goat_core.filestore import (
     walk_notes,
 )
 from goat_core.logs import get_logger
-
 from goat_wiki import text as wt
 from goat_wiki.layout import KINDS, Layout, WikiNote, WikiStore, one_line
 

@@ -31,7 +31,6 @@ from goat_core.filestore import (
     render_note,
     walk_notes,
 )
-
 from goat_wiki import text as wt
 from goat_wiki.settings import WikiSettings
 from goat_wiki.sources import MANIFEST_NAME, Manifest

@@ -18,7 +18,6 @@ from goat_core import filestore
 from goat_core.contract import LinkResolution, MemoryWrite
 from goat_core.errors import Rejected, StoreUnwritable
 from goat_core.filestore import MISSING_ETAG, atomic_write, current_etag, etag, walk_notes
-
 from goat_wiki import text as wt
 from goat_wiki.ingest import WikiSources, origin_changed
 from goat_wiki.layout import Layout, Scan, Schema, WikiNote, str_or_items

@@ -41,7 +41,6 @@ from goat_core.filestore import (
     set_keys,
     walk_notes,
 )
-
 from goat_wiki import text as wt
 from goat_wiki.layout import KINDS, MARKER_KEY, Layout, one_line, str_or_items
 from goat_wiki.lint import WikiLint

@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING
 
 from goat_core.contract import Capability, Consistency, ProviderSpec
 from goat_core.hookspecs import hookimpl
-
 from goat_wiki import __version__
 from goat_wiki.settings import DEFAULT_FOLDERS, WikiSettings
 
 if TYPE_CHECKING:
     import click
+
     from goat_core.contract import Provider, ProviderContext
 
 __all__ = [

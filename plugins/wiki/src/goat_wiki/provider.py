@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from goat_core.contract import MemoryWrite, ModelTool, PageSummary, ProviderOperation
 from goat_core.errors import StoreUnwritable
-
 from goat_wiki.layout import MARKER_KEY
 from goat_wiki.lint import Finding, LintReport
 from goat_wiki.pages import PageWrite, WikiPages

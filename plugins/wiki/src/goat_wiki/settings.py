@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import re
 
-from goat_core.filestore import FolderStoreSettings, StoreRoot
 from pydantic import Field, field_validator, model_validator
+
+from goat_core.filestore import FolderStoreSettings, StoreRoot
 
 __all__ = ["DEFAULT_FOLDERS", "WikiSettings"]
 

@@ -36,7 +36,6 @@ from goat_core.contract import (
     ReceiptStatus,
 )
 from goat_core.errors import BadInput, NotFound, Rejected
-
 from goat_wiki import text as wt
 from goat_wiki.lint import LintReport
 from goat_wiki.pages import PageWrite
@@ -44,7 +43,6 @@ from goat_wiki.pages import PageWrite
 if TYPE_CHECKING:
     from goat_core.contract import MemoryWrite as _Write
     from goat_core.contract import PageList, ProviderSpec, RecallResult
-
     from goat_wiki.settings import WikiSettings
     from goat_wiki.transfer import ImportTarget
 

@@ -46,7 +46,6 @@ from goat_core.filestore import (
     import_into_store,
     set_keys,
 )
-
 from goat_wiki.sources import MANIFEST_NAME, Manifest, Source
 
 if TYPE_CHECKING:

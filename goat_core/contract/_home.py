@@ -20,7 +20,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from goat_core.contract import Scope
+from goat_core.contract._scope import Scope
 
 APP_NAME = "goat-memory"
 #: :attr:`GoatHome.source` of the platform directories.
