@@ -462,10 +462,11 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
             name = self._embedder
             assert name is not None
             lookup = self.context.embedders
-            if lookup is None:
-                from goat_core.plugins import Registry
-
-                lookup = Registry.load().get_embedder
+            if lookup is None:  # the host hands its registry's lookup over; filestore loads none
+                raise ProviderUnavailable(
+                    f"embedder {name!r} cannot be looked up: this store's context has no "
+                    "embedders (ProviderContext.embedders)"
+                )
             spec = lookup(name)
             try:
                 embedder = spec.factory(embedder_cache_dir(self.context.home.data_dir, name))
