@@ -453,7 +453,7 @@ def _status_rows(statuses: Sequence[BindingStatus]) -> list[dict[str, Any]]:
     return rows
 
 
-def _checked_status(host: SyncMemoryHost, request: ScopeRequest) -> list[dict[str, Any]]:
+def _checked_status(host: SyncMemoryHost, request: ScopeRequest | None) -> list[dict[str, Any]]:
     """A short live check of every enabled binding (a local stat, or the remote's cheap
     probe through the connection supervisor, at most :data:`STATUS_CHECK_SECONDS`), then
     the status rows with the fresh results. Disabled bindings are not contacted."""
@@ -526,9 +526,15 @@ def status_cmd(as_json: bool, watch: bool, interval: float, times: int, home: Pa
 
     With --watch, check and render again every 15 s until Ctrl-C."""
     from goat_core.contract import ScopeRequest
+    from goat_core.errors import ScopeError
 
     rendered = 0
-    request = ScopeRequest(cwd=Path.cwd(), derive_from_cwd=True)
+    request: ScopeRequest | None = ScopeRequest(cwd=Path.cwd(), derive_from_cwd=True)
+    try:  # a folder git refuses (another user's repository) still lists the bindings
+        _registry().resolve_scope(request)
+    except ScopeError as exc:
+        _err(f"goat: warning: this folder's Pen is not shown: {_one_line(str(exc))}")
+        request = None
     with open_host(home) as host:
         try:
             while True:

@@ -87,8 +87,20 @@ def absolute_store_root(value: Path | None) -> Path | None:
     return absolute
 
 
+def _no_empty_root(value: Any) -> Any:
+    """``root=`` (empty, as from an unset variable) is refused: it would bind the current
+    folder. :raises ValueError: naming the fix."""
+    if isinstance(value, str) and not value.strip():
+        raise ValueError(
+            "root is empty: give the folder (or leave root out for the scope's own store)"
+        )
+    return value
+
+
 #: The type of a folder store's ``root`` setting (``None``: the scope's default store).
-StoreRoot = Annotated[Path | None, AfterValidator(absolute_store_root)]
+StoreRoot = Annotated[
+    Path | None, BeforeValidator(_no_empty_root), AfterValidator(absolute_store_root)
+]
 
 
 def _blank_is_none(value: Any) -> Any:
