@@ -529,9 +529,10 @@ def status_cmd(as_json: bool, watch: bool, interval: float, times: int, home: Pa
     from goat_core.errors import ScopeError
 
     rendered = 0
-    request: ScopeRequest | None = ScopeRequest(cwd=Path.cwd(), derive_from_cwd=True)
+    here = ScopeRequest(cwd=Path.cwd(), derive_from_cwd=True)
+    request: ScopeRequest | None = here
     try:  # a folder git refuses (another user's repository) still lists the bindings
-        _registry().resolve_scope(request)
+        _registry().resolve_scope(here)
     except ScopeError as exc:
         _err(f"goat: warning: this folder's Pen is not shown: {_one_line(str(exc))}")
         request = None
