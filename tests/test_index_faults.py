@@ -205,3 +205,21 @@ def test_an_index_on_a_read_only_tmpfs_reads_and_refuses_writes(tmp_path: Path) 
             assert index.behind is not None and index.behind.reason == "read-only"
             with pytest.raises(StoreUnwritable, match="it is read-only"):
                 index.check_writable()
+
+
+def test_an_index_path_that_is_a_folder_is_moved_aside_and_rebuilt(tmp_path: Path) -> None:
+    """The exact input: the index file's path made a directory (recall and pages exited 6 on
+    every call, and check said ok). The folder is moved aside whole, never deleted, and the
+    index starts again."""
+    from goat_core.filestore.search import SearchIndex
+
+    db = tmp_path / "index" / "store-search.sqlite"
+    db.mkdir(parents=True)
+    (db / "someone's.txt").write_text("kept")
+    index = SearchIndex(db)
+    try:
+        assert index.rebuilt and db.is_file()
+        (aside,) = [p for p in db.parent.iterdir() if ".damaged-" in p.name]
+        assert (aside / "someone's.txt").read_text() == "kept"
+    finally:
+        index.close()

@@ -8,6 +8,7 @@ import dataclasses
 import functools
 import os
 import sqlite3
+import stat
 import time
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -61,11 +62,14 @@ from goat_core.filestore.search._schema import (
     schema_is_current,
 )
 from goat_core.filestore.search._snippets import Snippet, _snippet
+from goat_core.logs import get_logger
 
 _BATCH_DOCS = 256
 _BATCH_BYTES = 8 * 1024 * 1024
 
 T = TypeVar("T")
+
+log = get_logger(__name__)
 
 
 class SearchIndex:
@@ -101,6 +105,9 @@ class SearchIndex:
         self._memo = _Memo()
         self._opens = 0
         self._writes = 0
+        if _not_a_file(self.db_path):  # a folder (or other non-file) where the index goes
+            self._rebuild_file()
+            return
         try:
             self._guarded(self._open)
         except sqlite3.DatabaseError as exc:
@@ -257,8 +264,14 @@ class SearchIndex:
                 self._conn.close()
             self._conn = None
         for suffix in ("", "-wal", "-shm", "-journal"):
+            path = f"{self.db_path}{suffix}"
+            if _not_a_file(Path(path)):  # moved aside whole: GOAT deletes no folder
+                aside = f"{path}.damaged-{os.getpid()}-{time.time_ns()}"
+                os.rename(path, aside)
+                log.warning("index.moved_aside", path=path, to=aside)
+                continue
             with contextlib.suppress(FileNotFoundError):
-                os.unlink(f"{self.db_path}{suffix}")
+                os.unlink(path)
         self.rebuilt = True
         self.rebuilds += 1
         self._guarded(self._open)
@@ -893,3 +906,11 @@ class SearchIndex:
 
     def __repr__(self) -> str:
         return f"SearchIndex({str(self.db_path)!r})"
+
+
+def _not_a_file(path: Path) -> bool:
+    """``path`` exists and is not a regular file (a folder, a FIFO, a socket)."""
+    try:
+        return not stat.S_ISREG(os.stat(path).st_mode)
+    except (FileNotFoundError, NotADirectoryError):
+        return False
