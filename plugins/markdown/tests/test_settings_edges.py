@@ -46,3 +46,25 @@ def test_status_in_another_users_repository_lists_the_bindings(tmp_path: Path) -
     assert proc.returncode == 0, proc.stderr
     assert "pen:mine" in proc.stdout
     assert "warning: this folder's Pen is not shown" in proc.stderr
+
+
+def test_recall_and_pages_agree_on_completeness_after_a_skipped_symlink(
+    tmp_path: Path,
+) -> None:
+    """The exact input: a vault holding ``b.md``, a symlink to a note outside the store.
+    pages said not complete, recall said complete, for the same store."""
+    import json
+
+    vault, outside = tmp_path / "v", tmp_path / "outside"
+    vault.mkdir()
+    outside.mkdir()
+    (vault / "a.md").write_text("# a\n\nheron notes here\n")
+    (outside / "b.md").write_text("heron outside\n")
+    (vault / "b.md").symlink_to(outside / "b.md")
+    home = tmp_path / "home"
+    bound = _goat(home, tmp_path, "bind", "--pen", "s", "markdown", "--set", f"root={vault}")
+    assert bound.returncode == 0, bound.stderr
+    recall = json.loads(_goat(home, tmp_path, "recall", "heron", "--pen", "s", "--json").stdout)
+    pages = json.loads(_goat(home, tmp_path, "pages", "--pen", "s", "--json").stdout)
+    assert recall["complete"] is pages["complete"] is False
+    assert any("b.md: skipped" in d for d in recall["degraded"])

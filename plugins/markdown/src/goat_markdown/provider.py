@@ -734,7 +734,13 @@ class MarkdownProvider(FolderStoreProvider[filestore.StoredNote]):
                     hit, note, source=str(source) if isinstance(source, str) else None
                 )
             )
-        complete = bool(results.complete) and results.total <= len(items)
+        # a note the walk withheld (a symlink out of the store, an unreadable file) might
+        # have matched: not complete, as pages says (filestore.withheld)
+        complete = (
+            bool(results.complete)
+            and results.total <= len(items)
+            and not filestore.withheld(skipped)
+        )
         degraded = self._degraded(skipped, index.problems())
         degraded += [d for d in results.degraded if d not in degraded]
         # A ranked top-``limit`` is not degraded: ``complete=False`` says more matched.

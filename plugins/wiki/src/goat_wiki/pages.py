@@ -461,7 +461,9 @@ class WikiPages(WikiLint):
         return RecallResult(
             scope=self.scope.key,
             items=tuple(items),
-            complete=bool(results.complete) and results.total <= len(items),
+            complete=bool(results.complete)
+            and results.total <= len(items)
+            and not filestore.withheld(walk.skipped),
             degraded=tuple(degraded),
         )
 
