@@ -462,8 +462,8 @@ def test_an_editor_save_after_the_swap_replaces_the_write(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The editor's rename lands after GOAT swapped its file in, before GOAT verified what it
-    swapped out: GOAT's write is stored (what it swapped out is what it read), and the
-    editor's later save is the note, as with any later save."""
+    swapped out: the editor's later save is the note, as with any later save, and GOAT's
+    write is a Conflict, never answered as stored (the file no longer holds it)."""
     from goat_core.filestore import _files
 
     note = tmp_path / "n.md"
@@ -478,7 +478,8 @@ def test_an_editor_save_after_the_swap_replaces_the_write(
 
     late_editor.fired = False  # type: ignore[attr-defined]
     monkeypatch.setattr(_files, "current_etag", late_editor)
-    atomic_write(note, b"v1\nGOAT's entry\n", expected_etag=etag(b"v1\n"))
+    with pytest.raises(Conflict, match="changed right after this write"):
+        atomic_write(note, b"v1\nGOAT's entry\n", expected_etag=etag(b"v1\n"))
     assert note.read_bytes() == b"v1\nthe editor's line\n"
     assert os.listdir(tmp_path) == ["n.md"]
 
@@ -568,3 +569,25 @@ def test_atomic_write_names_its_temp_file_with_its_pid(
     monkeypatch.setattr(os, "fsync", spy)
     atomic_write(tmp_path / "n.md", b"x")
     assert any(f".n.md.{os.getpid()}-" in s and s.endswith(".goat-tmp") for s in seen)
+
+
+def test_a_write_replaced_right_after_its_rename_is_a_conflict(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The exact case: an editor's save landing between GOAT's rename and its answer (one
+    append in 4,345 was answered ``stored`` while the file already held the editor's bytes)."""
+    from goat_core.errors import Conflict
+    from goat_core.filestore import _files
+
+    note = tmp_path / "n.md"
+    note.write_bytes(b"before\n")
+    real = _files.fsync_dir
+
+    def editor_saves(folder: Path) -> None:
+        real(folder)
+        note.write_bytes(b"the editor's bytes\n")
+
+    monkeypatch.setattr(_files, "fsync_dir", editor_saves)
+    with pytest.raises(Conflict, match="changed right after this write"):
+        _files.atomic_write(note, b"before\nappended\n", expected_etag=_files.etag(b"before\n"))
+    assert note.read_bytes() == b"the editor's bytes\n"  # the editor's save is kept

@@ -563,6 +563,9 @@ def atomic_write(
       destroyed: either it landed before the swap (Conflict, its bytes in place) or after it
       (it replaces this write, as any later save does). Verified by
       ``benchmarks/bench_edit_race.py``.
+    - Every write is read back after its rename: a file that no longer holds it (a save
+      that landed right after) raises :class:`Conflict`, so no receipt says ``stored`` for
+      bytes already replaced.
     - ``expected_etag`` :data:`MISSING_ETAG` (create only): ``renameat2(RENAME_NOREPLACE)``
       on Linux, else a hard link, which fail if the name exists: a note an editor created
       meanwhile is never replaced.
@@ -623,6 +626,13 @@ def atomic_write(
             pass
         raise
     fsync_dir(folder)
+    now = current_etag(target)
+    if now != new_etag:  # replaced (an editor's save) between the rename and this answer
+        raise Conflict(
+            f"{target.name} changed right after this write (etag {new_etag} -> {now}): it no "
+            "longer holds what was written; read it and write again",
+            path=str(target),
+        )
     return new_etag
 
 
