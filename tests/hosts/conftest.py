@@ -26,9 +26,9 @@ import pytest
 from .fake_anthropic import FakeAnthropic
 
 # Like tests/serve: without the serve extra (mcp) and the markdown provider (the ``core``
-# env) the Claude Code tests are not collected at all.
+# env) the host tests are not collected at all.
 if importlib.util.find_spec("mcp") is None or importlib.util.find_spec("goat_markdown") is None:
-    collect_ignore = ["test_claude_code.py"]
+    collect_ignore_glob = ["test_*.py"]
 
 ROOT = Path(__file__).resolve().parents[2]
 # A marketplace to test instead of the checkout's (a folder with .claude-plugin/ and
