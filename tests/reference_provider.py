@@ -13,6 +13,16 @@ The defect variants each break one rule:
 - ``reference_dropraise`` a write whose request was cut part-way (and landed) raises
   ``ProviderUnavailable``, as if nothing had been stored, instead of answering ``unknown``.
 
+The variants in :data:`DEFECTS` break the rules of the newer tests; among them the kinds a
+SQL provider written from the docs alone had while the suite passed (``reference_sqltitle``
+pastes a title into its query text, ``reference_idscope`` opens an id in any scope,
+``reference_cap20`` fetches 20 rows and answers complete, ``reference_reverse`` ranks worst
+first, ``reference_titlecursor`` skips pages sharing a title at a page boundary,
+``reference_latest`` settles a failed write by the scope's latest note, ``reference_hang``
+awaits forever, ``reference_alias`` has an aliased settings field), and kinds chosen from
+docs/design.md (``reference_rawtitle``, ``reference_forgettitle``,
+``reference_feedbackscope``, ``reference_mergeuntitled``).
+
 :func:`install_entry_points` writes a throwaway ``.dist-info`` so the real loader finds them.
 """
 
@@ -106,6 +116,7 @@ class ReferenceProvider(Provider):
     leak_prefix: ClassVar[bool] = False
     ignore_limit: ClassVar[bool] = False
     recall_cap: ClassVar[int | None] = None
+    fetch_cap: ClassVar[int | None] = None  # recall fetches at most this many rows
     show_cap: ClassVar[int | None] = None
     skip_cursor: ClassVar[bool] = False
     offset_cursor: ClassVar[bool] = False
@@ -116,6 +127,18 @@ class ReferenceProvider(Provider):
     raw_os_errors: ClassVar[bool] = False
     raise_on_drop: ClassVar[bool] = False
     check_defect: ClassVar[str | None] = None
+    #: Defects a PostgreSQL provider written from the docs alone had (the suite passed it)
+    #: and kinds chosen from docs/design.md's rules; each is caught by the suite.
+    sql_titles: ClassVar[bool] = False  # show pastes the title into "SQL" over every scope
+    id_any_scope: ClassVar[bool] = False  # show by id drops the scope filter
+    reverse_rank: ClassVar[bool] = False  # recall ranks worst first
+    title_cursor: ClassVar[bool] = False  # the cursor names the last title only
+    settle_latest: ClassVar[bool] = False  # a failed write "settled" by the latest note
+    hang_check: ClassVar[bool] = False  # check() awaits an event nobody sets
+    raw_titles: ClassVar[bool] = False  # titles kept as given (NFD), looked up as NFC
+    forget_same_title: ClassVar[bool] = False  # forget also removes its title's twins
+    feedback_any_scope: ClassVar[bool] = False  # feedback on= resolved in every scope
+    merge_untitled: ClassVar[bool] = False  # an untitled write joins the note of its title
     #: The armed fault (``"before"``, ``"after"`` or ``"mid"``-way through the next write),
     #: set by the fault fixture.
     fault: ClassVar[str | None] = None
@@ -155,6 +178,10 @@ class ReferenceProvider(Provider):
 
     async def _save(self, notes: list[dict[str, Any]]) -> None:
         fault, type(self).fault = type(self).fault, None
+        if fault == "before" and self.settle_latest and len(notes) > 1:
+            # The seeded defect: the write failed, and the provider "checks the store" by
+            # its latest note, which exists (an earlier one), so the write counts as stored.
+            raise _Settled(notes[-2])
         if fault == "before" and not self.swallow_errors:
             raise ProviderUnavailable(f"{self.label()}: the write failed before it was sent")
         if fault == "before":
@@ -211,6 +238,8 @@ class ReferenceProvider(Provider):
             if self.retry_when_busy and type(self)._in_flight > 1:
                 await self._retry(receipt)
             return receipt
+        except _Settled as settled:
+            return self._receipt(settled.note)
         except _LostAnswer:
             return Receipt(
                 status=ReceiptStatus.UNKNOWN,
@@ -237,6 +266,14 @@ class ReferenceProvider(Provider):
                 if note["text"] == text:
                     return self._receipt(note)
         title = _norm(write.title) if write.title else text.strip().splitlines()[0][:60]
+        if self.raw_titles and write.title:
+            title = write.title  # the seeded defect: an NFD title kept as NFD
+        if self.merge_untitled and not write.title:
+            twin = next((n for n in notes if n["title"].casefold() == title.casefold()), None)
+            if twin is not None:  # the seeded defect: a write joins a note it never named
+                twin["text"] += "\n\n" + text
+                await self._save(notes)
+                return self._receipt(twin)
         note = {
             "id": f"n-{uuid.uuid4().hex[:12]}",
             "title": title,
@@ -256,7 +293,24 @@ class ReferenceProvider(Provider):
         return await self._write(write)
 
     async def feedback(self, write: MemoryWrite) -> Receipt:
+        if self.feedback_any_scope and write.on:
+            # The seeded defect: ``on`` is looked up in every scope, and the feedback is
+            # appended to that page wherever it lives.
+            for row in await self._every_scope():
+                if row["id"] == write.on and row["scope"] != self.scope.key:
+                    return await self._append_elsewhere(row, write)
         return await self._write(write.model_copy(update={"kind": "feedback"}))
+
+    async def _append_elsewhere(self, row: dict[str, Any], write: MemoryWrite) -> Receipt:
+        scope = Scope.global_() if row["scope"] == "global" else Scope.pen(row["scope"][4:])
+        path = self._root(scope) / "notes.json"
+        notes = await self._load(path)
+        for note in notes:
+            if note["id"] == row["id"]:
+                note["text"] += "\n\n" + _norm(write.text)
+        data = json.dumps({"notes": notes}, ensure_ascii=False)
+        await anyio.to_thread.run_sync(path.write_text, data, "utf-8")
+        return Receipt(status=ReceiptStatus.STORED, id=row["id"], scope=self.scope.key)
 
     async def forget(self, ref: str) -> Receipt:
         try:
@@ -265,8 +319,14 @@ class ReferenceProvider(Provider):
             if not self.forget_unknown_ok:
                 raise
             return Receipt(status=ReceiptStatus.STORED, scope=self.scope.key)  # the defect
+
+        def doomed(n: dict[str, Any]) -> bool:
+            if self.forget_same_title:  # the seeded defect: "DELETE ... WHERE title = ?"
+                return bool(n["title"].casefold() == note["title"].casefold())
+            return bool(n["id"] == note["id"])
+
         async with self._lock():
-            await self._save([n for n in await self._load() if n["id"] != note["id"]])
+            await self._save([n for n in await self._load() if not doomed(n)])
         return Receipt(
             status=ReceiptStatus.STORED, id=note["id"], scope=self.scope.key, removed=(note["id"],)
         )
@@ -280,6 +340,10 @@ class ReferenceProvider(Provider):
             if score:
                 scored.append((score, order, note))
         scored.sort(key=lambda s: (-s[0], -s[1]))
+        if self.reverse_rank:  # the seeded defect: bm25 is lower-is-better, sorted the wrong way
+            scored.reverse()
+        if self.fetch_cap is not None:  # the seeded defect: "LIMIT 20" in the query, and
+            scored = scored[: self.fetch_cap]  # complete judged from the rows fetched
         items = tuple(
             RecallItem(
                 id=n["id"],
@@ -312,7 +376,9 @@ class ReferenceProvider(Provider):
         else:  # the cursor names the last (title, id) listed
             after = tuple(json.loads(cursor[2:])) if cursor else None
             start = 0
-            if after is not None:
+            if after is not None and self.title_cursor:  # the seeded defect: title only
+                start = sum(1 for p in pages if p.title.casefold() <= after[0])
+            elif after is not None:
                 start = sum(1 for p in pages if (p.title.casefold(), p.id) <= after)
         if self.skip_cursor and cursor:
             start += 1  # the seeded defect: the cursor skips one page
@@ -331,12 +397,37 @@ class ReferenceProvider(Provider):
             complete=not more,
         )
 
+    async def _every_scope(self) -> list[dict[str, Any]]:
+        """Every scope's notes, each with its ``scope`` key: one "table" for the defects that
+        forget the scope filter."""
+        home_root = self._root(Scope.global_())
+        rows = [{**n, "scope": "global"} for n in await self._load(home_root / "notes.json")]
+        for folder in await anyio.to_thread.run_sync(_pen_folders, self._pens()):
+            for n in await self._load(folder / "notes.json"):
+                rows.append({**n, "scope": f"pen:{folder.name}"})
+        return rows
+
+    def _pens(self) -> Path:
+        if self.scope.is_global:
+            return self._root(Scope.pen("x")).parent
+        return self.path.parent.parent
+
     async def _find(self, ref: str) -> dict[str, Any]:
         notes = await self._visible()
         for note in notes:
             if note["id"] == ref:
                 return note
-        if self.titles_case_sensitive:  # the seeded defect
+        if self.id_any_scope:  # the seeded defect: "WHERE id = ?" without "AND scope = ?"
+            for note in await self._every_scope():
+                if note["id"] == ref:
+                    return note
+        if self.sql_titles:  # the seeded defect: the title pasted into the query text
+            sql = f"scope = '{self.scope.key}' AND title = '{_norm(ref).casefold()}'"
+            rows = await self._every_scope()
+            by_title = [n for n in rows if _sql_where(sql, {**n, "title": n["title"].casefold()})]
+        elif self.raw_titles:  # the seeded defect: titles stored as given, looked up as NFC
+            by_title = [n for n in notes if n["title"].casefold() == _norm(ref).casefold()]
+        elif self.titles_case_sensitive:  # the seeded defect
             by_title = [n for n in notes if n["title"] == ref]
         else:
             by_title = [n for n in notes if n["title"].casefold() == _norm(ref).casefold()]
@@ -419,6 +510,8 @@ class ReferenceProvider(Provider):
         ]
 
     async def check(self) -> Health:
+        if self.hang_check:  # the seeded defect: an await that never returns
+            await anyio.Event().wait()
         if self.check_defect is not None:
             done = _CHECK_DEFECTS[self.check_defect](self)
             if inspect.isawaitable(done):
@@ -426,8 +519,56 @@ class ReferenceProvider(Provider):
         return Health.healthy(f"{len(await self._load())} notes")
 
 
+class _Settled(Exception):
+    """The ``settle_latest`` defect: a failed write answered by the scope's latest note."""
+
+    def __init__(self, note: dict[str, Any]) -> None:
+        super().__init__(note["id"])
+        self.note = note
+
+
 class _LostAnswer(Exception):
     """The write reached the store; its answer was lost (the ``after`` fault)."""
+
+
+_SQL_TOKEN = re.compile(r"'(?:[^']|'')*'|\w[\w:.-]*|=|\S")
+
+
+def _sql_where(sql: str, row: dict[str, Any]) -> bool:
+    """Evaluate ``a = 'x' AND b = 'y' OR ...`` over ``row`` the way SQL would: the
+    ``sql_titles`` defect's "query" (AND binds tighter than OR).
+
+    :raises ProviderUnavailable: a syntax error (a quote the pasted title left open).
+    """
+    tokens = _SQL_TOKEN.findall(sql)
+
+    def operand(tok: str) -> str:
+        if tok.startswith("'"):
+            if len(tok) < 2 or not tok.endswith("'"):
+                raise ProviderUnavailable(f"syntax error near {tok!r}")
+            return tok[1:-1].replace("''", "'")
+        if tok not in row:
+            raise ProviderUnavailable(f"syntax error: no column {tok!r}")
+        return str(row[tok])
+
+    disjuncts: list[bool] = []
+    conjunct = True
+    i = 0
+    while i < len(tokens):
+        if i + 2 >= len(tokens) or tokens[i + 1] != "=":
+            raise ProviderUnavailable(f"syntax error near {' '.join(tokens[i : i + 3])!r}")
+        conjunct = conjunct and operand(tokens[i]) == operand(tokens[i + 2])
+        i += 3
+        if i < len(tokens):
+            word = tokens[i].upper()
+            if word == "OR":
+                disjuncts.append(conjunct)
+                conjunct = True
+            elif word != "AND":
+                raise ProviderUnavailable(f"syntax error near {tokens[i]!r}")
+            i += 1
+    disjuncts.append(conjunct)
+    return any(disjuncts)
 
 
 def _pen_folders(pens: Path) -> list[Path]:
@@ -561,6 +702,60 @@ class RawErrorProvider(ReferenceProvider):
 
 class DropRaiseProvider(ReferenceProvider):
     raise_on_drop = True
+
+
+class SqlTitleProvider(ReferenceProvider):
+    sql_titles = True
+
+
+class IdScopeProvider(ReferenceProvider):
+    id_any_scope = True
+
+
+class Cap20Provider(ReferenceProvider):
+    fetch_cap = 20
+
+
+class ReverseRankProvider(ReferenceProvider):
+    reverse_rank = True
+
+
+class TitleCursorProvider(ReferenceProvider):
+    title_cursor = True
+
+
+class SettleLatestProvider(ReferenceProvider):
+    settle_latest = True
+
+
+class HangProvider(ReferenceProvider):
+    hang_check = True
+
+
+class RawTitleProvider(ReferenceProvider):
+    raw_titles = True
+
+
+class ForgetTitleProvider(ReferenceProvider):
+    forget_same_title = True
+
+
+class FeedbackScopeProvider(ReferenceProvider):
+    feedback_any_scope = True
+
+
+class MergeUntitledProvider(ReferenceProvider):
+    merge_untitled = True
+
+
+class AliasSettings(BaseModel):
+    """The ``reference_alias`` defect: ``schema`` is an alias of ``schema_name``, so settings
+    saved by field name fail validation when read back."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    root: str | None = Field(default=None, description="folder holding the JSON store")
+    schema_name: str = Field(default="public", alias="schema", description="schema")
 
 
 class BlockingProvider(ReferenceProvider):
@@ -702,10 +897,26 @@ DEFECTS: dict[str, type[ReferenceProvider]] = {
     "reference_busy": BusyProvider,
     "reference_socket": SocketProvider,
     "reference_env": EnvProvider,
+    "reference_sqltitle": SqlTitleProvider,
+    "reference_idscope": IdScopeProvider,
+    "reference_cap20": Cap20Provider,
+    "reference_reverse": ReverseRankProvider,
+    "reference_titlecursor": TitleCursorProvider,
+    "reference_latest": SettleLatestProvider,
+    "reference_hang": HangProvider,
+    "reference_rawtitle": RawTitleProvider,
+    "reference_forgettitle": ForgetTitleProvider,
+    "reference_feedbackscope": FeedbackScopeProvider,
+    "reference_mergeuntitled": MergeUntitledProvider,
 }
 DEFECT_SPECS: dict[str, ProviderSpec] = {}
 for _name, _cls in DEFECTS.items():
     DEFECT_SPECS[_name], globals()[f"{_name}_plugin"] = _make(_name, _cls)
+#: The settings defect: the model's field ``schema_name`` is given and saved as ``schema``.
+DEFECTS["reference_alias"] = ReferenceProvider
+DEFECT_SPECS["reference_alias"], reference_alias_plugin = _make(
+    "reference_alias", ReferenceProvider, settings_model=AliasSettings
+)
 BANK_SPEC, bank_plugin = _make(
     "reference_bank",
     BankProvider,

@@ -13,6 +13,7 @@ test without ``@pytest.mark.xfail(strict=True)``; only classes carrying
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import Generator
 from dataclasses import dataclass, field
 from typing import Any
@@ -102,16 +103,44 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
             for reason, names in line.skipped.items():
                 parts.append(f"{len(names)} skipped: {reason}")
             terminalreporter.write_line(f"{owner} {cap}: " + "; ".join(parts))
+    from goat_core.testing.conformance.scopes import stateful_scopes
+
+    _, refused = stateful_scopes()
+    for why in refused:  # what the stateful test could not open, and why
+        terminalreporter.write_line(f"test_model_based_sequences skipped the Pen id {why}")
+
+
+#: The default deadline of one contract test, in seconds (``contract_deadline`` on the test
+#: class or ``--goat-deadline`` change it).
+DEFAULT_DEADLINE_S = 30.0
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--goat-deadline",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="the deadline of each goat conformance test (default: the class's "
+        f"contract_deadline, {DEFAULT_DEADLINE_S:g} s; 0 turns it off)",
+    )
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
 def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> Generator[None, Any, Any]:
-    """Run a contract test's body under the runtime guards (the spec says what it may do)."""
-    spec = pyfuncitem.funcargs.get("goat_spec") if _is_contract_test(pyfuncitem) else None
-    if spec is None or not _guards_on(pyfuncitem):
-        return (yield)
+    """Run a contract test's body under its deadline and the runtime guards (the spec says
+    what it may do), then re-check store isolation, all within the test's own call."""
     original = pyfuncitem.obj
-    pyfuncitem.obj = _guarded(original, spec)
+    if not _is_contract_test(pyfuncitem) or not inspect.iscoroutinefunction(original):
+        return (yield)
+    spec = pyfuncitem.funcargs.get("goat_spec")
+    body = _isolated(original, pyfuncitem.name)
+    if spec is not None and _guards_on(pyfuncitem):
+        body = _guarded(body, spec)
+    seconds = deadline_of(pyfuncitem, spec)
+    if seconds:
+        body = _deadline(body, pyfuncitem.name, seconds)
+    pyfuncitem.obj = body
     try:
         return (yield)
     finally:
@@ -120,6 +149,110 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> Generator[None, Any, Any]
 
 def _guards_on(item: pytest.Item) -> bool:
     return not getattr(getattr(item, "cls", None), "goat_runtime_guards_off", False)
+
+
+def deadline_of(item: pytest.Item, spec: Any = None) -> float:
+    """The deadline of a contract test, in seconds (0: none).
+
+    ``--goat-deadline`` wins; else the test's own class attribute (the stateful test's
+    ``stateful_deadline``), else ``contract_deadline`` (default :data:`DEFAULT_DEADLINE_S`).
+    An eventual provider's tests get at least twice ``eventual_timeout`` plus 10 s, so a
+    bounded wait fails with its own message first.
+    """
+    option = item.config.getoption("goat_deadline", None)
+    if option is not None:
+        return max(float(option), 0.0)
+    cls = getattr(item, "cls", None)
+    fn = getattr(item, "function", None)
+    attr = getattr(fn, "goat_deadline_attr", None) or "contract_deadline"
+    seconds = float(getattr(cls, attr, None) or getattr(cls, "contract_deadline", 0) or 0)
+    if not seconds:
+        seconds = DEFAULT_DEADLINE_S
+    if spec is not None and str(getattr(spec, "consistency", "")) == "eventual":
+        seconds = max(seconds, 2 * float(getattr(cls, "eventual_timeout", 30.0)) + 10)
+    return seconds
+
+
+def _isolated(test: Any, name: str) -> Any:
+    """``test``, then the after-test isolation check of its stores (a leak fails ``name``)."""
+
+    @functools.wraps(test)
+    async def isolated(*args: Any, **kwargs: Any) -> None:
+        await test(*args, **kwargs)
+        stores = kwargs.get("goat_stores")
+        if stores is not None and hasattr(stores, "verify_isolation"):
+            await stores.verify_isolation(name)
+
+    return isolated
+
+
+def _deadline(test: Any, name: str, seconds: float) -> Any:
+    """``test`` cancelled after ``seconds``, failing with its name and what it awaited."""
+
+    @functools.wraps(test)
+    async def bounded(*args: Any, **kwargs: Any) -> None:
+        import asyncio
+
+        import anyio
+
+        from goat_core.testing.conformance.scopes import ACTIVITY
+
+        fired: list[str] = []
+        with anyio.CancelScope() as scope:
+            loop = asyncio.get_running_loop()
+            task = asyncio.current_task()
+
+            def expire() -> None:
+                fired.append(awaiting(task) if task is not None else "?")
+                if ACTIVITY.get("now"):
+                    fired.append(f"the test was running {ACTIVITY['now']}")
+                scope.cancel()
+
+            handle = loop.call_later(seconds, expire)
+            try:
+                await test(*args, **kwargs)
+            finally:
+                handle.cancel()
+        if fired:
+            ACTIVITY["now"] = None
+            pytest.fail(
+                f"{name} did not finish within its deadline of {seconds:g} s: it was awaiting "
+                f"{'; '.join(fired)}. An await that never returns hangs the user's command "
+                "(a connection without a timeout, a lock never released, an event never "
+                "set): give every network and lock wait a timeout. Raise the deadline with "
+                "contract_deadline on the test class or --goat-deadline SECONDS",
+                pytrace=False,
+            )
+
+    return bounded
+
+
+def awaiting(task: Any) -> str:
+    """The await chain of ``task`` (outermost first), the frames of this plugin, anyio and
+    asyncio left out: ``test_x (suite.py:12) -> MyProvider.recall (p.py:40) -> Future``."""
+    import os
+
+    steps: list[str] = []
+    obj: Any = task.get_coro()
+    last: Any = None
+    for _ in range(200):
+        if obj is None:
+            break
+        frame = getattr(obj, "cr_frame", None) or getattr(obj, "gi_frame", None)
+        if frame is None:
+            frame = getattr(obj, "ag_frame", None)
+        if frame is not None:
+            module = frame.f_globals.get("__name__", "")
+            if module != __name__ and not module.startswith(("anyio", "asyncio")):
+                code = frame.f_code
+                where = f"{os.path.basename(code.co_filename)}:{frame.f_lineno}"
+                steps.append(f"{getattr(code, 'co_qualname', code.co_name)} ({where})")
+        last = obj
+        obj = getattr(obj, "cr_await", None) or getattr(obj, "gi_yieldfrom", None)
+    end = getattr(task, "_fut_waiter", None) or last
+    if end is not None and not hasattr(end, "cr_frame"):
+        steps.append(f"a {type(end).__name__} nobody completed")
+    return " -> ".join(steps) or "nothing the suite can name"
 
 
 def _guarded(test: Any, spec: Any) -> Any:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import unicodedata
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar
 
 import anyio
@@ -93,7 +94,18 @@ def spec_factory(
         )
         return spec.factory(context)
 
+    # What the settings round trip binds (ProviderConformanceTests.test_settings_round_trip).
+    make.goat_bind = BindInfo(spec=spec, settings=raw, home=home)  # type: ignore[attr-defined]
     return make
+
+
+@dataclass(frozen=True)
+class BindInfo:
+    """What :func:`spec_factory` was given, for the settings round trip through ``bind``."""
+
+    spec: ProviderSpec
+    settings: Mapping[str, Any]
+    home: GoatHome
 
 
 def _guarded(
@@ -163,6 +175,8 @@ class StoreSet:
         self._suite = suite
         self._providers: dict[str, Provider] = {}
         self._extra: list[Provider] = []
+        #: Set once the isolation check ran (at the end of a contract test's call).
+        self.verified = False
 
     @property
     def scopes(self) -> list[str]:
@@ -221,24 +235,28 @@ class StoreSet:
     #: Look-alike Pen ids the after-test isolation check adds to the scopes a test opened.
     PROBE_PENS: ClassVar[tuple[str, ...]] = ("a", "ab")
 
-    async def verify_isolation(self) -> None:
+    async def verify_isolation(self, test: str | None = None) -> None:
         """After a passing test that opened a scope: a fresh write in each opened scope, and
         in the look-alike Pens ``a`` and ``ab``, stays in that scope.
 
         Only for ``scoped_stores`` providers; a leak is reported once per test class (later
-        tests skip the check, so one defect is not reported by every test).
+        tests skip the check, so one defect is not reported by every test). Contract tests
+        run it at the end of their own call, so the leak fails the test that opened those
+        stores (``test`` names it); other tests that use ``goat_stores`` get it at teardown.
         """
+        self.verified = True
         if not self.spec.supports(Capability.SCOPED_STORES) or not self._providers:
             return
         if getattr(self._suite, "_goat_leak_reported", False):
             return
         try:
-            await self._verify_isolation()
+            await self._verify_isolation(test)
         except AssertionError:
             type(self._suite)._goat_leak_reported = True
             raise
 
-    async def _verify_isolation(self) -> None:
+    async def _verify_isolation(self, test: str | None) -> None:
+        opened = ", ".join(self._providers)
         for pen in self.PROBE_PENS:
             await self.open(Scope.pen(pen))
         sentinels: dict[str, str] = {}
@@ -255,11 +273,11 @@ class StoreSet:
             await self._suite.settle(self.spec, sees_own)
             for other, word in sentinels.items():
                 if other != key and await find(provider, word):
+                    who = f"{test} opened {opened}; then " if test else ""
                     raise AssertionError(
-                        f"after the test, {key} sees a write made in {other}: stores are "
-                        "not isolated (checked once per class after a passing test; "
-                        + _leak_hint(key, other)
-                        + ")"
+                        f"a LEAK (one scope's memory shows in another): {who}{key} sees a "
+                        f"write made in {other}: stores are not isolated (checked once per "
+                        "class, right after a passing test; " + _leak_hint(key, other) + ")"
                     )
 
     async def aclose(self) -> None:
@@ -321,6 +339,9 @@ class ConformanceBase:
     eventual_timeout: ClassVar[float] = 30.0
     #: Seconds between polls of an eventual-consistency provider.
     poll_interval: ClassVar[float] = 0.1
+    #: The deadline of each contract test, in seconds (``--goat-deadline`` overrides it; an
+    #: eventual provider's tests get at least ``2 * eventual_timeout + 10``).
+    contract_deadline: ClassVar[float] = 30.0
 
     pytestmark: ClassVar[list[pytest.MarkDecorator]] = [pytest.mark.anyio]
     #: Set once the after-test isolation check reported a leak (reported once per class).
@@ -392,7 +413,7 @@ class ConformanceBase:
         stores = StoreSet(goat_provider_factory, goat_spec, self)
         try:
             yield stores
-            if call_passed(request.node):
+            if call_passed(request.node) and not stores.verified:
                 await stores.verify_isolation()
         finally:
             await stores.aclose()

@@ -25,7 +25,8 @@ import os
 import re
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from types import FrameType
 from typing import Any
@@ -214,6 +215,8 @@ class Guard:
         module = caller.f_globals.get("__name__", "")
         if module.startswith("goat_core.") and not module.startswith("goat_core.testing"):
             return  # core's own credential override
+        if module == "hypothesis" or module.startswith("hypothesis."):
+            return  # the stateful test's engine looking for a CI (``bamboo.buildKey``)
         self._add(
             "environment",
             f"the environment variable {key!r} was read{_where(caller)}: read secrets with "
@@ -288,7 +291,7 @@ def _describe(event: str, args: tuple[Any, ...]) -> str:
     return f"{event}{args[:1]!r}"
 
 
-_SKIP_MODULES = ("os", "_collections_abc", "posixpath", "genericpath", "codecs")
+_SKIP_MODULES = ("os", "_collections_abc", "collections.abc", "posixpath", "genericpath", "codecs")
 
 
 def _caller(frame: FrameType | None) -> FrameType | None:
@@ -345,6 +348,27 @@ def _patch_environ() -> None:
     cls.__getitem__ = __getitem__  # type: ignore[method-assign]
     cls.__contains__ = __contains__  # type: ignore[method-assign]
     _environ_patched = True
+
+
+@contextmanager
+def suspended() -> Iterator[None]:
+    """No audit while the block runs: for suite code that runs a host (its own file I/O,
+    keyring lookups) rather than the provider under test."""
+    guard = _current
+    active = guard is not None and guard._active
+    if guard is not None and active:
+        guard._active = False
+        if guard._handle is not None:
+            guard._handle.cancel()
+            guard._handle = None
+    try:
+        yield
+    finally:
+        if guard is not None and active:
+            guard._active = True
+            loop = asyncio.get_running_loop()  # the lag probe starts again
+            guard._expected = loop.time() + PROBE_INTERVAL_S
+            guard._handle = loop.call_at(guard._expected, guard._tick)
 
 
 def record_lag(test: str, lag: float) -> None:

@@ -37,7 +37,9 @@ from goat_core.testing.conformance.base import (
     item_text,
     token,
 )
+from goat_core.testing.conformance.binding import BindingTests
 from goat_core.testing.conformance.faulttests import FaultInjectionTests
+from goat_core.testing.conformance.stateful import StatefulTests, codepoints
 from goat_core.testing.conformance.truth import TruthTests
 
 __all__ = ["ProviderConformanceTests", "contract_violations"]
@@ -78,7 +80,7 @@ def _nfc(text: str) -> str:
     return unicodedata.normalize("NFC", text)
 
 
-class ProviderConformanceTests(TruthTests, FaultInjectionTests):
+class ProviderConformanceTests(TruthTests, StatefulTests, BindingTests, FaultInjectionTests):
     """The contract. Subclass it (the name must start with ``Test``) and supply
     :meth:`~ConformanceBase.goat_provider_factory`, :attr:`entry_point_name` and
     :attr:`provider_name`. Tests needing a capability skip when it is not declared; an
@@ -480,16 +482,26 @@ class ProviderConformanceTests(TruthTests, FaultInjectionTests):
             for query in ("café", unicodedata.normalize("NFD", "café"), "東京タワー"):
                 result = await provider.recall(query, limit=10)
                 hits = [i for i in result.items if word in item_text(i)]
-                assert hits, f"recall({query!r}) did not find the note"
+                assert hits, (
+                    f"a LOSS: recall({codepoints(query)}) did not find the note written as "
+                    f"{codepoints(nfd[len(word) + 1 :][:5])}: normalise text to NFC when "
+                    "storing and when querying"
+                )
             shown = item_text((await find(provider, word))[0])
             for part in ("café", "東京タワー", "🐐"):
-                assert part in shown, f"{part!r} did not round-trip: {shown!r}"
+                assert part in shown, (
+                    f"a LOSS: {codepoints(part)} did not round-trip; the recall shows "
+                    f"{codepoints(shown[len(word) + 1 :][:12])}"
+                )
 
         await self.settle(spec, round_trip)
         if spec.supports(Capability.PAGES):
             pages = await _walk_pages(provider, limit=50)
             page = await provider.get_page(next(p.id for p in pages if word in p.title))
-            assert _nfc(nfd) in _nfc(page.body)
+            assert _nfc(nfd) in _nfc(page.body), (
+                f"a LOSS: the page body does not hold the text written; it begins "
+                f"{codepoints(page.body[:20])}"
+            )
 
     # -- optional capabilities --------------------------------------------------------------
     @pytest.mark.goat_requires(Capability.FEEDBACK)

@@ -148,6 +148,52 @@ class TruthTests(ConformanceBase):
 
         await self.settle(spec, truthful)
 
+    # -- ranking --------------------------------------------------------------------------------
+    async def test_ranking_puts_every_term_first(self, goat_stores: StoreSet) -> None:
+        """For a query of three words, a page holding all of them in its title and body ranks
+        above a page holding one of them once, and above a page holding none (which need not
+        be listed at all). Items are listed best first.
+
+        Troubleshooting: sort by score descending (``ORDER BY rank``: FTS5's ``bm25()`` is
+        lower-is-better, so negate it or sort ascending on it), and give the title weight.
+        A provider declaring ``extracts_facts`` ranks its own facts and is exempt.
+        """
+        spec = goat_stores.spec
+        if spec.extracts_facts:
+            pytest.skip(
+                f"provider {spec.name!r} declares extracts_facts: it ranks the facts it "
+                "extracted, not the pages the test wrote"
+            )
+        provider = await goat_stores.open(Scope.global_())
+        t1, t2, t3 = token("rka"), token("rkb"), token("rkc")
+        best, one, none = token("best"), token("one"), token("none")
+        writes = [
+            (f"{t1} {t2} {t3}", f"{best} {t1} {t2} {t3} all of the words here"),
+            (f"Other {one}", f"{one} mentions {t1} once among unrelated words"),
+            (f"Nothing {none}", f"{none} holds none of the query words at all"),
+        ]
+        for title, text in writes:
+            receipt = await provider.remember(MemoryWrite(text=text, title=title, source="t"))
+            assert receipt.status in {ReceiptStatus.STORED, ReceiptStatus.QUEUED}, receipt
+
+        async def ranked() -> None:
+            items = (await provider.recall(f"{t1} {t2} {t3}", limit=10)).items
+            order = [next((m for m in (best, one, none) if m in item_text(i)), "") for i in items]
+            assert best in order, (
+                f"a LOSS: recall of three words does not find the page holding all three "
+                f"(it lists {len(items)} items)"
+            )
+            for worse, what in ((one, "one of them once"), (none, "none of them")):
+                if worse in order:
+                    assert order.index(best) < order.index(worse), (
+                        f"a LIE: the page holding every query word in its title and body ranks "
+                        f"below a page holding {what} (positions {order.index(best)} and "
+                        f"{order.index(worse)}): items must be listed best first; is the "
+                        "ranking reversed (bm25 is lower-is-better)?"
+                    )
+
+        await self.settle(spec, ranked)
+
     # -- the exact size limit -------------------------------------------------------------------
     async def test_max_input_chars_round_trip(self, goat_stores: StoreSet) -> None:
         """A text of exactly ``max_input_chars`` is stored whole: ``get_page`` returns it byte
