@@ -10,12 +10,12 @@ store, the egress guard of remote providers and their connection :class:`Supervi
 The modules behind this package are private; import from ``goat_core.host``.
 """
 
+from goat_core.contract._home import APP_NAME, GoatHome
 from goat_core.host._config import Config, load_config, save_config
 from goat_core.host._connect import GuardedConnect
 from goat_core.host._context import MemoryContext, memory_tools
 from goat_core.host._credentials import CredentialStore
 from goat_core.host._egress import EGRESS_HEADER, check_egress, guarded_http_client
-from goat_core.contract._home import APP_NAME, GoatHome
 from goat_core.host._memoryhost import MemoryHost
 from goat_core.host._records import (
     DEFAULT_BINDING_ID,

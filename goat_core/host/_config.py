@@ -42,9 +42,9 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from goat_core.contract import Binding, Scope
+from goat_core.contract._home import GoatHome
 from goat_core.errors import ConfigError, Conflict, GoatError, NotFound, ScopeError, StoreUnwritable
 from goat_core.filestore import atomic_write
-from goat_core.contract._home import GoatHome
 
 #: The ``schema_version`` this GOAT writes.
 CURRENT_SCHEMA = 1

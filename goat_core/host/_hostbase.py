@@ -22,6 +22,7 @@ from goat_core.contract import (
     Scope,
     ScopeRequest,
 )
+from goat_core.contract._home import GoatHome
 from goat_core.errors import ConfigError, GoatError, NotFound, ProviderUnavailable, ScopeError
 from goat_core.filestore import StoreLock
 from goat_core.host._config import Config, config_unwritable, load_config, save_config
@@ -29,7 +30,6 @@ from goat_core.host._connect import GuardedConnect
 from goat_core.host._context import MemoryContext
 from goat_core.host._credentials import CredentialStore
 from goat_core.host._egress import check_egress, guarded_http_client
-from goat_core.contract._home import GoatHome
 from goat_core.host._leases import RemoteLease
 from goat_core.host._records import DEFAULT_BINDING_ID, EMBEDDED_DEFAULT_PROVIDER, Chat, scope_label
 from goat_core.host._supervisor import Clock, RetryPolicy, Supervisor, Target, digest

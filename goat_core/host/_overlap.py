@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from goat_core.contract import Scope
+from goat_core.contract._home import GoatHome
 from goat_core.errors import PathError
 from goat_core.host._config import Config
-from goat_core.contract._home import GoatHome
 
 
 def _real(path: Path) -> Path:

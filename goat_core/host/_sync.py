@@ -24,9 +24,9 @@ from goat_core.contract import (
     ScopeRequest,
     TransferReport,
 )
+from goat_core.contract._home import GoatHome
 from goat_core.host._config import Config
 from goat_core.host._context import MemoryContext
-from goat_core.contract._home import GoatHome
 from goat_core.host._memoryhost import MemoryHost
 from goat_core.host._records import BindingStatus, BindOutcome, Chat
 from goat_core.host._tools import ToolSet
