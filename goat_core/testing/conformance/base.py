@@ -18,6 +18,7 @@ from goat_core.contract import (
     Binding,
     Capability,
     Consistency,
+    GoatHome,
     MemoryWrite,
     PageList,
     PageSummary,
@@ -30,7 +31,6 @@ from goat_core.contract import (
     Scope,
 )
 from goat_core.errors import GoatError, NotFound
-from goat_core.host import GoatHome
 from goat_core.testing.conformance.faults import FaultInjector
 
 __all__ = [
