@@ -127,6 +127,8 @@ class RunnerBase:
         many: Provider,
     ) -> None:
         self.suite = suite
+        #: the largest page-list limit the provider takes (its own bound; see StatefulTests)
+        self.page_limit = int(getattr(suite, "stateful_page_limit", 1000))
         self.spec = spec
         self.scopes = scopes
         self.providers = providers

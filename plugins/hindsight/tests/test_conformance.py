@@ -20,6 +20,7 @@ pytestmark = pytest.mark.live
 class TestHindsightConformance(ProviderConformanceTests):
     entry_point_name = provider_name = "hindsight"
     eventual_timeout = 60.0  # a retain lands in ~1 s here; a loaded CI machine takes longer
+    stateful_page_limit = 100  # list_memories takes 1..100 per page
 
     @pytest.fixture
     def goat_provider_factory(self, tmp_path: Path, live_server: LiveServer) -> ProviderFactory:
