@@ -201,7 +201,7 @@ class RunnerBase:
                 self.stores[key] = _Store(key, self.providers[scope.key])
         if self.pages:
             for store in self.stores.values():
-                earlier = await self._walk_ids(store.provider, 1000)
+                earlier = await self._walk_ids(store.provider, self.page_limit)
                 store.earlier = set(earlier)
 
     async def _walk_ids(self, provider: Provider, limit: int) -> list[str]:
