@@ -460,12 +460,22 @@ class SnippetEntry(McpEntry):
         return SNIPPET.read_text(encoding="utf-8")
 
 
-def test_the_readme_snippet_as_written(
-    codex_bin: str, goat_exe: str, fake: FakeResponsesAPI, tmp_path: Path
-) -> None:
-    """The snippet users copy: ``goat`` found on PATH, GOAT_HOME through ``env_vars``, and
-    the scope derived from the folder Codex runs in (``--from-dir .``)."""
-    home = tmp_path / "snippet-home"
+@dataclass(frozen=True)
+class FolderPen:
+    """A work folder whose derived Pen is bound and holds one sentinel fact; ``env`` is
+    what a host is started with (GOAT_HOME, and goat on PATH)."""
+
+    home: Path
+    scope: str
+    pen: str
+    fact: str
+    env: dict[str, str]
+
+
+def folder_pen(goat_exe: str, tmp_path: Path, name: str, key: str) -> FolderPen:
+    """Bind the Pen ``goat scope`` derives for ``tmp_path/work`` in a new GOAT home
+    ``tmp_path/name`` and remember a sentinel fact naming ``key`` there."""
+    home = tmp_path / name
     workdir = tmp_path / "work"
     workdir.mkdir()
     env = _clean_env(tmp_path / "user-home") | {"GOAT_HOME": str(home)}
@@ -480,16 +490,27 @@ def test_the_readme_snippet_as_written(
             timeout=GOAT_TIMEOUT,
         ).stdout
     )
-    fact = f"the sentinel fact is: the snippet key is {uuid.uuid4().hex[:12]}"
+    fact = f"the sentinel fact is: the {key} key is {uuid.uuid4().hex[:12]}"
     _goat(goat_exe, env, "bind", "--pen", scope["pen_id"], "markdown")
     _goat(goat_exe, env, "remember", "--pen", scope["pen_id"], fact)
     path = f"{Path(goat_exe).parent}{os.pathsep}{env.get('PATH', '')}"
-    entry = SnippetEntry("goat", [])
-    run = run_codex(codex_bin, tmp_path, fake, entry, {"GOAT_HOME": str(home), "PATH": path})
+    passed = {"GOAT_HOME": str(home), "PATH": path}
+    return FolderPen(home, scope["scope"], scope["pen_id"], fact, passed)
+
+
+def test_the_readme_snippet_as_written(
+    codex_bin: str, goat_exe: str, fake: FakeResponsesAPI, tmp_path: Path
+) -> None:
+    """The snippet users copy: ``goat`` found on PATH, GOAT_HOME through ``env_vars``, and
+    the scope derived from the folder Codex runs in (``--from-dir .``)."""
+    here = folder_pen(goat_exe, tmp_path, "snippet-home", "snippet")
+    run = run_codex(codex_bin, tmp_path, fake, SnippetEntry("goat", []), here.env)
     run.assert_recall_advertised()
     output = run.tool_output()
-    assert fact in output, f"the snippet's server did not answer from its home\n{run.explain()}"
-    assert f'"scope":"{scope["scope"]}"' in output.replace(" ", ""), run.explain()
+    assert here.fact in output, (
+        f"the snippet's server did not answer from its home\n{run.explain()}"
+    )
+    assert f'"scope":"{here.scope}"' in output.replace(" ", ""), run.explain()
 
 
 HOOKS = SNIPPET.with_name("codex-hooks.toml")
@@ -508,35 +529,17 @@ def test_the_hooks_snippet_gives_the_receipt_and_the_prompts_notes(
     """``integrations/hosts/codex-hooks.toml``: SessionStart's receipt and the prompt's
     recalled note reach the model's first request. Hooks run once trusted in Codex's
     review; the test stands in for that review with ``--dangerously-bypass-hook-trust``."""
-    home = tmp_path / "hooked-home"
-    workdir = tmp_path / "work"
-    workdir.mkdir()
-    env = _clean_env(tmp_path / "user-home") | {"GOAT_HOME": str(home)}
-    pen = json.loads(
-        subprocess.run(
-            [goat_exe, "scope", "--json"],
-            cwd=workdir,
-            env=env,
-            capture_output=True,
-            text=True,
-            check=True,
-            timeout=GOAT_TIMEOUT,
-        ).stdout
-    )["pen_id"]
-    fact = f"the sentinel fact is: the heron key is {uuid.uuid4().hex[:12]}"
-    _goat(goat_exe, env, "bind", "--pen", pen, "markdown")
-    _goat(goat_exe, env, "remember", "--pen", pen, fact)
-    path = f"{Path(goat_exe).parent}{os.pathsep}{env.get('PATH', '')}"
+    here = folder_pen(goat_exe, tmp_path, "hooked-home", "heron")
     with FakeResponsesAPI(Script(query="sentinel fact")) as api:
         run = run_codex(
             codex_bin,
             tmp_path,
             api,
             HookedSnippetEntry("goat", []),
-            {"GOAT_HOME": str(home), "PATH": path},
+            here.env,
             extra_args=["--dangerously-bypass-hook-trust"],
         )
         first = json.dumps(api.model_requests()[0].body.get("input"))
-    assert f"GOAT memory: Pen `{pen}` memory" in first, run.explain()
-    assert f"GOAT home: {home} (from $GOAT_HOME)" in first, run.explain()
-    assert fact in first, f"the prompt hook gave no memory\n{run.explain()}"
+    assert f"GOAT memory: Pen `{here.pen}` memory" in first, run.explain()
+    assert f"GOAT home: {here.home} (from $GOAT_HOME)" in first, run.explain()
+    assert here.fact in first, f"the prompt hook gave no memory\n{run.explain()}"
