@@ -9,10 +9,12 @@ done before the first call.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import io
 import os
 import sys
+from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -77,7 +79,9 @@ async def _serve(
 
     log = get_logger(__name__)
     registry = Registry.load(PluginSettings.from_env())
-    out = io.TextIOWrapper(os.fdopen(protocol_fd, "wb", buffering=0), encoding="utf-8")
+    out = io.TextIOWrapper(
+        os.fdopen(protocol_fd, "wb", buffering=0), encoding="utf-8", write_through=True
+    )
     stdout: Any = anyio.wrap_file(out)
     async with server_host(home, registry) as host:
         served_scope = resolve_serve_scope(
@@ -108,9 +112,68 @@ async def _serve(
             else:
                 stopped.set()
             tg.start_soon(_stop_on_signal, stop, stopped)
-            async with stdio_server(stdout=stdout) as (read_stream, write_stream):
-                await server.run(read_stream, write_stream, server.create_initialization_options())
+            async with (
+                stdio_server(stdout=stdout) as (read_stream, write_stream),
+                answered_before_eof(read_stream, write_stream) as (reads, writes),
+            ):
+                await server.run(reads, writes, server.create_initialization_options())
             tg.cancel_scope.cancel()
+
+
+#: How long the end of stdin waits for answers to requests already read (seconds).
+DRAIN_SECONDS = 10.0
+
+
+@contextlib.asynccontextmanager
+async def answered_before_eof(
+    read_stream: Any, write_stream: Any, grace: float = DRAIN_SECONDS
+) -> AsyncIterator[tuple[Any, Any]]:
+    """Streams for the server in which the end of stdin waits until every request read
+    has its answer written (at most ``grace`` seconds).
+
+    Without this, a client that writes its requests and closes stdin (``printf ... | goat
+    serve``) lost the answers still being computed: the SDK ends the session at EOF.
+    Yields ``(reads, writes)``: memory streams relayed to and from the transport's.
+    """
+    import anyio
+
+    pending: set[Any] = set()
+    idle, done = anyio.Event(), anyio.Event()
+    idle.set()
+    to_server, reads = anyio.create_memory_object_stream[Any](16)
+    writes, from_server = anyio.create_memory_object_stream[Any](16)
+
+    async def inbound() -> None:
+        nonlocal idle
+        async with to_server:
+            async for item in read_stream:
+                message: Any = getattr(item, "message", None)
+                if getattr(message, "method", None) is not None and hasattr(message, "id"):
+                    pending.add(message.id)
+                    if idle.is_set():
+                        idle = anyio.Event()
+                await to_server.send(item)
+            with anyio.move_on_after(grace):
+                await idle.wait()
+
+    async def outbound() -> None:
+        async with from_server, write_stream:
+            async for item in from_server:
+                await write_stream.send(item)
+                message = getattr(item, "message", None)
+                if getattr(message, "method", None) is None:  # an answer, now written
+                    pending.discard(getattr(message, "id", None))
+                    if not pending:
+                        idle.set()
+        done.set()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(inbound)
+        tg.start_soon(outbound)
+        yield reads, writes
+        with anyio.move_on_after(grace):  # what the server wrote is relayed whole
+            await done.wait()
+        tg.cancel_scope.cancel()
 
 
 async def _stop_on_signal(stop: Any, stopped: Any) -> None:

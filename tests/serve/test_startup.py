@@ -37,18 +37,33 @@ def test_stdio_serving_imports_neither_the_client_nor_mcpserver(home: Path) -> N
         "from goat_core.cli import main\n"
         "main(['serve', '--global'])\n"
     )
-    proc = subprocess.run(
+    # stdin stays open until both answers are in: at EOF the server may end before it answers.
+    with subprocess.Popen(
         [sys.executable, "-c", probe],
-        input=stdin,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         env=goat_env(home),
-        capture_output=True,
         text=True,
-        timeout=120,
-    )
-    answers = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
-    assert [a["id"] for a in answers] == [1, 2], proc.stdout + proc.stderr
+    ) as server:
+        assert server.stdin is not None and server.stdout is not None
+        server.stdin.write(stdin)
+        server.stdin.flush()
+        answers = []
+        while len(answers) < 2:
+            line = server.stdout.readline()
+            if not line:
+                break
+            if line.strip():
+                answers.append(json.loads(line))
+        try:
+            rest, stderr = server.communicate(timeout=120)  # closes stdin: EOF ends it
+        except subprocess.TimeoutExpired:
+            server.kill()
+            rest, stderr = server.communicate()
+    assert [a["id"] for a in answers] == [1, 2], f"{answers}\n{rest}\n{stderr}"
     assert {t["name"] for t in answers[1]["result"]["tools"]} >= {"recall", "remember"}
-    (line,) = [x for x in proc.stderr.splitlines() if x.startswith("MODULES ")]
+    (line,) = [x for x in stderr.splitlines() if x.startswith("MODULES ")]
     modules = json.loads(line.removeprefix("MODULES "))
     assert "mcp.server.lowlevel.server" in modules and "mcp.server.stdio" in modules
     assert not [m for m in modules if m.startswith(("mcp.client", "mcp.server.mcpserver"))]
