@@ -29,7 +29,7 @@ from goat_core.contract import (
     ReceiptStatus,
     Scope,
 )
-from goat_core.errors import BadInput, Conflict, GoatError
+from goat_core.errors import Ambiguous, BadInput, Conflict, GoatError
 from goat_core.testing.conformance.base import eventually, item_text, token
 from goat_core.testing.conformance.faults import FaultInjector
 from goat_core.testing.conformance.scopes import ACTIVITY, codepoints
@@ -312,6 +312,10 @@ class RunnerBase:
         self.last = store.key
         try:
             receipt = await call(write)
+        except Ambiguous as exc:
+            self._ambiguous_title(store, write, exc, what)
+            await self.nowhere(word, f"{what} raised Ambiguous")
+            return
         except (BadInput, Conflict) as exc:
             if write.title is None and on is None:
                 raise AssertionError(
@@ -334,6 +338,20 @@ class RunnerBase:
         item = await self.landed_as(store, word, what)
         await self.absent_elsewhere(store.key, word, what)
         self.learn(store, item, write, word, on)
+
+    def _ambiguous_title(self, store: _Store, write: MemoryWrite, exc: Ambiguous, what: str):
+        """A titled write is ``Ambiguous`` only when several pages carry its title."""
+        mine = {n.id for n in store.notes.values() if _key(n.title) == _key(write.title)}
+        candidates = set(exc.candidates)
+        self._no_strangers(store, candidates, what)
+        assert write.title is not None and (len(mine) > 1 or candidates - mine), (
+            f"{_Harm.LOSS}: {what} in {store.key} raised Ambiguous ({sorted(candidates)[:3]}), "
+            f"though {len(mine)} page(s) carry that title: a write names one page or a new one"
+        )
+        assert mine <= candidates, (
+            f"{_Harm.LIE}: {what} is Ambiguous, but its candidates lack "
+            f"{sorted(mine - candidates)[:3]}, pages of that title"
+        )
 
     def learn(
         self, store: _Store, item: RecallItem, write: MemoryWrite, word: str, on: _Note | None
