@@ -178,6 +178,117 @@ def _renamed(path: str, taken: set[str]) -> str:
     return f"{stem}-{n}{ext}"
 
 
+@dataclass
+class _Planner:
+    """Plans one import batch against what the store holds: the notes' hashes and
+    provenance claims, the ids they take and the (case-folded) paths in use. Each planned
+    page takes its path and id, so later pages of the batch see them."""
+
+    root: Any
+    notes: list[Any]
+    taken: Iterable[str]
+    inspect: Callable[[MemoryWrite], MemoryWrite]
+    rename: bool
+    reserved: Callable[[str], str | None]
+    source: str
+    max_chars: int | None
+
+    def __post_init__(self) -> None:
+        self.claims = claimed_by(self.notes)  # only a claim: checked against the content
+        self.hashes: dict[str, str] = {}  # the pages this batch plans, by hash
+        # the pages the store holds byte for byte: an export of this very store imported
+        # back (the manifest's source_sha256) finds its pages unchanged, not taken by
+        # "other content"
+        self.held = content_hashes(self.notes)
+        self.by_path = {n.path: n for n in self.notes}
+        self.ids = {n.fm_id for n in self.notes if n.fm_id is not None}
+        self.used = {_fold(p) for p in self.taken}
+
+    def plan(self, page: TransferPage) -> ImportPlan:
+        """The plan for ``page``: a duplicate, a refusal, or planned with its note text."""
+        known = self.holder(page)
+        if known is not None:
+            return ImportPlan(page, known, _O.DUPLICATE)
+        placed = self.place(page)
+        if isinstance(placed, ImportPlan):
+            return placed
+        return self.prepare(page, placed)
+
+    def holder(self, page: TransferPage) -> str | None:
+        """The path that already holds ``page`` (in this batch or the store), or ``None``."""
+        for where in (self.hashes, self.held):
+            if page.sha256 is not None and page.sha256 in where:
+                return where.get(page.sha256)
+        known = next(
+            (n.path for n in self.claims.get(page.sha256, ()) if holds_transfer(page, n)), None
+        )
+        origin = self.held.get(page.origin_sha256) if page.origin_sha256 is not None else None
+        if known is None and origin is not None and is_export_of(page, self.by_path[origin]):
+            known = origin
+        return known
+
+    def place(self, page: TransferPage) -> str | ImportPlan:
+        """The path ``page`` goes to (the next free name with ``rename``), or the plan that
+        refuses it: an unsafe path is rejected, a reserved or taken one a conflict."""
+        try:
+            contain(self.root, page.path)
+        except PathError as exc:
+            return ImportPlan(page, None, _O.REJECTED, f"unsafe path: {exc}")
+        target = page.path
+        why = self.reserved(target)
+        if why is not None and self.rename:  # a store's own file name: the next free name
+            renamed = _renamed(target, self.used | {_fold(target)})
+            if self.reserved(renamed) is None:
+                target, why = renamed, None
+        if why is not None:
+            return ImportPlan(page, target, _O.CONFLICT, why)
+        if _fold(target) in self.used:
+            if not self.rename:
+                why = (
+                    f"{target!r} already exists with other content (--rename picks "
+                    "the next free name)"
+                )
+                return ImportPlan(page, target, _O.CONFLICT, why)
+            target = _renamed(target, self.used)
+        return target
+
+    def prepare(self, page: TransferPage, target: str) -> ImportPlan:
+        """``page`` planned at ``target`` with the note text to write, or rejected: too
+        large, an id that cannot be dropped, refused by the policy, or frontmatter that
+        cannot take the provenance."""
+        if self.max_chars is not None and len(page.body) > self.max_chars:
+            reason = f"too large: {len(page.body)} characters, at most {self.max_chars}"
+            return ImportPlan(page, target, _O.REJECTED, reason)
+        chosen = page.text
+        fm_id = page.frontmatter.get("id")
+        if fm_id is not None and str(fm_id) in self.ids:
+            # A page's id names it within its store, and `show <id>` must find one page. A
+            # copy (renamed or not) or an import whose id the destination already holds is
+            # a new page there: it goes without that id, the destination names it by its
+            # path, and the id it had stays reachable through its provenance's `id`.
+            try:
+                chosen = drop_keys(chosen, ("id",))
+            except BadInput as exc:
+                return ImportPlan(page, target, _O.REJECTED, f"{page.path}: {exc}")
+        elif fm_id is not None:
+            self.ids.add(str(fm_id))
+        try:
+            # the whole note as it will be stored, frontmatter included (provenance is added
+            # by GOAT after the policy, from the source's own record)
+            inspected = self.inspect(
+                MemoryWrite(kind="remember", text=chosen, title=page.title, source=self.source)
+            )
+        except Rejected as exc:
+            return ImportPlan(page, target, _O.REJECTED, f"rejected: {exc.reason}")
+        try:
+            text = note_text(page, inspected.text)
+        except BadInput as exc:
+            return ImportPlan(page, target, _O.REJECTED, str(exc))
+        self.used.add(_fold(target))
+        self.hashes[page.sha256] = target
+        return ImportPlan(page, target, _O.PLANNED, text=text)
+
+
 def import_into_folder(
     root: Any,
     pages: Sequence[TransferPage],
@@ -213,100 +324,8 @@ def import_into_folder(
     :param max_chars: the provider's ``max_input_chars``: a longer body is ``rejected``.
     :returns: one item per page, in order.
     """
-    notes = list(notes)
-    claims = claimed_by(notes)  # only a claim: checked against the note's content
-    hashes: dict[str, str] = {}  # the pages this batch plans, by hash
-    # the pages the store holds byte for byte: an export of this very store imported back
-    # (the manifest's source_sha256) finds its pages unchanged, not taken by "other content"
-    held = content_hashes(notes)
-    by_path = {n.path: n for n in notes}
-    ids = {n.fm_id for n in notes if n.fm_id is not None}
-    used = {_fold(p) for p in taken}
-    plans: list[ImportPlan] = []
-    for page in pages:
-        known = next(
-            (
-                where.get(h)
-                for where, h in (
-                    (hashes, page.sha256),
-                    (held, page.sha256),
-                )
-                if h is not None and h in where
-            ),
-            None,
-        )
-        if known is None:
-            known = next(
-                (n.path for n in claims.get(page.sha256, ()) if holds_transfer(page, n)), None
-            )
-        origin = held.get(page.origin_sha256) if page.origin_sha256 is not None else None
-        if known is None and origin is not None and is_export_of(page, by_path[origin]):
-            known = origin
-        if known is not None:
-            plans.append(ImportPlan(page, known, _O.DUPLICATE))
-            continue
-        try:
-            contain(root, page.path)
-        except PathError as exc:
-            plans.append(ImportPlan(page, None, _O.REJECTED, f"unsafe path: {exc}"))
-            continue
-        target = page.path
-        why = reserved(target)
-        if why is not None and rename:  # a store's own file name: the next free name
-            renamed = _renamed(target, used | {_fold(target)})
-            if reserved(renamed) is None:
-                target, why = renamed, None
-        if why is not None:
-            plans.append(ImportPlan(page, target, _O.CONFLICT, why))
-            continue
-        if _fold(target) in used:
-            if not rename:
-                plans.append(
-                    ImportPlan(
-                        page,
-                        target,
-                        _O.CONFLICT,
-                        f"{target!r} already exists with other content (--rename picks "
-                        "the next free name)",
-                    )
-                )
-                continue
-            target = _renamed(target, used)
-        if max_chars is not None and len(page.body) > max_chars:
-            reason = f"too large: {len(page.body)} characters, at most {max_chars}"
-            plans.append(ImportPlan(page, target, _O.REJECTED, reason))
-            continue
-        chosen = page.text
-        fm_id = page.frontmatter.get("id")
-        if fm_id is not None and str(fm_id) in ids:
-            # A page's id names it within its store, and `show <id>` must find one page. A
-            # copy (renamed or not) or an import whose id the destination already holds is
-            # a new page there: it goes without that id, the destination names it by its
-            # path, and the id it had stays reachable through its provenance's `id`.
-            try:
-                chosen = drop_keys(chosen, ("id",))
-            except BadInput as exc:
-                plans.append(ImportPlan(page, target, _O.REJECTED, f"{page.path}: {exc}"))
-                continue
-        elif fm_id is not None:
-            ids.add(str(fm_id))
-        try:
-            # the whole note as it will be stored, frontmatter included (provenance is added
-            # by GOAT after the policy, from the source's own record)
-            inspected = inspect(
-                MemoryWrite(kind="remember", text=chosen, title=page.title, source=source)
-            )
-        except Rejected as exc:
-            plans.append(ImportPlan(page, target, _O.REJECTED, f"rejected: {exc.reason}"))
-            continue
-        try:
-            text = note_text(page, inspected.text)
-        except BadInput as exc:
-            plans.append(ImportPlan(page, target, _O.REJECTED, str(exc)))
-            continue
-        used.add(_fold(target))
-        hashes[page.sha256] = target
-        plans.append(ImportPlan(page, target, _O.PLANNED, text=text))
+    planner = _Planner(root, list(notes), taken, inspect, rename, reserved, source, max_chars)
+    plans = [planner.plan(page) for page in pages]
     conflicts = [p for p in plans if p.outcome is _O.CONFLICT]
     if conflicts and not dry_run:
         names = ", ".join(repr(p.target) for p in conflicts)
@@ -314,35 +333,10 @@ def import_into_folder(
             if plan.outcome is _O.PLANNED:
                 plan.reason = f"not written: the batch has conflicts ({names})"
     elif not dry_run and write_many is not None:
-        todo = [p for p in plans if p.outcome is _O.PLANNED]
-        if todo:
-            try:
-                receipts = write_many(todo)
-            except (OSError, StoreUnwritable) as exc:
-                raise _stopped_step(root, todo, exc) from exc
-            for plan, receipt in zip(todo, receipts, strict=True):
-                plan.outcome = _O(receipt.status.value)
-                plan.reason = receipt.reason
-                plan.receipt = receipt
+        _write_in_one_step(root, [p for p in plans if p.outcome is _O.PLANNED], write_many)
     elif not dry_run:
         assert write is not None
-        todo = [p for p in plans if p.outcome is _O.PLANNED]
-        fresh = _missing_folders(root, todo)
-        written: list[ImportPlan] = []
-        for done, plan in enumerate(todo, start=1):
-            try:
-                receipt = write(plan)
-            except Conflict as exc:
-                plan.outcome, plan.reason = _O.CONFLICT, str(exc)
-            except (OSError, StoreUnwritable) as exc:
-                raise _stopped(root, plan, written, fresh, exc) from exc
-            else:
-                plan.outcome = _O(receipt.status.value)
-                plan.reason = receipt.reason
-                plan.receipt = receipt
-                written.append(plan)
-            if progress is not None:
-                progress(done, len(todo))
+        _write_each(root, [p for p in plans if p.outcome is _O.PLANNED], write, progress)
     return [
         TransferItem(
             source=p.page.provenance.get("id") or p.page.path,
@@ -354,6 +348,59 @@ def import_into_folder(
         )
         for p in plans
     ]
+
+
+def _settle(plan: ImportPlan, receipt: Receipt) -> None:
+    """Record on ``plan`` the outcome its write's ``receipt`` reports."""
+    plan.outcome = _O(receipt.status.value)
+    plan.reason = receipt.reason
+    plan.receipt = receipt
+
+
+def _write_in_one_step(
+    root: Any, todo: list[ImportPlan], write_many: Callable[[list[ImportPlan]], list[Receipt]]
+) -> None:
+    """Write every planned page of ``todo`` with one ``write_many`` call.
+
+    :raises StoreUnwritable: a fault stopped the step (:func:`_stopped_step`).
+    :raises GoatError: an other ``OSError`` stopped it.
+    """
+    if not todo:
+        return
+    try:
+        receipts = write_many(todo)
+    except (OSError, StoreUnwritable) as exc:
+        raise _stopped_step(root, todo, exc) from exc
+    for plan, receipt in zip(todo, receipts, strict=True):
+        _settle(plan, receipt)
+
+
+def _write_each(
+    root: Any,
+    todo: list[ImportPlan],
+    write: Callable[[ImportPlan], Receipt],
+    progress: Callable[[int, int], None] | None,
+) -> None:
+    """Write the planned pages of ``todo`` one by one; a page another writer won meanwhile
+    is a conflict, and a fault undoes the batch (:func:`_stopped`).
+
+    :raises StoreUnwritable: a full or read-only store stopped the batch.
+    :raises GoatError: an other ``OSError`` stopped it.
+    """
+    fresh = _missing_folders(root, todo)
+    written: list[ImportPlan] = []
+    for done, plan in enumerate(todo, start=1):
+        try:
+            receipt = write(plan)
+        except Conflict as exc:
+            plan.outcome, plan.reason = _O.CONFLICT, str(exc)
+        except (OSError, StoreUnwritable) as exc:
+            raise _stopped(root, plan, written, fresh, exc) from exc
+        else:
+            _settle(plan, receipt)
+            written.append(plan)
+        if progress is not None:
+            progress(done, len(todo))
 
 
 def _missing_folders(root: Any, plans: Sequence[ImportPlan]) -> list[Path]:
