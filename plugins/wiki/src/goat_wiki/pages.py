@@ -13,6 +13,7 @@ import os
 import posixpath
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from goat_core import filestore
@@ -42,7 +43,7 @@ from goat_core.filestore import (
     walk_notes,
 )
 from goat_wiki import text as wt
-from goat_wiki.layout import KINDS, MARKER_KEY, Layout, one_line, str_or_items
+from goat_wiki.layout import KINDS, MARKER_KEY, Layout, Schema, WikiNote, one_line, str_or_items
 from goat_wiki.lint import WikiLint
 
 __all__ = ["PageWrite", "WikiPages"]
@@ -84,6 +85,72 @@ class PageWrite:
     summary: str | None = None
     sources: tuple[str, ...] | None = None
     etag: str | None = None
+
+
+@dataclass(frozen=True)
+class _Draft:
+    """A checked page write: its title, the folder it names (or ``None``), its frontmatter
+    keys and its body."""
+
+    title: str
+    folder: str | None
+    given: dict[str, Any]
+    content: str
+
+
+def _managed_keys(
+    req: PageWrite,
+    draft: _Draft,
+    kept: dict[str, Any],
+    page_folder: str,
+    sources: list[Any],
+    now: datetime,
+) -> dict[str, Any]:
+    """The frontmatter keys the provider sets on a page: ``title``, ``type`` and ``summary``
+    (the request's, else the page's frontmatter, else the note's ``kept`` keys, else
+    derived), ``sources`` and ``updated``."""
+    given = draft.given
+    page_type = (
+        req.type
+        or given.get("type")
+        or kept.get("type")
+        or wt.type_for_folder(page_folder.split("/", 1)[0])
+    )
+    summary = (
+        req.summary
+        or given.get("summary")
+        or kept.get("summary")
+        or wt.derive_summary({}, draft.content)
+    )
+    return {
+        "title": draft.title,
+        "type": str(page_type),
+        "summary": one_line(str(summary)),
+        "sources": sources,
+        "updated": now,
+    }
+
+
+def _page_text(
+    note: WikiNote | None,
+    managed: dict[str, Any],
+    extra: dict[str, Any],
+    content: str,
+    now: datetime,
+) -> tuple[str, str, str]:
+    """``(text, expected etag, op)`` of a page write: a new page (``note`` is ``None``) is
+    rendered whole with ``created``; an update sets the keys in the note's own frontmatter
+    and replaces its body."""
+    if note is None:
+        data = {**managed, "created": now, **extra}
+        text = render_note(data, content if content.endswith("\n") else content + "\n")
+        return text, MISSING_ETAG, "write"
+    updated = set_keys(note.text, {**managed, **extra})
+    split = parse_note(updated)
+    new_text = updated[: split.body_start] + content
+    if not new_text.endswith("\n"):
+        new_text += "\n"
+    return new_text, note.etag, "update"
 
 
 class WikiPages(WikiLint):
@@ -175,6 +242,79 @@ class WikiPages(WikiLint):
     def _write_page(
         self, req: PageWrite, visible: Callable[[PageSummary], bool] | None = None
     ) -> dict[str, Any]:
+        """Write or update the page ``req`` names; returns the ``stored`` result (``op``,
+        ``page``, ``etag``, ``findings``).
+
+        :raises TooLarge, BadInput: the request itself is refused (:meth:`_draft`).
+        :raises Conflict, Rejected: the page it names cannot take it (:meth:`_page_to_update`,
+            :meth:`_new_page_path`).
+        """
+        draft = self._draft(req)
+        title, given, content = draft.title, draft.given, draft.content
+        with self._lock:
+            self._sync()
+            layout = self._ensure_files()
+            self._reserved_title(title, layout)
+            schema = self._schema(layout)
+            folder: str | None = None
+            if draft.folder is not None and draft.folder.strip("/"):
+                contain(self.root, draft.folder.strip("/"))
+                folder = self._schema_folder(draft.folder, schema)
+            existing = self._find_titled(title, folder, visible)
+            now = _now()
+            note: WikiNote | None
+            if existing is not None:
+                note = self._page_to_update(existing, title, req.etag, visible)
+                rel = existing
+                page_folder = posixpath.dirname(rel)
+            else:
+                rel, page_folder = self._new_page_path(req, draft, folder, schema, visible)
+                note = None
+            kept: dict[str, Any] = note.data if note is not None else {}
+            sources: list[Any]
+            if req.sources is not None or "sources" in given:
+                source_ids = req.sources if req.sources is not None else given.get("sources")
+                sources = self._cite(str_or_items(source_ids), layout)
+            else:  # an update that names no sources keeps the provenance it had
+                sources = [
+                    s for s in str_or_items(kept.get("sources")) if isinstance(s, dict | str)
+                ]
+            managed = _managed_keys(req, draft, kept, page_folder, sources, now)
+            extra = {k: v for k, v in given.items() if k not in managed and k != "created"}
+            new_text, expected, op = _page_text(note, managed, extra, content, now)
+            data_bytes = new_text.encode("utf-8")
+            target = self.root / rel
+
+            def change() -> dict[str, str]:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                return {rel: atomic_write(target, data_bytes, expected_etag=expected)}
+
+            details = [f"- page: {rel}"]
+            if sources:
+                details.append(
+                    "- sources: "
+                    + ", ".join(str(s["id"] if isinstance(s, dict) else s) for s in sources)
+                )
+            planned = {rel: etag(data_bytes)}
+            self._commit(op, title, [rel], details, change, layout=layout, planned=planned)
+            self._index_note(rel)
+            findings = self._page_findings(rel)
+        return {
+            "status": "stored",
+            "op": op,
+            "page": rel,
+            "etag": etag(data_bytes),
+            "findings": [f.to_json() for f in findings],
+        }
+
+    def _draft(self, req: PageWrite) -> _Draft:
+        """``req`` checked and split: its title (``folder/Title`` without ``folder`` names
+        the folder too), its frontmatter and its body.
+
+        :raises TooLarge: the page text is longer than ``max_input_chars``.
+        :raises BadInput: the frontmatter does not parse or carries the provider's marker,
+            or the body or title is empty.
+        """
         body = req.body.replace("\r\n", "\n")
         if len(body) > self.spec.max_input_chars:
             raise TooLarge(
@@ -201,130 +341,77 @@ class WikiPages(WikiLint):
             title_folder, _, title = title.rpartition("/")  # given, "TCP/IP" is a title
             title = title.strip()
             folder_req = title_folder
-        with self._lock:
-            self._sync()
-            layout = self._ensure_files()
-            self._reserved_title(title, layout)
-            schema = self._schema(layout)
-            folder: str | None = None
-            if folder_req is not None and folder_req.strip("/"):
-                contain(self.root, folder_req.strip("/"))
-                folder = self._schema_folder(folder_req, schema)
-            existing = self._find_titled(title, folder, visible)
-            now = _now()
-            if existing is not None:
-                note = self._must_load(existing)
-                if visible is not None and not visible(
-                    PageSummary(id=existing, title=note.title, path=existing)
+        return _Draft(title, folder_req, given, content)
+
+    def _page_to_update(
+        self,
+        existing: str,
+        title: str,
+        given_etag: str | None,
+        visible: Callable[[PageSummary], bool] | None,
+    ) -> WikiNote:
+        """The note of page ``existing`` that a write titled ``title`` updates.
+
+        :raises Rejected: the caller may not see that page (nothing of it is told).
+        :raises Conflict: no etag, a stale etag, or a page that does not parse.
+        """
+        note = self._must_load(existing)
+        if visible is not None and not visible(
+            PageSummary(id=existing, title=note.title, path=existing)
+        ):
+            # the caller may not see this page: no path, etag or text of it is told,
+            # and nothing is written over it
+            raise Rejected(
+                f"a page titled {title!r} cannot be written here: the browse policy "
+                "hides the page of that name; nothing was written"
+            )
+        if given_etag is None:
+            raise Conflict(
+                f"page {existing!r} exists (etag {note.etag}); read it and pass its "
+                "etag to update it"
+            )
+        if given_etag != note.etag:
+            raise Conflict(
+                f"page {existing!r} changed since it was read (etag {given_etag} -> "
+                f"{note.etag}); nothing was written"
+            )
+        if note.error is not None:
+            raise Conflict(f"{existing} was not changed: {note.error}")
+        return note
+
+    def _new_page_path(
+        self,
+        req: PageWrite,
+        draft: _Draft,
+        folder: str | None,
+        schema: Schema,
+        visible: Callable[[PageSummary], bool] | None,
+    ) -> tuple[str, str]:
+        """``(path, folder)`` of a new page ``draft``: in ``folder``, else the folder of its
+        type, else the schema's default folder.
+
+        :raises Conflict: an etag was given for it, or its file name is taken.
+        :raises Rejected: its file name is a page the caller cannot see.
+        """
+        if req.etag is not None and req.etag != MISSING_ETAG:
+            raise Conflict(
+                f"no page titled {draft.title!r} exists, but an etag was given; nothing was written"
+            )
+        if folder is None:
+            type_hint = req.type or draft.given.get("type")
+            hinted = wt.folder_for(str(type_hint), schema.folders) if type_hint else None
+            folder = hinted or self._schema_folder(schema.default_folder, schema)
+        stem = safe_title_filename(draft.title)
+        rel = f"{folder}/{stem}.md"
+        contain(self.root, rel)
+        if visible is not None:  # the file name is taken by a page the caller cannot see
+            for doc in self._index_open().documents():
+                if _fold(doc.path) == _fold(rel) and not visible(
+                    PageSummary(id=doc.path, title=doc.title, path=doc.path)
                 ):
-                    # the caller may not see this page: no path, etag or text of it is told,
-                    # and nothing is written over it
-                    raise Rejected(
-                        f"a page titled {title!r} cannot be written here: the browse policy "
-                        "hides the page of that name; nothing was written"
-                    )
-                if req.etag is None:
-                    raise Conflict(
-                        f"page {existing!r} exists (etag {note.etag}); read it and pass its "
-                        "etag to update it"
-                    )
-                if req.etag != note.etag:
-                    raise Conflict(
-                        f"page {existing!r} changed since it was read (etag {req.etag} -> "
-                        f"{note.etag}); nothing was written"
-                    )
-                if note.error is not None:
-                    raise Conflict(f"{existing} was not changed: {note.error}")
-                rel = existing
-                page_folder = posixpath.dirname(rel)
-            else:
-                if req.etag is not None and req.etag != MISSING_ETAG:
-                    raise Conflict(
-                        f"no page titled {title!r} exists, but an etag was given; nothing was "
-                        "written"
-                    )
-                if folder is None:
-                    type_hint = req.type or given.get("type")
-                    hinted = wt.folder_for(str(type_hint), schema.folders) if type_hint else None
-                    folder = hinted or self._schema_folder(schema.default_folder, schema)
-                stem = safe_title_filename(title)
-                rel = f"{folder}/{stem}.md"
-                contain(self.root, rel)
-                if visible is not None:  # the file name is taken by a page the caller cannot see
-                    for doc in self._index_open().documents():
-                        if _fold(doc.path) == _fold(rel) and not visible(
-                            PageSummary(id=doc.path, title=doc.title, path=doc.path)
-                        ):
-                            raise _clashes_with_hidden(title)
-                self._name_free(title, rel)
-                page_folder = folder
-                note = None
-            kept: dict[str, Any] = note.data if note is not None else {}
-            sources: list[Any]
-            if req.sources is not None or "sources" in given:
-                source_ids = req.sources if req.sources is not None else given.get("sources")
-                sources = self._cite(str_or_items(source_ids), layout)
-            else:  # an update that names no sources keeps the provenance it had
-                sources = [
-                    s for s in str_or_items(kept.get("sources")) if isinstance(s, dict | str)
-                ]
-            page_type = (
-                req.type
-                or given.get("type")
-                or kept.get("type")
-                or wt.type_for_folder(page_folder.split("/", 1)[0])
-            )
-            summary = (
-                req.summary
-                or given.get("summary")
-                or kept.get("summary")
-                or wt.derive_summary({}, content)
-            )
-            managed: dict[str, Any] = {
-                "title": title,
-                "type": str(page_type),
-                "summary": one_line(str(summary)),
-                "sources": sources,
-                "updated": now,
-            }
-            extra = {k: v for k, v in given.items() if k not in managed and k != "created"}
-            if note is None:
-                data = {**managed, "created": now, **extra}
-                new_text = render_note(data, content if content.endswith("\n") else content + "\n")
-                expected = MISSING_ETAG
-                op = "write"
-            else:
-                updated = set_keys(note.text, {**managed, **extra})
-                split = parse_note(updated)
-                new_text = updated[: split.body_start] + content
-                if not new_text.endswith("\n"):
-                    new_text += "\n"
-                expected = note.etag
-                op = "update"
-            data_bytes = new_text.encode("utf-8")
-            target = self.root / rel
-
-            def change() -> dict[str, str]:
-                target.parent.mkdir(parents=True, exist_ok=True)
-                return {rel: atomic_write(target, data_bytes, expected_etag=expected)}
-
-            details = [f"- page: {rel}"]
-            if sources:
-                details.append(
-                    "- sources: "
-                    + ", ".join(str(s["id"] if isinstance(s, dict) else s) for s in sources)
-                )
-            planned = {rel: etag(data_bytes)}
-            self._commit(op, title, [rel], details, change, layout=layout, planned=planned)
-            self._index_note(rel)
-            findings = self._page_findings(rel)
-        return {
-            "status": "stored",
-            "op": op,
-            "page": rel,
-            "etag": etag(data_bytes),
-            "findings": [f.to_json() for f in findings],
-        }
+                    raise _clashes_with_hidden(draft.title)
+        self._name_free(draft.title, rel)
+        return rel, folder
 
     # == remember, feedback, forget ==============================================================
     def _append(self, rel: str, heading: str, text: str, op: str, title: str, source: str) -> None:
