@@ -24,6 +24,7 @@ from goat_core.logs import get_logger, redact
 from goat_core.serve._schemas import output_schema
 
 if TYPE_CHECKING:
+    import mcp_types as types
     from mcp.server.lowlevel import Server
 
     from goat_core.serve._tools import ServedScope
@@ -57,15 +58,45 @@ def build_server(served: ServedScope, *, name: str = "goat-memory") -> Server[An
     from goat_core.serve._sdk import lean_import
 
     lean_import()  # the low-level server only: not the client, not MCPServer
-    import mcp_types as types
     from mcp.server.lowlevel import Server
-    from mcp.shared.exceptions import MCPError
 
     from goat_core._version import __version__
 
     scope = served.served.scope
+    handlers = _Handlers(served)
+    label = "Global memory" if scope.is_global else f"Pen `{scope.pen_id}` memory"
+    server: Server[Any] = Server(
+        name,
+        version=__version__,
+        instructions=_INSTRUCTIONS.format(
+            label=label, scope=scope.key, home=served.host.home.describe()
+        ),
+        on_list_tools=handlers.list_tools,
+        on_call_tool=handlers.call_tool,
+        on_list_resources=handlers.list_resources,
+        on_list_resource_templates=handlers.list_templates,
+        on_read_resource=handlers.read_resource,
+    )
+    server.middleware.append(handlers.watch_roots)
+    return server
 
-    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+
+class _Handlers:
+    """The request handlers of :func:`build_server` over one served scope: ``await
+    handler(ctx, params)`` -> the SDK's result type. Call only after the SDK is imported
+    (:func:`build_server` does it).
+
+    :raises MCPError: ``INVALID_PARAMS`` for an unknown tool or a resource that cannot be
+        read.
+    """
+
+    def __init__(self, served: ServedScope) -> None:
+        self.served = served
+        self.scope = served.served.scope
+
+    async def list_tools(self, ctx: Any, params: Any) -> types.ListToolsResult:
+        import mcp_types as types
+
         tools = [
             types.Tool(
                 name=t.name,
@@ -79,17 +110,23 @@ def build_server(served: ServedScope, *, name: str = "goat-memory") -> Server[An
                     open_world_hint=t.open_world,
                 ),
             )
-            for t in served.tools()
+            for t in self.served.tools()
         ]
         return types.ListToolsResult(tools=tools)
 
-    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+    async def call_tool(
+        self, ctx: Any, params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        import mcp_types as types
+        from mcp.shared.exceptions import MCPError
+
+        served = self.served
         if not served.offers(params.name):  # the spec's "unknown tool": a protocol error
             raise MCPError(
                 types.INVALID_PARAMS,
                 f"Unknown tool: {params.name!r} ({served.served.scope.key} offers "
                 f"{', '.join(t.name for t in served.tools()) or 'no tools'})",
-                {"scope": scope.key},
+                {"scope": self.scope.key},
             )
         outcome = await served.call(params.name, params.arguments)
         return types.CallToolResult(
@@ -98,7 +135,9 @@ def build_server(served: ServedScope, *, name: str = "goat-memory") -> Server[An
             is_error=outcome.is_error,
         )
 
-    async def list_resources(ctx: Any, params: Any) -> types.ListResourcesResult:
+    async def list_resources(self, ctx: Any, params: Any) -> types.ListResourcesResult:
+        import mcp_types as types
+
         resources = [
             types.Resource(
                 name="scope",
@@ -109,7 +148,7 @@ def build_server(served: ServedScope, *, name: str = "goat-memory") -> Server[An
             )
         ]
         try:
-            pages = await served.page_resources()
+            pages = await self.served.page_resources()
         except GoatError:
             pages = []
         resources.extend(
@@ -118,7 +157,9 @@ def build_server(served: ServedScope, *, name: str = "goat-memory") -> Server[An
         )
         return types.ListResourcesResult(resources=resources)
 
-    async def list_templates(ctx: Any, params: Any) -> types.ListResourceTemplatesResult:
+    async def list_templates(self, ctx: Any, params: Any) -> types.ListResourceTemplatesResult:
+        import mcp_types as types
+
         return types.ListResourceTemplatesResult(
             resource_templates=[
                 types.ResourceTemplate(
@@ -131,21 +172,24 @@ def build_server(served: ServedScope, *, name: str = "goat-memory") -> Server[An
         )
 
     async def read_resource(
-        ctx: Any, params: types.ReadResourceRequestParams
+        self, ctx: Any, params: types.ReadResourceRequestParams
     ) -> types.ReadResourceResult:
+        import mcp_types as types
+        from mcp.shared.exceptions import MCPError
+
         uri = str(params.uri)
         try:
             if uri == SCOPE_URI:
-                data = served.scope_resource()
+                data = self.served.scope_resource()
             elif uri.startswith(PAGE_URI_PREFIX) and len(uri) > len(PAGE_URI_PREFIX):
-                data = await served.page(unquote(uri[len(PAGE_URI_PREFIX) :]))
+                data = await self.served.page(unquote(uri[len(PAGE_URI_PREFIX) :]))
             else:
                 raise NotFound(f"no resource {uri!r} (goat://scope or goat://page/{{id}})")
         except GoatError as exc:
             raise MCPError(
                 types.INVALID_PARAMS,
                 redact(f"{type(exc).__name__}: {exc}"),
-                {"scope": scope.key},
+                {"scope": self.scope.key},
             ) from None
         return types.ReadResourceResult(
             contents=[
@@ -157,29 +201,13 @@ def build_server(served: ServedScope, *, name: str = "goat-memory") -> Server[An
             ]
         )
 
-    async def watch_roots(ctx: Any, call_next: Any) -> Any:
-        # MCP roots never choose the scope: when a client that declares them has started
-        # (or says they changed), ask for them and only warn if none matches
+    async def watch_roots(self, ctx: Any, call_next: Any) -> Any:
+        """Middleware: MCP roots never choose the scope; when a client that declares them
+        has started (or says they changed), ask for them and only warn if none matches."""
         result = await call_next(ctx)
         if ctx.method in ROOTS_EVENTS:
-            await _warn_on_roots(ctx, served)
+            await _warn_on_roots(ctx, self.served)
         return result
-
-    label = "Global memory" if scope.is_global else f"Pen `{scope.pen_id}` memory"
-    server: Server[Any] = Server(
-        name,
-        version=__version__,
-        instructions=_INSTRUCTIONS.format(
-            label=label, scope=scope.key, home=served.host.home.describe()
-        ),
-        on_list_tools=list_tools,
-        on_call_tool=call_tool,
-        on_list_resources=list_resources,
-        on_list_resource_templates=list_templates,
-        on_read_resource=read_resource,
-    )
-    server.middleware.append(watch_roots)
-    return server
 
 
 async def _warn_on_roots(ctx: Any, served: ServedScope) -> None:
