@@ -23,7 +23,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -116,6 +116,130 @@ def _reserved(target: ImportTarget) -> Callable[[str], str | None]:
     return why
 
 
+@dataclass
+class _Staged:
+    """An import batch laid out for its one journalled step: each page's ``(path, text,
+    source id, the new source's bytes or None)``, and what a crash's recovery needs (each
+    page's and new source's etag, each page's log lines, the new sources' manifest
+    entries)."""
+
+    writes: list[tuple[str, bytes, str, bytes | None]] = field(default_factory=list)
+    details: list[str] = field(default_factory=list)
+    planned: dict[str, str] = field(default_factory=dict)
+    parts: list[dict[str, Any]] = field(default_factory=list)
+    entries: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _ready_layout(target: ImportTarget, layout: Layout, pages: Sequence[TransferPage]) -> Layout:
+    """Before the first write: a wiki without a written schema takes the pages' top-level
+    folders as its own; then the schema, index, log and raw folder are made."""
+    if layout.schema not in layout.own:
+        for page in pages:
+            top, sep, _ = page.path.partition("/")
+            if sep and _reserved(target)(page.path) is None:
+                (target.root / top).mkdir(exist_ok=True)
+    ready = target.ensure_files(raw=True)
+    target.ensure_raw(ready)
+    return ready
+
+
+def _page_source(
+    root: Path, raw: str, manifest: Manifest, taken: set[str], page: TransferPage, data: bytes
+) -> tuple[Source, bytes | None]:
+    """The source that holds ``page`` (its stored note ``data``): the manifest's own when it
+    already has it, else a new one entered in ``manifest`` (its id added to ``taken``),
+    returned with the bytes to store.
+
+    :raises PathError: the new source's path leaves the wiki.
+    """
+    digest = etag(data)
+    original = f"{IMPORTS_FOLDER}/{page.path}{SOURCE_SUFFIX}"
+    origin = f"goat:{page.provenance.get('scope')}:{page.provenance.get('id')}"
+    source = manifest.find_same(original, origin, digest)
+    if source is not None:
+        return source, None
+    ident = manifest.choose_id(original, digest, taken)
+    contain(root, f"{raw}/{ident}")
+    source = Source(
+        id=ident,
+        original=original,
+        origin=origin,
+        hash=digest,
+        size=len(data),
+        mtime_ns=0,
+        ingested=filestore.now_utc().isoformat().replace("+00:00", "Z"),
+    )
+    manifest.sources.append(source)
+    manifest.supersede(origin, source)
+    taken.add(ident.casefold())
+    return source, data
+
+
+def _stage(root: Path, raw: str, manifest: Manifest, plans: Sequence[ImportPlan]) -> _Staged:
+    """Lay out the planned pages of a batch, each citing its source (new sources are entered
+    in ``manifest``).
+
+    :raises PathError: a page's or source's path leaves the wiki.
+    """
+    taken = {s.id.casefold() for s in manifest.sources}
+    staged = _Staged()
+    for plan in plans:
+        assert plan.target is not None and plan.text is not None
+        # the note as the policy passed it (with its provenance): what is stored
+        data = plan.text.encode("utf-8")
+        source, raw_data = _page_source(root, raw, manifest, taken, plan.page, data)
+        if raw_data is not None:
+            staged.planned[f"{raw}/{source.id}"] = etag(data)
+            staged.entries.append({"page": plan.target, "source": asdict(source)})
+        cite = {"id": source.id, "hash": source.hash}
+        text = set_keys(plan.text, {"sources": [cite]}).encode("utf-8")
+        contain(root, plan.target)
+        staged.writes.append((plan.target, text, source.id, raw_data))
+        lines = [f"- page: {plan.target}", f"- source: {source.id}"]
+        staged.details += lines
+        staged.planned[plan.target] = etag(text)
+        staged.parts.append({"page": plan.target, "details": lines})
+    return staged
+
+
+def _write_staged(
+    root: Path,
+    raw_dir: Path,
+    staged: _Staged,
+    manifest: Manifest,
+    manifest_path: Path,
+    progress: Callable[[int, int], None] | None,
+) -> dict[str, str]:
+    """Write each new source (read-only) and page of ``staged``, never over a file, then the
+    manifest; returns ``{path: etag}`` of the pages."""
+    done: dict[str, str] = {}
+    writes = staged.writes
+    for n, (rel, text, ident, raw_data) in enumerate(writes, start=1):
+        if raw_data is not None:
+            raw_target = raw_dir / ident
+            raw_target.parent.mkdir(parents=True, exist_ok=True)
+            if current_etag(raw_target) != etag(raw_data):  # a crash's copy
+                atomic_write(raw_target, raw_data, expected_etag=MISSING_ETAG, mode=0o444)
+        dest = root / rel
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        done[rel] = atomic_write(dest, text, expected_etag=MISSING_ETAG)
+        if progress is not None:
+            progress(n, len(writes))
+    manifest.save(manifest_path)
+    return done
+
+
+def _batch_title(plans: Sequence[ImportPlan]) -> tuple[str, str, str]:
+    """``(kind, title, title_of)`` of a batch's log entry: ``copy`` or ``import``,
+    ``<n> page(s) from <scope>``, and that title as a template of ``n`` and ``s``."""
+    first = plans[0].page
+    kind = "copy" if first.provenance_key == "copied_from" else "import"
+    where = str(first.provenance.get("scope"))
+    title_of = "{n} page{s} from " + where.replace("{", "{{").replace("}", "}}")
+    title = title_of.format(n=len(plans), s="" if len(plans) == 1 else "s")
+    return kind, title, title_of
+
+
 def _import(
     target: ImportTarget,
     provider: Any,
@@ -128,102 +252,37 @@ def _import(
     with target.lock:
         walk, layout = target.sync()
         scan = target.scan()
-        prepared: dict[str, Any] = {}
-
-        def prepare() -> Any:
-            """Before the first write: a wiki without a written schema takes the pages'
-            top-level folders as its own; then the schema, index, log and raw folder."""
-            if "layout" not in prepared:
-                if layout.schema not in layout.own:
-                    for page in pages:
-                        top, sep, _ = page.path.partition("/")
-                        if sep and _reserved(target)(page.path) is None:
-                            (target.root / top).mkdir(exist_ok=True)
-                ready = target.ensure_files(raw=True)
-                target.ensure_raw(ready)
-                prepared["layout"] = ready
-            return prepared["layout"]
+        prepared: dict[str, Any] = {}  # the layout, made before the first write
 
         def write_many(plans: list[ImportPlan]) -> list[Receipt]:
             """Every page and its source in one journalled step: one manifest save, one
             index update and one log entry for the whole batch."""
-            ready = prepare()
+            if "layout" not in prepared:
+                prepared["layout"] = _ready_layout(target, layout, pages)
+            ready = prepared["layout"]
             raw_dir = target.root / ready.raw
             manifest_path = raw_dir / MANIFEST_NAME
             manifest = Manifest.load(manifest_path)
-            taken = {s.id.casefold() for s in manifest.sources}
-            writes: list[tuple[str, bytes, str, bytes | None]] = []
-            details: list[str] = []
-            # what a crash's recovery needs: each page's and new source's bytes (by etag),
-            # the log lines of each page, and the manifest entries of the new sources
-            planned: dict[str, str] = {}
-            parts: list[dict[str, Any]] = []
-            entries: list[dict[str, Any]] = []
-            for plan in plans:
-                assert plan.target is not None and plan.text is not None
-                page = plan.page
-                # the note as the policy passed it (with its provenance): what is stored
-                data = plan.text.encode("utf-8")
-                digest = etag(data)
-                original = f"{IMPORTS_FOLDER}/{page.path}{SOURCE_SUFFIX}"
-                origin = f"goat:{page.provenance.get('scope')}:{page.provenance.get('id')}"
-                source = manifest.find_same(original, origin, digest)
-                raw_data: bytes | None = None
-                if source is None:
-                    ident = manifest.choose_id(original, digest, taken)
-                    contain(target.root, f"{ready.raw}/{ident}")
-                    source = Source(
-                        id=ident,
-                        original=original,
-                        origin=origin,
-                        hash=digest,
-                        size=len(data),
-                        mtime_ns=0,
-                        ingested=filestore.now_utc().isoformat().replace("+00:00", "Z"),
-                    )
-                    manifest.sources.append(source)
-                    manifest.supersede(origin, source)
-                    taken.add(ident.casefold())
-                    raw_data = data
-                    planned[f"{ready.raw}/{ident}"] = digest
-                    entries.append({"page": plan.target, "source": asdict(source)})
-                cite = {"id": source.id, "hash": source.hash}
-                text = set_keys(plan.text, {"sources": [cite]}).encode("utf-8")
-                contain(target.root, plan.target)
-                writes.append((plan.target, text, source.id, raw_data))
-                lines = [f"- page: {plan.target}", f"- source: {source.id}"]
-                details += lines
-                planned[plan.target] = etag(text)
-                parts.append({"page": plan.target, "details": lines})
+            staged = _stage(target.root, ready.raw, manifest, plans)
 
             def change() -> dict[str, str]:
-                done: dict[str, str] = {}
-                for n, (rel, text, ident, raw_data) in enumerate(writes, start=1):
-                    if raw_data is not None:
-                        raw_target = raw_dir / ident
-                        raw_target.parent.mkdir(parents=True, exist_ok=True)
-                        if current_etag(raw_target) != etag(raw_data):  # a crash's copy
-                            atomic_write(
-                                raw_target, raw_data, expected_etag=MISSING_ETAG, mode=0o444
-                            )
-                    dest = target.root / rel
-                    dest.parent.mkdir(parents=True, exist_ok=True)
-                    done[rel] = atomic_write(dest, text, expected_etag=MISSING_ETAG)
-                    if progress is not None:
-                        progress(n, len(writes))
-                manifest.save(manifest_path)
-                return done
+                return _write_staged(
+                    target.root, raw_dir, staged, manifest, manifest_path, progress
+                )
 
-            first = plans[0].page
-            kind = "copy" if first.provenance_key == "copied_from" else "import"
-            where = str(first.provenance.get("scope"))
-            title_of = "{n} page{s} from " + where.replace("{", "{{").replace("}", "}}")
-            title = title_of.format(n=len(plans), s="" if len(plans) == 1 else "s")
-            rels = [w[0] for w in writes]
-            sources = {"manifest": f"{ready.raw}/{MANIFEST_NAME}", "entries": entries}
-            extra = {"parts": parts, "title_of": title_of, "sources": sources}
+            kind, title, title_of = _batch_title(plans)
+            rels = [w[0] for w in staged.writes]
+            sources = {"manifest": f"{ready.raw}/{MANIFEST_NAME}", "entries": staged.entries}
+            extra = {"parts": staged.parts, "title_of": title_of, "sources": sources}
             target.commit(
-                kind, title, rels, details, change, layout=ready, planned=planned, extra=extra
+                kind,
+                title,
+                rels,
+                staged.details,
+                change,
+                layout=ready,
+                planned=staged.planned,
+                extra=extra,
             )
             for rel in rels:
                 target.index_note(rel)
