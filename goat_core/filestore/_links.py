@@ -124,6 +124,15 @@ class _Scanner:
         # Offsets of line starts, for offset -> line number.
         self._line_starts = [0]
         self._line_starts.extend(m.end() for m in re.finditer("\n", text))
+        # Block state of :meth:`run`: the open fence (char, length, blockquote depth), the
+        # pending inline chunk, and the offset where a comment that ran past it closed.
+        self._fence: tuple[str, int, int] | None = None
+        self._in_list = False
+        self._prev_blank = True
+        self._prev_code = False
+        self._chunk_start: int | None = None
+        self._chunk_end = 0
+        self._resume: int | None = None
 
     # -- helpers ------------------------------------------------------------------------------
 
@@ -146,122 +155,137 @@ class _Scanner:
     # -- block level --------------------------------------------------------------------------
 
     def run(self) -> list[ParsedLink]:
+        """The links of the note, in order (frontmatter, fenced and indented code skipped)."""
         text = self.text
         n_lines = len(self._line_starts)
         body = _frontmatter_end(text)
         i = self.line_of(body) - 1 if body < len(text) else n_lines
         if body and body == len(text):
             return []
-        fence: tuple[str, int, int] | None = None  # (char, length, blockquote depth)
-        in_list = False
-        prev_blank = True
-        prev_code = False
-        chunk_start: int | None = None
-        chunk_end = 0
-
-        def flush() -> int | None:
-            """Scan the pending chunk; return the offset where scanning must resume when a
-            comment opened in it runs past its end, else ``None``."""
-            nonlocal chunk_start
-            if chunk_start is None:
-                return None
-            start, chunk_start = chunk_start, None
-            return self._inline(start, chunk_end)
-
-        resume: int | None = None
         while i < n_lines:
-            start, end = self._line_bounds(i)
-            if resume is not None:
-                # A comment closed inside this line: the rest of the line is inline text.
-                chunk_start, chunk_end = resume, end
-                resume = None
-                prev_blank = False
-                i += 1
-                if i >= n_lines or not self._continues_paragraph(i, fence):
-                    resume = flush()
-                    if resume is not None:
-                        i = self.line_of(resume) - 1
-                continue
-            line = text[start:end]
-            if fence is not None:
-                quote = _QUOTE_PREFIX.match(line)
-                depth = quote.group(0).count(">") if quote else 0
-                rest = line[quote.end() :] if quote else line
-                if depth < fence[2]:
-                    fence = None  # the enclosing blockquote ended, and the fence with it
-                else:
-                    m = _FENCE_OPEN.match(rest)
-                    if (
-                        m
-                        and m.group(2)[0] == fence[0]
-                        and len(m.group(2)) >= fence[1]
-                        and not m.group(3).strip()
-                    ):
-                        fence = None
-                    i += 1
-                    prev_blank = False
-                    continue
-            if _BLANK.match(line):
-                resume = flush()
-                if resume is not None:
-                    i = self.line_of(resume) - 1
-                    continue
-                prev_blank = True
-                i += 1
-                continue
-            quote = _QUOTE_PREFIX.match(line)
-            depth = quote.group(0).count(">") if quote else 0
-            rest = line[quote.end() :] if quote else line
-            indent = _indent_width(rest)
-            m = _FENCE_OPEN.match(rest)
-            if m and (indent <= 3 or in_list) and not (m.group(2)[0] == "`" and "`" in m.group(3)):
-                resume = flush()
-                if resume is not None:
-                    i = self.line_of(resume) - 1
-                    continue
-                fence = (m.group(2)[0], len(m.group(2)), depth)
-                prev_blank = prev_code = False
-                i += 1
-                continue
-            is_item = bool(_LIST_ITEM.match(rest))
-            if not is_item and indent < 2 and prev_blank:
-                in_list = False
-            if (
-                indent >= 4
-                and depth == 0
-                and not in_list
-                and (prev_blank or prev_code)
-                and chunk_start is None
-            ):
-                prev_code = True
-                prev_blank = False
-                i += 1
-                continue
-            prev_code = False
-            prev_blank = False
-            if is_item:
-                in_list = True
-            standalone = bool(_ATX_HEADING.match(rest) or _THEMATIC.match(rest))
-            if is_item or standalone:
-                resume = flush()
-                if resume is not None:
-                    i = self.line_of(resume) - 1
-                    continue
-            if chunk_start is None:
-                chunk_start = start
-            chunk_end = end
-            if standalone:
-                resume = flush()
-                if resume is not None:
-                    i = self.line_of(resume) - 1
-                    continue
-            i += 1
-        resume = flush()
+            i = self._step(i)
+        resume = self._flush()
         while resume is not None:
             # Only reachable when the last chunk's comment closed on the last line.
-            chunk_start, chunk_end = resume, len(text)
-            resume = flush()
+            self._chunk_start, self._chunk_end = resume, len(text)
+            resume = self._flush()
         return self.links
+
+    def _flush(self) -> int | None:
+        """Scan the pending chunk; return the offset where scanning must resume when a
+        comment opened in it runs past its end, else ``None``."""
+        if self._chunk_start is None:
+            return None
+        start, self._chunk_start = self._chunk_start, None
+        return self._inline(start, self._chunk_end)
+
+    def _flush_back(self) -> int | None:
+        """:meth:`_flush`, keeping its resume offset for the next step: the index of the
+        line to scan again (where the comment closed), or ``None`` to go on."""
+        self._resume = self._flush()
+        return None if self._resume is None else self.line_of(self._resume) - 1
+
+    def _step(self, i: int) -> int:
+        """Scan line ``i``; returns the index of the next line to scan."""
+        start, end = self._line_bounds(i)
+        if self._resume is not None:
+            return self._resumed_line(i, end)
+        line = self.text[start:end]
+        if self._fence is not None and self._in_fence(line):
+            return i + 1
+        if _BLANK.match(line):
+            back = self._flush_back()
+            if back is not None:
+                return back
+            self._prev_blank = True
+            return i + 1
+        return self._block_line(i, start, end, line)
+
+    def _resumed_line(self, i: int, end: int) -> int:
+        """Line ``i``, where a comment closed: the rest of the line is inline text."""
+        assert self._resume is not None
+        self._chunk_start, self._chunk_end = self._resume, end
+        self._resume = None
+        self._prev_blank = False
+        i += 1
+        if i >= len(self._line_starts) or not self._continues_paragraph(i, self._fence):
+            back = self._flush_back()
+            if back is not None:
+                i = back
+        return i
+
+    def _in_fence(self, line: str) -> bool:
+        """Whether ``line`` is inside the open fence (its closing line included); a line
+        that leaves the fence's blockquote ends the fence and is not."""
+        fence = self._fence
+        assert fence is not None
+        quote = _QUOTE_PREFIX.match(line)
+        depth = quote.group(0).count(">") if quote else 0
+        rest = line[quote.end() :] if quote else line
+        if depth < fence[2]:
+            self._fence = None  # the enclosing blockquote ended, and the fence with it
+            return False
+        m = _FENCE_OPEN.match(rest)
+        if (
+            m
+            and m.group(2)[0] == fence[0]
+            and len(m.group(2)) >= fence[1]
+            and not m.group(3).strip()
+        ):
+            self._fence = None
+        self._prev_blank = False
+        return True
+
+    def _block_line(self, i: int, start: int, end: int, line: str) -> int:
+        """Line ``i`` (``text[start:end]``, not blank, outside a fence): a fence opening,
+        indented code, or text added to the pending chunk (a list item, heading or rule
+        starts a chunk of its own); returns the index of the next line to scan."""
+        quote = _QUOTE_PREFIX.match(line)
+        depth = quote.group(0).count(">") if quote else 0
+        rest = line[quote.end() :] if quote else line
+        indent = _indent_width(rest)
+        m = _FENCE_OPEN.match(rest)
+        if (
+            m
+            and (indent <= 3 or self._in_list)
+            and not (m.group(2)[0] == "`" and "`" in m.group(3))
+        ):
+            back = self._flush_back()
+            if back is not None:
+                return back
+            self._fence = (m.group(2)[0], len(m.group(2)), depth)
+            self._prev_blank = self._prev_code = False
+            return i + 1
+        is_item = bool(_LIST_ITEM.match(rest))
+        if not is_item and indent < 2 and self._prev_blank:
+            self._in_list = False
+        if (
+            indent >= 4
+            and depth == 0
+            and not self._in_list
+            and (self._prev_blank or self._prev_code)
+            and self._chunk_start is None
+        ):
+            self._prev_code = True
+            self._prev_blank = False
+            return i + 1
+        self._prev_code = False
+        self._prev_blank = False
+        if is_item:
+            self._in_list = True
+        standalone = bool(_ATX_HEADING.match(rest) or _THEMATIC.match(rest))
+        if is_item or standalone:
+            back = self._flush_back()
+            if back is not None:
+                return back
+        if self._chunk_start is None:
+            self._chunk_start = start
+        self._chunk_end = end
+        if standalone:
+            back = self._flush_back()
+            if back is not None:
+                return back
+        return i + 1
 
     def _continues_paragraph(self, i: int, fence: tuple[str, int, int] | None) -> bool:
         start, end = self._line_bounds(i)
