@@ -356,29 +356,49 @@ def build_tools(context: ToolContext) -> ToolSet:
         return tools
     spec = context.spec
     assert spec is not None
-    label = context.label
+    tools._core = {t.definition.name: t for t in _core_tools(context, spec)}
+    tools._gate = context._gate
+    for extra in context._require().model_tools():
+        taken = extra.name in tools._core or extra.name in tools._extra
+        tools._extra[extra.name] = _checked_model_tool(spec.name, extra, taken=taken)
+    return tools
 
-    async def recall(args: RecallArgs) -> dict[str, Any]:
-        result = await context.recall(args.query, limit=args.limit)
+
+class _CoreCalls:
+    """The handlers of the core memory tools over one context: ``await call(args)`` -> the
+    JSON result the model sees, naming the store."""
+
+    def __init__(self, context: ToolContext) -> None:
+        self.context = context
+        self.label = context.label
+
+    async def recall(self, args: RecallArgs) -> dict[str, Any]:
+        result = await self.context.recall(args.query, limit=args.limit)
         out = result.to_json()
         for item, shown in zip(result.items, out["items"], strict=True):
             shown["text"] = item.text or item.snippet
-        out["store"] = label
+        out["store"] = self.label
         out["note"] = RECALLED_DATA_NOTE
         return out
 
-    async def remember(args: RememberArgs) -> dict[str, Any]:
-        receipt = await context.remember(args.text, title=args.title, source="model")
-        return {**receipt.to_json(), "store": label}
+    async def remember(self, args: RememberArgs) -> dict[str, Any]:
+        receipt = await self.context.remember(args.text, title=args.title, source="model")
+        return {**receipt.to_json(), "store": self.label}
 
-    async def reflect(args: ReflectArgs) -> dict[str, Any]:
-        reflection = await context.reflect(args.query)
-        return {**reflection.to_json(), "store": label, "note": RECALLED_DATA_NOTE}
+    async def reflect(self, args: ReflectArgs) -> dict[str, Any]:
+        reflection = await self.context.reflect(args.query)
+        return {**reflection.to_json(), "store": self.label, "note": RECALLED_DATA_NOTE}
 
-    async def feedback(args: FeedbackArgs) -> dict[str, Any]:
-        receipt = await context.feedback(args.text, on=args.on, source="model")
-        return {**receipt.to_json(), "store": label}
+    async def feedback(self, args: FeedbackArgs) -> dict[str, Any]:
+        receipt = await self.context.feedback(args.text, on=args.on, source="model")
+        return {**receipt.to_json(), "store": self.label}
 
+
+def _core_tools(context: ToolContext, spec: ProviderSpec) -> list[CoreTool]:
+    """``recall`` and ``remember``, then ``reflect`` and ``feedback`` where the provider
+    declares them."""
+    label = context.label
+    calls = _CoreCalls(context)
     core: list[CoreTool] = [
         CoreTool(
             _definition(
@@ -388,7 +408,7 @@ def build_tools(context: ToolContext) -> ToolSet:
                 read_only=True,
             ),
             RecallArgs,
-            recall,
+            calls.recall,
         ),
         CoreTool(
             _definition(
@@ -399,7 +419,7 @@ def build_tools(context: ToolContext) -> ToolSet:
                 read_only=False,
             ),
             RememberArgs,
-            remember,
+            calls.remember,
         ),
     ]
     if spec.supports(Capability.REFLECT):
@@ -412,7 +432,7 @@ def build_tools(context: ToolContext) -> ToolSet:
                     read_only=True,
                 ),
                 ReflectArgs,
-                reflect,
+                calls.reflect,
             )
         )
     if spec.supports(Capability.FEEDBACK):
@@ -422,34 +442,41 @@ def build_tools(context: ToolContext) -> ToolSet:
                     "feedback", f"Record feedback in {label}.", FeedbackArgs, read_only=False
                 ),
                 FeedbackArgs,
-                feedback,
+                calls.feedback,
             )
         )
-    tools._core = {t.definition.name: t for t in core}
-    tools._gate = context._gate
-    for extra in context._require().model_tools():
-        if not _NAME.fullmatch(extra.name):
-            raise ConfigError(
-                f"provider {spec.name!r} tool name {extra.name!r} must match [a-z][a-z0-9_]*"
+    return core
+
+
+def _checked_model_tool(provider: str, extra: ModelTool, *, taken: bool) -> ModelTool:
+    """Provider ``provider``'s tool ``extra`` once checked, with its access resolved.
+
+    :param taken: a core tool or an earlier tool of the provider has its name.
+    :raises ConfigError: an invalid or taken name, a schema that is not an object, or an
+        access that disagrees with ``read_only``.
+    :raises ScopeError: the schema takes a forbidden property (:data:`FORBIDDEN_ARGUMENTS`).
+    """
+    if not _NAME.fullmatch(extra.name):
+        raise ConfigError(
+            f"provider {provider!r} tool name {extra.name!r} must match [a-z][a-z0-9_]*"
+        )
+    if taken:
+        raise ConfigError(
+            f"provider {provider!r} contributes tool {extra.name!r} twice or over a core "
+            "memory tool"
+        )
+    if extra.input_schema.get("type") != "object":
+        raise ConfigError(
+            f"provider {provider!r} tool {extra.name!r}: input schema must be an object"
+        )
+    access = check_access(provider, f"tool {extra.name}", extra.access, extra.read_only)
+    if access is not extra.access:
+        extra = dataclasses.replace(extra, access=access)
+    for prop, where in _schema_properties(extra.input_schema):
+        if prop.lower() in FORBIDDEN_ARGUMENTS:
+            raise ScopeError(
+                f"provider {provider!r} tool {extra.name!r} takes argument {where!r}; "
+                "memory tools are bound to one scope and may not take a scope, Pen, "
+                "bank, URL or path argument"
             )
-        if extra.name in tools._core or extra.name in tools._extra:
-            raise ConfigError(
-                f"provider {spec.name!r} contributes tool {extra.name!r} twice or over a core "
-                "memory tool"
-            )
-        if extra.input_schema.get("type") != "object":
-            raise ConfigError(
-                f"provider {spec.name!r} tool {extra.name!r}: input schema must be an object"
-            )
-        access = check_access(spec.name, f"tool {extra.name}", extra.access, extra.read_only)
-        if access is not extra.access:
-            extra = dataclasses.replace(extra, access=access)
-        for prop, where in _schema_properties(extra.input_schema):
-            if prop.lower() in FORBIDDEN_ARGUMENTS:
-                raise ScopeError(
-                    f"provider {spec.name!r} tool {extra.name!r} takes argument {where!r}; "
-                    "memory tools are bound to one scope and may not take a scope, Pen, "
-                    "bank, URL or path argument"
-                )
-        tools._extra[extra.name] = extra
-    return tools
+    return extra
