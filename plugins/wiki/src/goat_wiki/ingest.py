@@ -17,7 +17,7 @@ from goat_core.contract import MemoryWrite
 from goat_core.errors import BadInput, NotFound, PathError, Rejected
 from goat_core.filestore import MISSING_ETAG, atomic_write, contain, current_etag, etag
 from goat_wiki.journal import WikiJournal
-from goat_wiki.layout import str_or_items
+from goat_wiki.layout import Layout, str_or_items
 from goat_wiki.sources import MANIFEST_NAME, Manifest, Source
 
 __all__ = ["WikiSources", "origin_changed"]
@@ -38,34 +38,13 @@ class WikiSources(WikiJournal):
         progress: Callable[[int, int], None] | None,
         inspect: Callable[[MemoryWrite], MemoryWrite] | None = None,
     ) -> dict[str, Any]:
-        origin = Path(os.path.abspath(Path(source).expanduser()))
-        if not origin.exists():
-            raise NotFound(f"nothing to ingest at {origin}")
-        real = os.path.realpath(origin)
-        root = os.path.realpath(self.root)
-        if real == root or real.startswith(root + os.sep) or root.startswith(real + os.sep):
-            raise BadInput(
-                f"{origin} overlaps the wiki itself; ingest sources from outside the wiki "
-                "(rule source-inside-wiki)"
-            )
-        files: list[tuple[Path, str]] = []
-        skipped: list[dict[str, str]] = []
-        if origin.is_file():
-            files.append((origin, _nfc(origin.name)))
-        elif origin.is_dir():
-            for folder, dirs, names in os.walk(origin):
-                dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-                for name in sorted(names):
-                    if name.startswith("."):
-                        continue
-                    path = Path(folder) / name
-                    rel = path.relative_to(origin).as_posix()
-                    if path.is_symlink():
-                        skipped.append({"path": rel, "reason": "symlink (not followed)"})
-                        continue
-                    files.append((path, _nfc(f"{origin.name}/{rel}")))
-        else:
-            raise BadInput(f"{origin} is neither a file nor a folder")
+        """Store each file at ``source`` (a file or a folder) once in the raw folder; returns
+        ``{"added": [id], "present": [id], "skipped": [{path, reason}], "sources": n}``.
+
+        :raises NotFound, BadInput: see :meth:`_ingest_origin` and :func:`_files_at`.
+        """
+        origin = self._ingest_origin(source)
+        files, skipped = _files_at(origin)
         added: list[str] = []
         present: list[str] = []
         with self._lock:
@@ -78,21 +57,11 @@ class WikiSources(WikiJournal):
             taken = {s.id.casefold() for s in manifest.sources}
             total = len(files)
             for done, (path, original) in enumerate(files, start=1):
-                try:
-                    st = path.stat()
-                    if st.st_size > _MAX_SOURCE_BYTES:
-                        skipped.append({"path": original, "reason": "larger than 50 MB"})
-                        continue
-                    data = path.read_bytes()
-                except OSError as exc:
-                    skipped.append({"path": original, "reason": f"not readable: {exc.strerror}"})
+                read = _read_source(path, original, inspect)
+                if isinstance(read, str):
+                    skipped.append({"path": original, "reason": read})
                     continue
-                if inspect is not None:
-                    policed = _policed_source(inspect, original, data)
-                    if isinstance(policed, str):
-                        skipped.append({"path": original, "reason": policed})
-                        continue
-                    data = policed
+                st, data = read
                 digest = etag(data)
                 same = manifest.find_same(original, str(path), digest)
                 if same is not None:
@@ -104,44 +73,59 @@ class WikiSources(WikiJournal):
                     except PathError as exc:
                         skipped.append({"path": original, "reason": f"unsafe name ({exc.rule})"})
                         continue
-                    target = raw_dir / ident
-                    target.parent.mkdir(parents=True, exist_ok=True)
-                    if current_etag(target) != digest:  # a copy a crash left is adopted
-                        atomic_write(target, data, expected_etag=MISSING_ETAG, mode=0o444)
-                    entry = Source(
-                        id=ident,
-                        original=original,
-                        origin=str(path),
-                        hash=digest,
-                        size=len(data),
-                        mtime_ns=st.st_mtime_ns,
-                        ingested=_now().isoformat().replace("+00:00", "Z"),
-                    )
-                    manifest.sources.append(entry)
-                    manifest.supersede(str(path), entry)
+                    _store_source(manifest, raw_dir, ident, path, original, data, st)
                     taken.add(ident.casefold())
                     added.append(ident)
                 if progress is not None:
                     progress(done, total)
             if added:
-                name = origin.name
-
-                manifest_rel = f"{layout.raw}/{MANIFEST_NAME}"
-                planned = {manifest_rel: etag(manifest.encoded())}
-
-                def change() -> dict[str, str]:
-                    return {manifest_rel: manifest.save(manifest_path)}
-
-                details = [f"- source: {i}" for i in added]
-                if present:
-                    details.append(f"- already present: {len(present)}")
-                self._commit("ingest", name, [], details, change, layout=layout, planned=planned)
+                self._commit_ingest(layout, manifest, manifest_path, origin.name, added, present)
         return {
             "added": added,
             "present": present,
             "skipped": skipped,
             "sources": len(manifest.sources),
         }
+
+    def _ingest_origin(self, source: Path) -> Path:
+        """``source`` as an absolute path to ingest from.
+
+        :raises NotFound: nothing is there.
+        :raises BadInput: it overlaps the wiki (inside it, or holding it).
+        """
+        origin = Path(os.path.abspath(Path(source).expanduser()))
+        if not origin.exists():
+            raise NotFound(f"nothing to ingest at {origin}")
+        real = os.path.realpath(origin)
+        root = os.path.realpath(self.root)
+        if real == root or real.startswith(root + os.sep) or root.startswith(real + os.sep):
+            raise BadInput(
+                f"{origin} overlaps the wiki itself; ingest sources from outside the wiki "
+                "(rule source-inside-wiki)"
+            )
+        return origin
+
+    def _commit_ingest(
+        self,
+        layout: Layout,
+        manifest: Manifest,
+        manifest_path: Path,
+        name: str,
+        added: list[str],
+        present: list[str],
+    ) -> None:
+        """Save ``manifest`` as one journalled ``ingest`` step, its log entry listing the
+        sources ``added`` and counting those already ``present``."""
+        manifest_rel = f"{layout.raw}/{MANIFEST_NAME}"
+        planned = {manifest_rel: etag(manifest.encoded())}
+
+        def change() -> dict[str, str]:
+            return {manifest_rel: manifest.save(manifest_path)}
+
+        details = [f"- source: {i}" for i in added]
+        if present:
+            details.append(f"- already present: {len(present)}")
+        self._commit("ingest", name, [], details, change, layout=layout, planned=planned)
 
     def _source_status(self) -> dict[str, Any]:
         scan = self._scan()
@@ -202,6 +186,82 @@ def origin_changed(src: Source) -> bool:
         return etag(Path(src.origin).read_bytes()) != src.hash
     except OSError:
         return False
+
+
+def _files_at(origin: Path) -> tuple[list[tuple[Path, str]], list[dict[str, str]]]:
+    """``([(path, original name)], skipped)``: the file ``origin``, or every file under the
+    folder ``origin`` in sorted order, hidden names left out; a symlink is skipped.
+
+    :raises BadInput: ``origin`` is neither a file nor a folder.
+    """
+    files: list[tuple[Path, str]] = []
+    skipped: list[dict[str, str]] = []
+    if origin.is_file():
+        files.append((origin, _nfc(origin.name)))
+    elif origin.is_dir():
+        for folder, dirs, names in os.walk(origin):
+            dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+            for name in sorted(names):
+                if name.startswith("."):
+                    continue
+                path = Path(folder) / name
+                rel = path.relative_to(origin).as_posix()
+                if path.is_symlink():
+                    skipped.append({"path": rel, "reason": "symlink (not followed)"})
+                    continue
+                files.append((path, _nfc(f"{origin.name}/{rel}")))
+    else:
+        raise BadInput(f"{origin} is neither a file nor a folder")
+    return files, skipped
+
+
+def _read_source(
+    path: Path, original: str, inspect: Callable[[MemoryWrite], MemoryWrite] | None
+) -> tuple[os.stat_result, bytes] | str:
+    """``(stat, bytes)`` of the file at ``path`` as the policy passed it, or why it is
+    skipped (too large, unreadable, refused)."""
+    try:
+        st = path.stat()
+        if st.st_size > _MAX_SOURCE_BYTES:
+            return "larger than 50 MB"
+        data = path.read_bytes()
+    except OSError as exc:
+        return f"not readable: {exc.strerror}"
+    if inspect is not None:
+        policed = _policed_source(inspect, original, data)
+        if isinstance(policed, str):
+            return policed
+        data = policed
+    return st, data
+
+
+def _store_source(
+    manifest: Manifest,
+    raw_dir: Path,
+    ident: str,
+    path: Path,
+    original: str,
+    data: bytes,
+    st: os.stat_result,
+) -> None:
+    """Store ``data`` read-only as source ``ident`` (a copy a crash left is adopted) and
+    enter it in ``manifest``, superseding an older source from the same ``path``."""
+    digest = etag(data)
+    target = raw_dir / ident
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if current_etag(target) != digest:  # a copy a crash left is adopted
+        atomic_write(target, data, expected_etag=MISSING_ETAG, mode=0o444)
+    entry = Source(
+        id=ident,
+        original=original,
+        origin=str(path),
+        hash=digest,
+        size=len(data),
+        mtime_ns=st.st_mtime_ns,
+        ingested=_now().isoformat().replace("+00:00", "Z"),
+    )
+    manifest.sources.append(entry)
+    manifest.supersede(str(path), entry)
 
 
 def _policed_source(
