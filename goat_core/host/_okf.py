@@ -656,8 +656,6 @@ def read_bundle(directory: Path, *, max_bytes: int = MAX_FILE_BYTES) -> Bundle:
     :raises BadInput: anything wrong with it, every problem named (up to ten): nothing
         is imported from a refused bundle.
     """
-    from goat_core.filestore import parse_note
-
     directory = Path(os.path.abspath(directory))
     if not directory.exists():
         raise NotFound(f"no bundle at {directory}")
@@ -674,20 +672,7 @@ def read_bundle(directory: Path, *, max_bytes: int = MAX_FILE_BYTES) -> Bundle:
     bundle.manifest = manifest
     listed: dict[str, Mapping[str, Any]] = {}
     if manifest is not None:
-        for entry in manifest["pages"]:
-            rel = unicodedata.normalize("NFC", entry["path"])
-            why = _safe_rel(directory, rel)
-            if why is not None:
-                problems.append(f"manifest path {rel!r}: {why}")
-                continue
-            if rel in listed:
-                problems.append(f"{rel}: listed twice in the manifest (rule bundle-manifest)")
-                continue
-            listed[rel] = entry
-        for rel in sorted(set(listed) - set(paths)):
-            problems.append(f"{rel}: listed in the manifest but missing (rule bundle-manifest)")
-        for rel in sorted(set(paths) - set(listed)):
-            problems.append(f"{rel}: not listed in the manifest (rule bundle-manifest)")
+        listed = _listed_pages(directory, manifest, paths, problems)
     else:
         catalog = [p for p in paths if p.casefold() in CATALOG_FILES]
         bundle.skipped.extend(
@@ -707,55 +692,93 @@ def read_bundle(directory: Path, *, max_bytes: int = MAX_FILE_BYTES) -> Bundle:
         if twin != rel:
             problems.append(f"{rel}: differs only in case from {twin} (rule bundle-path)")
             continue
-        path = directory / on_disk[rel]  # the name as written (NFD from macOS tools)
-        try:
-            size = path.stat().st_size
-            if size > max_bytes:
-                problems.append(
-                    f"{rel}: {size} bytes, over the size limit of {max_bytes} (rule bundle-size)"
-                )
-                continue
-            raw = path.read_bytes()
-        except OSError as exc:
-            problems.append(f"{rel}: not readable: {exc.strerror} (rule bundle-file)")
-            continue
-        digest = sha256_hex(raw)
-        entry = listed.get(rel)
-        if entry is not None and entry["sha256"] != digest:
-            problems.append(
-                f"{rel}: sha256 {digest[:12]}… does not match the manifest's "
-                f"{str(entry['sha256'])[:12]}… (rule bundle-hash)"
-            )
-            continue
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError:
-            problems.append(f"{rel}: not UTF-8 text (rule bundle-file)")
-            continue
-        parsed = parse_note(text)
-        if parsed.error is not None:
-            problems.append(f"{rel}: {parsed.error} (rule bundle-frontmatter)")
-            continue
-        data = {k: v for k, v in parsed.data.items()}
-        for key in PROVENANCE_KEYS:
-            value = data.get(key)
-            if value is not None and not isinstance(value, dict):
-                problems.append(f"{rel}: {key} is not a mapping (rule bundle-frontmatter)")
-        source_id = str(entry.get("id") or rel) if entry is not None else rel
-        origin = entry.get("source_sha256") if entry is not None else None
-        bundle.files.append(
-            BundleFile(
-                path=rel,
-                text=text,
-                frontmatter=data,
-                body=parsed.body,
-                sha256=digest,
-                title=_title(rel, data),
-                source_id=source_id,
-                origin_sha256=origin or None,
-            )
-        )
+        # the name as written (NFD from macOS tools)
+        file = _bundle_file(directory / on_disk[rel], rel, listed.get(rel), max_bytes, problems)
+        if file is not None:
+            bundle.files.append(file)
     if problems:
         raise _refuse(directory, problems)
     bundle.skipped.sort(key=lambda s: s.path)
     return bundle
+
+
+def _listed_pages(
+    directory: Path, manifest: Mapping[str, Any], paths: Sequence[str], problems: list[str]
+) -> dict[str, Mapping[str, Any]]:
+    """``{path: entry}`` of the manifest's pages; an unsafe or twice-listed path, a listed
+    page that is missing and a page not listed are each added to ``problems``."""
+    listed: dict[str, Mapping[str, Any]] = {}
+    for entry in manifest["pages"]:
+        rel = unicodedata.normalize("NFC", entry["path"])
+        why = _safe_rel(directory, rel)
+        if why is not None:
+            problems.append(f"manifest path {rel!r}: {why}")
+            continue
+        if rel in listed:
+            problems.append(f"{rel}: listed twice in the manifest (rule bundle-manifest)")
+            continue
+        listed[rel] = entry
+    for rel in sorted(set(listed) - set(paths)):
+        problems.append(f"{rel}: listed in the manifest but missing (rule bundle-manifest)")
+    for rel in sorted(set(paths) - set(listed)):
+        problems.append(f"{rel}: not listed in the manifest (rule bundle-manifest)")
+    return listed
+
+
+def _bundle_file(
+    path: Path,
+    rel: str,
+    entry: Mapping[str, Any] | None,
+    max_bytes: int,
+    problems: list[str],
+) -> BundleFile | None:
+    """The page at ``path`` (bundle path ``rel``, its manifest ``entry`` if any), or
+    ``None`` with the reason added to ``problems``: too large, unreadable, not the hash the
+    manifest names, not UTF-8, or frontmatter that does not parse. A provenance key that is
+    not a mapping is a problem too, though the page is still returned."""
+    from goat_core.filestore import parse_note
+
+    try:
+        size = path.stat().st_size
+        if size > max_bytes:
+            problems.append(
+                f"{rel}: {size} bytes, over the size limit of {max_bytes} (rule bundle-size)"
+            )
+            return None
+        raw = path.read_bytes()
+    except OSError as exc:
+        problems.append(f"{rel}: not readable: {exc.strerror} (rule bundle-file)")
+        return None
+    digest = sha256_hex(raw)
+    if entry is not None and entry["sha256"] != digest:
+        problems.append(
+            f"{rel}: sha256 {digest[:12]}… does not match the manifest's "
+            f"{str(entry['sha256'])[:12]}… (rule bundle-hash)"
+        )
+        return None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        problems.append(f"{rel}: not UTF-8 text (rule bundle-file)")
+        return None
+    parsed = parse_note(text)
+    if parsed.error is not None:
+        problems.append(f"{rel}: {parsed.error} (rule bundle-frontmatter)")
+        return None
+    data = {k: v for k, v in parsed.data.items()}
+    for key in PROVENANCE_KEYS:
+        value = data.get(key)
+        if value is not None and not isinstance(value, dict):
+            problems.append(f"{rel}: {key} is not a mapping (rule bundle-frontmatter)")
+    source_id = str(entry.get("id") or rel) if entry is not None else rel
+    origin = entry.get("source_sha256") if entry is not None else None
+    return BundleFile(
+        path=rel,
+        text=text,
+        frontmatter=data,
+        body=parsed.body,
+        sha256=digest,
+        title=_title(rel, data),
+        source_id=source_id,
+        origin_sha256=origin or None,
+    )
