@@ -12,7 +12,7 @@ import posixpath
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from goat_core import filestore
 from goat_core.contract import LinkResolution, MemoryWrite
@@ -21,6 +21,9 @@ from goat_core.filestore import MISSING_ETAG, atomic_write, current_etag, etag, 
 from goat_wiki import text as wt
 from goat_wiki.ingest import WikiSources, origin_changed
 from goat_wiki.layout import Layout, Scan, Schema, WikiNote, str_or_items
+
+if TYPE_CHECKING:
+    from goat_core.filestore import LinkResolver, ParsedLink
 
 __all__ = ["Finding", "LintReport", "WikiLint"]
 _sort_key = filestore.page_order
@@ -107,6 +110,78 @@ def _raise_unwritten(landed: list[str], failed: list[tuple[str, OSError]]) -> No
     ) from exc
 
 
+def _links_fixed(
+    text: str,
+    rel: str,
+    items: list[Finding],
+    resolver: LinkResolver,
+    hidden: frozenset[str],
+) -> tuple[str | None, set[tuple[int, str]], int]:
+    """``(text, applied, withheld)``: page ``rel``'s ``text`` with the fixable findings
+    ``items`` applied (``None`` when no line changed), the ``(line, code)`` pairs fixed, and
+    how many fixes were withheld because they would name a hidden page's path. Only a line
+    where the link stands once and outside any code span is edited."""
+    from goat_core.filestore import parse_links
+
+    tables = wt.table_lines(text)
+    # "\n" only, as parse_links counts lines; joined back exactly
+    lines = text.split("\n")
+    wanted = {(f.line, f.code) for f in items}
+    applied: set[tuple[int, str]] = set()
+    withheld = 0
+    changed = False
+    for link in parse_links(text):
+        if link.kind != "wikilink":
+            continue
+        idx = link.line - 1
+        line = lines[idx]
+        new_raw, held = _link_fixed(link, rel, wanted, link.line in tables, resolver, hidden)
+        withheld += held
+        # Only a line where the link stands once and outside any code span is edited:
+        # a sample in backticks must never be rewritten (the rest stays reported).
+        if new_raw != link.raw and line.count(link.raw) == 1 and "`" not in line:
+            lines[idx] = line.replace(link.raw, new_raw, 1)
+            changed = True
+            for code in ("escaped-alias-pipe", "bare-link"):
+                if (link.line, code) in wanted:
+                    applied.add((link.line, code))
+    return ("\n".join(lines) if changed else None), applied, withheld
+
+
+def _link_fixed(
+    link: ParsedLink,
+    rel: str,
+    wanted: set[tuple[int | None, str]],
+    in_table: bool,
+    resolver: LinkResolver,
+    hidden: frozenset[str],
+) -> tuple[str, int]:
+    """``(raw, withheld)``: the wikilink ``link`` of page ``rel`` as fixed (an escaped alias
+    pipe outside a table unescaped, a bare link qualified by its unique target), and 1 when
+    qualifying it was withheld because the target is a hidden page, else 0."""
+    new_raw = link.raw
+    if (link.line, "escaped-alias-pipe") in wanted and "\\|" in link.raw:
+        if not in_table:
+            new_raw = new_raw.replace("\\|", "|", 1)
+    if (link.line, "bare-link") not in wanted or "/" in link.target_text:
+        return new_raw, 0
+    target, res = resolver.resolve_target(link.target_text, rel)
+    if target is not None and target in hidden:
+        return new_raw, 1  # the qualified link would name the hidden page's path
+    if res is LinkResolution.NAME and target is not None and "/" in target:
+        qualified = target[:-3] if target.lower().endswith(".md") else target
+        pipe = "\\|" if in_table else "|"
+        sub = ""
+        if link.heading is not None:
+            sub = f"#{link.heading}"
+        if link.block is not None:
+            sub += f"#^{link.block}"
+        alias = link.alias if link.alias is not None else link.target_text + sub
+        bang = "!" if link.embed else ""
+        new_raw = f"{bang}[[{qualified}{sub}{pipe}{alias}]]"
+    return new_raw, 0
+
+
 class WikiLint(WikiSources):
     """Finding and fixing a wiki's problems; a page just written gets its own findings
     without reading every page (:meth:`_page_findings`)."""
@@ -181,8 +256,6 @@ class WikiLint(WikiSources):
         the findings fixed and how many fixes were withheld for pages a browse policy hides
         (``hidden``, their paths): such a page is never rewritten, and no link is qualified
         into one's path."""
-        from goat_core.filestore import parse_links
-
         by_page: dict[str, list[Finding]] = {}
         for f in fixable:
             if f.code in {"bare-link", "escaped-alias-pipe"} and f.path is not None:
@@ -200,47 +273,10 @@ class WikiLint(WikiSources):
             note = self._must_load(rel)
             if note.error:
                 continue  # unparsable or not UTF-8: never rewritten (reported, not fixed)
-            tables = wt.table_lines(note.text)
-            # "\n" only, as parse_links counts lines; joined back exactly
-            lines = note.text.split("\n")
-            wanted = {(f.line, f.code) for f in items}
-            applied: set[tuple[int, str]] = set()
-            changed = False
-            for link in parse_links(note.text):
-                if link.kind != "wikilink":
-                    continue
-                idx = link.line - 1
-                line = lines[idx]
-                new_raw = link.raw
-                if (link.line, "escaped-alias-pipe") in wanted and "\\|" in link.raw:
-                    if link.line not in tables:
-                        new_raw = new_raw.replace("\\|", "|", 1)
-                if (link.line, "bare-link") in wanted and "/" not in link.target_text:
-                    target, res = resolver.resolve_target(link.target_text, rel)
-                    if target is not None and target in hidden:
-                        withheld += 1  # the qualified link would name the hidden page's path
-                    elif res is LinkResolution.NAME and target is not None and "/" in target:
-                        qualified = target[:-3] if target.lower().endswith(".md") else target
-                        pipe = "\\|" if link.line in tables else "|"
-                        sub = ""
-                        if link.heading is not None:
-                            sub = f"#{link.heading}"
-                        if link.block is not None:
-                            sub += f"#^{link.block}"
-                        alias = link.alias if link.alias is not None else link.target_text + sub
-                        bang = "!" if link.embed else ""
-                        new_raw = f"{bang}[[{qualified}{sub}{pipe}{alias}]]"
-                # Only a line where the link stands once and outside any code span is edited:
-                # a sample in backticks must never be rewritten (the rest stays reported).
-                if new_raw != link.raw and line.count(link.raw) == 1 and "`" not in line:
-                    lines[idx] = line.replace(link.raw, new_raw, 1)
-                    changed = True
-                    for code in ("escaped-alias-pipe", "bare-link"):
-                        if (link.line, code) in wanted:
-                            applied.add((link.line, code))
-            if not changed:
+            text, applied, held = _links_fixed(note.text, rel, items, resolver, hidden)
+            withheld += held
+            if text is None:
                 continue
-            text = "\n".join(lines)
             if inspect is not None:
                 try:
                     text = inspect(
@@ -248,20 +284,8 @@ class WikiLint(WikiSources):
                     ).text
                 except Rejected:
                     continue  # refused by policy: left as it is, still reported
-            new = text.encode("utf-8")
-
-            def change(rel: str = rel, new: bytes = new, old: str = note.etag) -> dict[str, str]:
-                return {rel: atomic_write(self.root / rel, new, expected_etag=old)}
-
             try:
-                self._commit(
-                    "fix",
-                    note.title,
-                    [rel],
-                    [f"- page: {rel}", "- fix: links"],
-                    change,
-                    planned={rel: etag(new)},
-                )
+                self._commit_fix(rel, note, text)
             except OSError as exc:
                 failed.append((rel, exc))  # nothing of this page's fix landed
                 continue
@@ -271,6 +295,26 @@ class WikiLint(WikiSources):
         if failed:
             _raise_unwritten(landed, failed)
         return done, withheld
+
+    def _commit_fix(self, rel: str, note: WikiNote, text: str) -> None:
+        """Write ``text`` over page ``rel`` (etag-checked against ``note``) as one journalled
+        ``fix`` step.
+
+        :raises OSError: nothing of the fix landed.
+        """
+        new = text.encode("utf-8")
+
+        def change() -> dict[str, str]:
+            return {rel: atomic_write(self.root / rel, new, expected_etag=note.etag)}
+
+        self._commit(
+            "fix",
+            note.title,
+            [rel],
+            [f"- page: {rel}", "- fix: links"],
+            change,
+            planned={rel: etag(new)},
+        )
 
     def _page_findings(self, rel: str) -> list[Finding]:
         """Findings about one page just written, without reading every page: its links are
