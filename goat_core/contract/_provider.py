@@ -107,6 +107,11 @@ class ProviderContext:
         ``postgresql://host:port/db``) after the egress guard allowed the URL, on every
         connect; a refusal raises :class:`~goat_core.errors.ProviderUnavailable` and never
         reaches the network. ``None`` for providers that declare no network use.
+    :param authorize: ``await authorize(url) -> Endpoint(scheme, host, port)`` asks the same
+        guard for a driver that opens its own sockets (asyncpg, psycopg, redis-py); call it
+        before each connect of the driver and connect to exactly that host and port. A
+        refusal raises :class:`~goat_core.errors.ProviderUnavailable`. ``None`` for
+        providers that declare no network use.
     :param embedders: ``embedders(name) -> EmbedderSpec`` looks up an installed embedder
         (raises :class:`~goat_core.errors.NotFound`); ``None``: a store that needs one asks
         the plugin registry itself.
@@ -129,6 +134,7 @@ class ProviderContext:
     http_client: Callable[..., Any] | None = field(default=None, repr=False)
     progress: Callable[[int, int], None] | None = field(default=None, repr=False)
     connect: Callable[..., Awaitable[Any]] | None = field(default=None, repr=False)
+    authorize: Callable[[str], Awaitable[Any]] | None = field(default=None, repr=False)
     embedders: Callable[[str], Any] | None = field(default=None, repr=False)
     embed_progress: Callable[[int, int], None] | None = field(default=None, repr=False)
     embed_in_background: bool = False

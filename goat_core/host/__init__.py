@@ -12,7 +12,7 @@ The modules behind this package are private; import from ``goat_core.host``.
 
 from goat_core.contract._home import APP_NAME, GoatHome
 from goat_core.host._config import Config, load_config, save_config
-from goat_core.host._connect import GuardedConnect
+from goat_core.host._connect import Endpoint, GuardedConnect
 from goat_core.host._context import MemoryContext, memory_tools
 from goat_core.host._credentials import CredentialStore
 from goat_core.host._egress import EGRESS_HEADER, check_egress, guarded_http_client
@@ -50,6 +50,7 @@ __all__ = [
     "Config",
     "CoreTool",
     "CredentialStore",
+    "Endpoint",
     "GoatHome",
     "GuardedConnect",
     "MemoryContext",

@@ -3,13 +3,16 @@
 A provider that declares ``network=True`` gets ``context.connect``: ``await
 context.connect("redis://127.0.0.1:6379")`` asks the egress guard (``goat_authorize_egress``
 through the registry, the same decision as every HTTP request) and only then opens a TCP
-stream to the URL's host and port. A refused URL never reaches the network: the call raises
+stream to the URL's host and port. A provider whose driver opens its own sockets (asyncpg,
+redis-py) calls ``await context.authorize(url)`` before each connect of the driver instead.
+A refused URL never reaches the network: the call raises
 :class:`~goat_core.errors.ProviderUnavailable` naming the URL without credentials. The check
 runs on every connect, so a provider that reconnects is asked again.
 
-Every allowed connection (and every allowed HTTP request, see ``goat_core.host._egress``) raises the
-audit event ``goat.egress.allowed`` with the URL, so a test harness (the conformance suite's
-socket audit) can tell a connection that passed the guard from one that did not.
+Every allowed connection (and every allowed HTTP request, see ``goat_core.host._egress``)
+raises the audit event ``goat.egress.allowed`` with the URL, so a test harness (the
+conformance suite's socket audit) can tell a connection that passed the guard from one that
+did not.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import urlsplit
 
 from goat_core.errors import BadInput, ProviderUnavailable
@@ -55,6 +58,14 @@ def split_endpoint(url: str) -> tuple[str, str, int]:
     return parts.scheme.lower(), parts.hostname, port
 
 
+class Endpoint(NamedTuple):
+    """Where an authorized URL points: ``scheme`` lowercased, ``host`` without brackets."""
+
+    scheme: str
+    host: str
+    port: int
+
+
 class GuardedConnect:
     """``await connect(url, *, timeout=10.0, tls=None) -> anyio.abc.ByteStream``.
 
@@ -68,6 +79,19 @@ class GuardedConnect:
 
     def __repr__(self) -> str:
         return "GuardedConnect()"
+
+    async def authorize(self, url: str) -> Endpoint:
+        """Ask the egress guard for ``url``, for a driver that opens its own sockets
+        (asyncpg, psycopg, redis-py): call it before every connect of the driver.
+
+        :returns: the URL's ``Endpoint(scheme, host, port)``: connect the driver to exactly
+            that host and port. :raises ProviderUnavailable: refused (before setup, or a
+            veto). :raises BadInput: the URL has no scheme, host or port.
+        """
+        scheme, host, port = split_endpoint(url)
+        self._check(url)
+        announce_allowed(url)
+        return Endpoint(scheme, host, port)
 
     async def __call__(
         self,

@@ -325,11 +325,13 @@ class HostBase(ABC):
         get_credential = credential if credential is not None else stored_credential
 
         http_client: Callable[..., Any] | None = None
+        guarded: GuardedConnect | None = None
         if spec.network:
 
             def http_client(**kwargs: Any) -> Any:
                 return guarded_http_client(registry, binding, **kwargs)
 
+            guarded = GuardedConnect(lambda url: check_egress(registry, binding, url))
         context = ProviderContext(
             scope=scope,
             binding=binding,
@@ -341,11 +343,8 @@ class HostBase(ABC):
             embed_progress=self._embed_progress,
             embed_in_background=self._embed_in_background,
             embedders=self._embedders,
-            connect=(
-                GuardedConnect(lambda url: check_egress(registry, binding, url))
-                if spec.network
-                else None
-            ),
+            connect=guarded,
+            authorize=guarded.authorize if guarded is not None else None,
         )
         try:
             provider = spec.factory(context)

@@ -79,8 +79,9 @@ def spec_factory(
     if spec.network and spec.egress_urls is not None:
         egress = tuple(spec.egress_urls(validated))
     binding = Binding(id=binding_id, provider=spec.name, settings=raw, egress=egress)
+    authorize = None
     if spec.network:
-        http_client, connect = _guarded(binding, http_client, connect)
+        http_client, connect, authorize = _guarded(binding, http_client, connect)
 
     async def make(scope: Scope) -> Provider:
         context = ProviderContext(
@@ -91,6 +92,7 @@ def spec_factory(
             get_credential=get_credential or (lambda name: None),
             http_client=http_client,
             connect=connect,
+            authorize=authorize,
         )
         return spec.factory(context)
 
@@ -112,8 +114,9 @@ def _guarded(
     binding: Binding,
     http_client: Callable[..., Any] | None,
     connect: Callable[..., Awaitable[Any]] | None,
-) -> tuple[Callable[..., Any], Callable[..., Awaitable[Any]]]:
-    """The host's guarded client and connection for ``binding``, unless given."""
+) -> tuple[Callable[..., Any], Callable[..., Awaitable[Any]], Callable[[str], Awaitable[Any]]]:
+    """The host's guarded client, connection and ``authorize`` for ``binding`` (the first
+    two unless given)."""
     from goat_core.host import GuardedConnect, check_egress, guarded_http_client
     from goat_core.plugins import PluginSettings, Registry, make_plugin_manager
 
@@ -123,9 +126,8 @@ def _guarded(
         def http_client(**kwargs: Any) -> Any:
             return guarded_http_client(registry, binding, **kwargs)
 
-    if connect is None:
-        connect = GuardedConnect(lambda url: check_egress(registry, binding, url))
-    return http_client, connect
+    guarded = GuardedConnect(lambda url: check_egress(registry, binding, url))
+    return http_client, connect or guarded, guarded.authorize
 
 
 async def eventually(
