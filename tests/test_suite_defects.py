@@ -218,7 +218,13 @@ DEFECTS = [
         "reference_socket",
         _spec("reference_socket"),
         {"test_check_returns_health"},
-        "[socket] a connection to 127.0.0.1:9 was opened, but the provider declares no network",
+        "[egress] a connection to 127.0.0.1:9 was opened, but the provider declares no network",
+    ),
+    (  # a connection opened in C: only the kernel's socket table shows it
+        "reference_csocket",
+        _spec("reference_csocket"),
+        {"test_check_returns_health"},
+        "[egress] a TCP connection to 127.0.0.1:",
     ),
     (
         "reference_env",

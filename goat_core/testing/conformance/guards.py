@@ -8,8 +8,12 @@ While a contract test's body runs on the event loop, three audits watch it:
   measures how late the loop wakes up. Either fails the test, naming the operation, or the
   lag and the bound (:data:`LAG_BOUND_S`, ``GOAT_SUITE_LAG_BOUND`` overrides it);
 - **sockets**: a connection to an address the egress guard did not allow (the audit event
-  ``goat.egress.allowed`` of ``goat_core.host``) fails the test; for a provider that
-  declares no network use, any connection does;
+  ``goat.egress.allowed`` of ``goat_core.host``, raised by ``context.connect``,
+  ``context.authorize`` and the guarded HTTP client) fails the test; for a provider that
+  declares no network use, any connection does. Python's ``socket.connect`` is audited as
+  it happens; on Linux the kernel's socket table is also sampled (every
+  :data:`SAMPLE_INTERVAL_S` and at the end), so a connection a C driver opens is seen too
+  (:mod:`goat_core.testing.conformance.sockets`);
 - **environment**: reading an environment variable whose name contains ``KEY``, ``TOKEN``,
   ``SECRET`` or ``PASSWORD`` fails the test (secrets come from ``context.get_credential``;
   core's own credential override, read inside ``goat_core``, is exempt).
@@ -32,6 +36,8 @@ from types import FrameType
 from typing import Any
 from urllib.parse import urlsplit
 
+from goat_core.testing.conformance import sockets
+
 __all__ = ["LAG_BOUND_S", "Guard", "Violation", "lag_bound", "record_lag"]
 
 #: The longest the event loop may stay blocked during a contract test, in seconds. Measured
@@ -41,6 +47,15 @@ __all__ = ["LAG_BOUND_S", "Guard", "Violation", "lag_bound", "record_lag"]
 LAG_BOUND_S = 1.0
 #: How often the lag probe wakes up, in seconds.
 PROBE_INTERVAL_S = 0.02
+#: How often the kernel's socket table is read during a test, in seconds.
+SAMPLE_INTERVAL_S = 0.05
+
+#: What every egress failure says: the rule, and the two ways through it.
+EGRESS_RULE = (
+    "the egress rule: a provider connects only where GOAT allowed, after the user's explicit "
+    "setup; call `await context.authorize(url)` before the driver connects (or open the "
+    "stream with context.connect(url), HTTP with context.http_client())"
+)
 
 SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD", re.IGNORECASE)
 #: Names that match :data:`SECRET_NAME` but hold no secret, read by TLS stacks for every
@@ -68,7 +83,7 @@ def lag_bound() -> float:
 
 @dataclass(frozen=True)
 class Violation:
-    """One broken runtime rule: ``kind`` is ``blocking``, ``socket`` or ``environment``."""
+    """One broken runtime rule: ``kind`` is ``blocking``, ``egress`` or ``environment``."""
 
     kind: str
     message: str
@@ -87,21 +102,40 @@ class Guard:
     _handle: asyncio.TimerHandle | None = None
     _expected: float = 0.0
     _active: bool = False
+    _before: set[int] = field(default_factory=set)  # socket inodes held before the test
+    _seen: set[int] = field(default_factory=set)  # inodes already judged
+    _sampler: threading.Thread | None = None
+    _stop_sampling: threading.Event = field(default_factory=threading.Event)
 
     # -- life ---------------------------------------------------------------------------------
     def start(self) -> None:
         global _current
         self.loop_thread = threading.get_ident()
         _install()
+        watch = sockets.available()
+        if watch:  # before the audit starts: reading /proc is not the provider's work
+            self._before = {t.inode for t in sockets.tcp_sockets()}
         _current = self
         self._active = True
         _patch_environ()
+        if watch:
+            self._stop_sampling.clear()
+            self._sampler = threading.Thread(
+                target=self._sample_loop, name="goat-suite-sockets", daemon=True
+            )
+            self._sampler.start()
         loop = asyncio.get_running_loop()
         self._expected = loop.time() + PROBE_INTERVAL_S
         self._handle = loop.call_at(self._expected, self._tick)
 
     def stop(self) -> None:
         global _current
+        if self._sampler is not None:
+            self._stop_sampling.set()
+            self._sampler.join()
+            self._sampler = None
+            self._active = False  # the last look reads /proc on the loop: not the provider's
+            self.sample()  # the last look: what the test's end still holds
         self._active = False
         _current = None
         if self._handle is not None:
@@ -172,18 +206,53 @@ class Guard:
             where = f"{host}:{port}"
         if not self.network:
             self._add(
-                "socket",
+                "egress",
                 f"a connection to {where} was opened, but the provider declares no network "
-                "use (ProviderSpec.network=False)",
+                f"use (ProviderSpec.network=False): {EGRESS_RULE}",
             )
             return
         if host is not None and self._passed_guard(host, port):
             return
         self._add(
-            "socket",
-            f"a connection to {where} did not pass GOAT's egress guard: open connections only "
-            "with context.http_client(...) or context.connect(url)",
+            "egress", f"a connection to {where} did not pass GOAT's egress guard: {EGRESS_RULE}"
         )
+
+    # -- the kernel's socket table ------------------------------------------------------------
+    def _sample_loop(self) -> None:
+        while not self._stop_sampling.wait(SAMPLE_INTERVAL_S):
+            self.sample()
+
+    def sample(self) -> None:
+        """Judge every TCP connection this process opened since the test began: each must
+        lead to an address the egress guard allowed, or to a listener of this process (a
+        test's own loopback server)."""
+        held = sockets.tcp_sockets()
+        listening = {t.local[1] for t in held if t.state == sockets.LISTEN}
+        for tcp in held:
+            if tcp.inode in self._before or tcp.inode in self._seen:
+                continue
+            if tcp.state == sockets.LISTEN or tcp.remote[1] == 0:
+                continue
+            self._seen.add(tcp.inode)
+            if tcp.local[1] in listening:
+                continue  # accepted by a listener of this process
+            host, port = tcp.remote
+            if tcp.remote[1] in listening and ipaddress.ip_address(host).is_loopback:
+                continue  # to a listener of this process: a test's in-process server
+            where = f"{host}:{port}"
+            if not self.network:
+                self._add(
+                    "egress",
+                    f"a TCP connection to {where} is open (the kernel's socket table), but "
+                    f"the provider declares no network use (ProviderSpec.network=False): "
+                    f"{EGRESS_RULE}",
+                )
+            elif not self._passed_guard(host, port):
+                self._add(
+                    "egress",
+                    f"a TCP connection to {where} is open (the kernel's socket table: Python "
+                    f"or C code opened it) that GOAT never allowed: {EGRESS_RULE}",
+                )
 
     def _passed_guard(self, host: str, port: Any) -> bool:
         for allowed_host, allowed_port in self._allowed:
