@@ -73,7 +73,15 @@ from goat_core.contract import (
     Scope,
     normalize_pen_id,
 )
-from goat_core.errors import Ambiguous, NotFound, ProviderUnavailable, StoreUnwritable, TooLarge
+from goat_core.errors import (
+    Ambiguous,
+    AuthError,
+    GoatError,
+    NotFound,
+    ProviderUnavailable,
+    StoreUnwritable,
+    TooLarge,
+)
 from goat_core.plugins import PluginSettings, Registry, make_plugin_manager, register_plugin
 from goat_core.testing.conformance.faults import Fault, FaultInjector, filesystem_fault
 
@@ -594,11 +602,52 @@ def _connect_out_sync() -> None:
             pass
 
 
+def _c_connect_out(provider: ReferenceProvider) -> Any:
+    return anyio.to_thread.run_sync(_c_connect_out_sync)
+
+
+def _c_connect_out_sync() -> None:
+    """The seeded defect: a connection opened in C (libc ``connect`` through ctypes, as a C
+    driver dials), which Python's audit hook never sees, to a listener in another process."""
+    import ctypes
+    import struct
+    import subprocess
+    import sys
+    import time
+
+    listener = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import socket, sys, time\n"
+            "s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen()\n"
+            "print(s.getsockname()[1], flush=True); c, _ = s.accept(); time.sleep(5)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert listener.stdout is not None
+        port = int(listener.stdout.readline())
+        libc = ctypes.CDLL(None, use_errno=True)
+        with socket.socket() as sock:
+            address = struct.pack("=H", socket.AF_INET) + struct.pack("!H", port)
+            address += socket.inet_aton("127.0.0.1") + bytes(8)
+            buffer = ctypes.create_string_buffer(address, len(address))
+            if libc.connect(sock.fileno(), buffer, len(address)) != 0:
+                raise OSError(ctypes.get_errno(), "connect")
+            time.sleep(0.3)  # held open a while, as a driver's connection is
+    finally:
+        listener.kill()
+        listener.wait()
+
+
 #: Seeded defects of ``check()``: each breaks one runtime rule, in a test that calls check.
 _CHECK_DEFECTS: dict[str, Callable[[ReferenceProvider], Any]] = {
     "blocking_open": lambda p: p.path.parent.joinpath("probe").exists() or open(os.devnull).close(),
     "busy_loop": lambda p: _busy(1.5),
     "socket": _connect_out,
+    "c_socket": _c_connect_out,
     "env_secret": lambda p: os.environ.get("REFERENCE_API_KEY"),
 }
 
@@ -770,6 +819,10 @@ class SocketProvider(ReferenceProvider):
     check_defect = "socket"
 
 
+class CSocketProvider(ReferenceProvider):
+    check_defect = "c_socket"
+
+
 class EnvProvider(ReferenceProvider):
     check_defect = "env_secret"
 
@@ -819,11 +872,41 @@ class BankProvider(ReferenceProvider):
     async def forget(self, ref: str) -> Receipt:
         raise self._unsupported("forget", "forget")
 
+    async def _reach(self) -> None:
+        """A bank on loopback is asked first: ``AUTH <credential>`` over a guarded
+        connection, answered ``+OK`` (the secrets-on-failure tests serve the failures)."""
+        settings: Any = self.context.settings
+        if "127.0.0.1" not in settings.server or self.context.connect is None:
+            return
+        credential = self.context.get_credential("api_key") or ""
+        try:
+            stream = await self.context.connect(settings.server, timeout=2.0)
+            async with stream:
+                await stream.send(b"AUTH " + credential.encode() + b"\n")
+                with anyio.fail_after(2):
+                    reply = await stream.receive(256)
+        except (OSError, anyio.EndOfStream, anyio.BrokenResourceError, TimeoutError):
+            raise ProviderUnavailable(f"{settings.server} closed the connection") from None
+        if not reply.startswith(b"+OK"):
+            raise AuthError(f"{settings.server} refused the credential")
+
+    async def remember(self, write: MemoryWrite) -> Receipt:
+        await self._reach()
+        return await super().remember(write)
+
+    async def recall(self, query: str, *, limit: int = 10) -> RecallResult:
+        await self._reach()
+        return await super().recall(query, limit=limit)
+
     async def check(self) -> Health:
         settings: Any = self.context.settings
         await anyio.sleep(0)
         if "unreachable" in settings.server:
             return Health.broken(f"cannot reach {settings.server}")
+        try:
+            await self._reach()
+        except GoatError as exc:
+            return Health.from_error(exc, label=self.label())
         return Health.healthy(f"bank {settings.bank} reachable")
 
 
@@ -896,6 +979,7 @@ DEFECTS: dict[str, type[ReferenceProvider]] = {
     "reference_blocking": BlockingProvider,
     "reference_busy": BusyProvider,
     "reference_socket": SocketProvider,
+    "reference_csocket": CSocketProvider,
     "reference_env": EnvProvider,
     "reference_sqltitle": SqlTitleProvider,
     "reference_idscope": IdScopeProvider,

@@ -7,14 +7,17 @@ suite's entry-point smoke test goes through the real loader.
 from __future__ import annotations
 
 import importlib
+import socket
 import sys
+import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
 from goat_core.host import GoatHome
-from goat_core.testing import ProviderConformanceTests
+from goat_core.testing import ProviderConformanceTests, closing_server, refused_url
 from goat_core.testing.conformance import ProviderFactory, spec_factory
 
 HERE = Path(__file__).parent
@@ -62,6 +65,57 @@ class TestReferenceBankConformance(ProviderConformanceTests):
             GoatHome.at(tmp_path / "home"),
             settings={"server": "https://bank.example", "bank": "team"},
         )
+
+    @pytest.fixture
+    def goat_connection_failures(self, tmp_path: Path, goat_secret: str):
+        """Refused; a server refusing AUTH and quoting what it got; a closed connection."""
+
+        def factory(url: str) -> ProviderFactory:
+            return spec_factory(
+                reference_provider.BANK_SPEC,
+                GoatHome.at(tmp_path / "failing"),
+                settings={"server": url, "bank": "team"},
+                get_credential=lambda _: goat_secret,
+            )
+
+        with _quoting_refusal() as hostile, closing_server("http") as closed:
+            yield {
+                "refused": factory(refused_url("http")),
+                "wrong_credential": factory(hostile),
+                "closed": factory(closed),
+            }
+
+
+@contextmanager
+def _quoting_refusal() -> Iterator[str]:
+    """A loopback server answering each line with ``-WRONGPASS`` and the line itself."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    listener.settimeout(0.2)
+    done = threading.Event()
+
+    def serve() -> None:
+        while not done.is_set():
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                continue
+            with conn:
+                conn.settimeout(1)
+                try:
+                    conn.sendall(b"-WRONGPASS you sent: " + conn.recv(256))
+                except OSError:
+                    pass
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}"
+    finally:
+        done.set()
+        thread.join()
+        listener.close()
 
 
 class TestReferenceOnDiskRoot(ProviderConformanceTests):

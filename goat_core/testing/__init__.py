@@ -41,7 +41,9 @@ if TYPE_CHECKING:
         ProviderConformanceTests,
         ProviderFactory,
         StoreSet,
+        closing_server,
         eventually,
+        refused_url,
         spec_factory,
     )
     from goat_core.testing.policies import HideByName, HidePages, HideReads, RefuseWrites
@@ -62,7 +64,9 @@ __all__ = [
     "RemoteServer",
     "StoreSet",
     "assert_no_secret",
+    "closing_server",
     "eventually",
+    "refused_url",
     "remote_mcp_server",
     "secret_forms",
     "spec_factory",

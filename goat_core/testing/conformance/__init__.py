@@ -18,6 +18,7 @@ from goat_core.testing.conformance.faults import (
 from goat_core.testing.conformance.faulttests import FaultInjectionTests
 from goat_core.testing.conformance.folder import FolderStoreConformanceTests
 from goat_core.testing.conformance.guards import LAG_BOUND_S
+from goat_core.testing.conformance.secrets import closing_server, refused_url
 from goat_core.testing.conformance.suite import (
     BAD_PEN_IDS,
     QUERY_SYNTAX_CASES,
@@ -40,10 +41,12 @@ __all__ = [
     "ProviderConformanceTests",
     "ProviderFactory",
     "StoreSet",
+    "closing_server",
     "contract_violations",
     "eventually",
     "filesystem_fault",
     "find",
+    "refused_url",
     "spec_factory",
     "token",
 ]

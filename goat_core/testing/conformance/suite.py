@@ -39,6 +39,7 @@ from goat_core.testing.conformance.base import (
 )
 from goat_core.testing.conformance.binding import BindingTests
 from goat_core.testing.conformance.faulttests import FaultInjectionTests
+from goat_core.testing.conformance.secrets import SecretTests
 from goat_core.testing.conformance.stateful import StatefulTests, codepoints
 from goat_core.testing.conformance.truth import TruthTests
 
@@ -80,7 +81,9 @@ def _nfc(text: str) -> str:
     return unicodedata.normalize("NFC", text)
 
 
-class ProviderConformanceTests(TruthTests, StatefulTests, BindingTests, FaultInjectionTests):
+class ProviderConformanceTests(
+    TruthTests, StatefulTests, BindingTests, SecretTests, FaultInjectionTests
+):
     """The contract. Subclass it (the name must start with ``Test``) and supply
     :meth:`~ConformanceBase.goat_provider_factory`, :attr:`entry_point_name` and
     :attr:`provider_name`. Tests needing a capability skip when it is not declared; an

@@ -9,7 +9,12 @@ import pytest
 from live_server import LiveServer, guarded_factory
 
 from goat_core.host import GoatHome
-from goat_core.testing import ProviderConformanceTests
+from goat_core.testing import (
+    ProviderConformanceTests,
+    closing_server,
+    refused_url,
+    remote_mcp_server,
+)
 from goat_core.testing.conformance import ProviderFactory, spec_factory
 from goat_hindsight.plugin import spec
 from goat_hindsight.settings import HindsightSettings
@@ -32,3 +37,25 @@ class TestHindsightConformance(ProviderConformanceTests):
             settings=settings.model_dump(),
             http_client=guarded_factory(settings),
         )
+
+    @pytest.fixture
+    def goat_connection_failures(self, tmp_path: Path, goat_secret: str):
+        """Refused; a server whose 401 quotes the Authorization header; a closed connection."""
+        home = GoatHome.at(tmp_path / "failing-home")
+
+        def factory(url: str) -> ProviderFactory:
+            settings = HindsightSettings(base_url=url, bank_id="bank")
+            return spec_factory(
+                spec(),
+                home,
+                settings=settings.model_dump(),
+                get_credential=lambda _: goat_secret,
+            )
+
+        with remote_mcp_server("auth") as hostile, closing_server("http") as closed:
+            yield {
+                "refused": factory(refused_url("http")),
+                "wrong_credential": factory(hostile.url),
+                "closed": factory(closed),
+            }
+
