@@ -9,7 +9,7 @@ from typing import Any
 from goat_core import ProviderUnavailable
 from goat_core.testing import Fault, FaultInjector
 from goat_redis import provider as provider_module
-from goat_redis.resp import ConnectionLost, Transport, encode
+from goat_redis.client import ConnectionLost, Transport
 
 _WRITES = (provider_module._WRITE, provider_module._FORGET)
 # Server-side faults: the real server refuses the write (-OOM, -NOREPLICAS) while it is set.
@@ -41,23 +41,23 @@ class FaultyTransport:
                 self.dropped = True
                 self.faults.dropped_writes += 1
             if self.dropped:
-                return await self._break(fault, encode(args))
+                return await self._break(fault, args)
             return await self.real.call(*args)  # requests before the write are answered
         if is_write and fault is not None:
             self.fault = None  # "the next write": once
-            return await self._break(fault, encode(args))
+            return await self._break(fault, args)
         return await self.real.call(*args)
 
-    async def _break(self, fault: Fault, payload: bytes) -> Any:
+    async def _break(self, fault: Fault, args: tuple[Any, ...]) -> Any:
         real = self.real
-        async with real._lock:
+        async with real.lock:
             if fault is Fault.WRITE_BEFORE_SEND:  # the connection is gone before a byte
                 await real.aclose()
                 raise ProviderUnavailable(f"cannot connect to {real.url}: injected refusal")
-            if real._stream is None:
-                await real._open()
-            sent = payload if fault is Fault.WRITE_AFTER_SEND else payload[: len(payload) // 2]
-            await real._stream.send(sent)
+            connection = await real.opened()
+            packed = b"".join(connection.pack_command(*args))
+            sent = packed if fault is Fault.WRITE_AFTER_SEND else packed[: len(packed) // 2]
+            await connection.send_packed_command(sent, check_health=False)
             await real.aclose()  # the answer (if any) is never read
             raise ConnectionLost(f"connection to {real.url} lost: injected {fault.value}")
 

@@ -44,8 +44,8 @@ from goat_core import (
     TooLarge,
 )
 from goat_core.contract import normalize_pen_id
+from goat_redis.client import ConnectionLost, Transport
 from goat_redis.plugin import SPEC
-from goat_redis.resp import ConnectionLost, Transport
 
 _WRITE = """
 local p, mode, id = ARGV[1], ARGV[2], ARGV[3]
@@ -167,11 +167,11 @@ class RedisProvider(Provider):
         self.url: str = settings.url  # type: ignore[attr-defined]
         self.namespace: str = settings.namespace  # type: ignore[attr-defined]
         self.prefix = f"{self.namespace}:{part}:"
-        if context.connect is None:
-            raise ProviderUnavailable("the host gave no guarded connect for this provider")
+        if context.authorize is None:
+            raise ProviderUnavailable("the host gave no egress guard for this provider")
         self._credential = context.get_credential
         self.transport = Transport(
-            context.connect, self.url, lambda: context.get_credential("api_key")
+            context.authorize, self.url, lambda: context.get_credential("api_key")
         )
         self._durable: bool | None = None
 
