@@ -287,51 +287,88 @@ def _path(note: NoteFile) -> str:
 
 
 def _walk(root: Path | str, exts: tuple[str, ...]) -> WalkResult:
-    real_root = os.path.realpath(root)
-    root_prefix = real_root.rstrip(os.sep) + os.sep
-    visited: set[str] = {real_root}
-    lowered = tuple(e.lower() for e in exts)
-    folders: dict[str, list[NoteFile]] = {}
-    new = tuple.__new__
-    attachments: list[str] = []
-    skipped: list[tuple[str, str]] = []
-    symlinks: list[str] = []
-    temps: list[str] = []
-    # folders as (real path, path relative to the root with a trailing "/" or ""); real
-    # folders are walked before any symlinked one, so a folder is listed under its own path
-    # and a link to it is reported for what it is: an alias, or the link that closes a cycle
-    stack: list[tuple[str, str]] = [(real_root, "")]
-    # symlinked folders: (relative path, real target, real folder holding the link)
-    linked: list[tuple[str, str, str]] = []
-    s_isdir, s_isreg = stat.S_ISDIR, stat.S_ISREG
-    realpath, os_stat = os.path.realpath, os.stat
-    while stack or linked:
-        if not stack:
-            linked.sort(key=lambda item: _sort_key(item[0]), reverse=True)
-            rel, target, holder = linked.pop()
-            if target == holder or holder.startswith(target.rstrip(os.sep) + os.sep):
-                where = os.path.relpath(target, real_root).replace(os.sep, "/")
-                skipped.append(
-                    (rel, f"symlink cycle: it points back to {where!r}, a folder holding it")
-                )
+    return _Walker(root, exts).run()
+
+
+class _Walker:
+    """One walk of a store (:func:`walk_notes`): the folders still to list, and what the
+    listing has found so far.
+
+    Folders are kept as (real path, path relative to the root with a trailing "/" or "");
+    real folders are walked before any symlinked one, so a folder is listed under its own
+    path and a link to it is reported for what it is: an alias, or the link that closes a
+    cycle.
+    """
+
+    def __init__(self, root: Path | str, exts: tuple[str, ...]) -> None:
+        self.real_root = real_root = os.path.realpath(root)
+        self.root_prefix = real_root.rstrip(os.sep) + os.sep
+        self.visited: set[str] = {real_root}
+        self.lowered = tuple(e.lower() for e in exts)
+        self.folders: dict[str, list[NoteFile]] = {}
+        self.attachments: list[str] = []
+        self.skipped: list[tuple[str, str]] = []
+        self.symlinks: list[str] = []
+        self.temps: list[str] = []
+        self.stack: list[tuple[str, str]] = [(real_root, "")]
+        # symlinked folders: (relative path, real target, real folder holding the link)
+        self.linked: list[tuple[str, str, str]] = []
+
+    def run(self) -> WalkResult:
+        """List every folder, then return what was found, each list in path order."""
+        while self.stack or self.linked:
+            if not self.stack:
+                self._enter_linked()
                 continue
-            if target in visited:
-                where = os.path.relpath(target, real_root).replace(os.sep, "/")
-                skipped.append((rel, f"symlink to folder {where!r}, already listed there"))
-                continue
-            visited.add(target)
-            symlinks.append(rel)
-            stack.append((target, rel + "/"))
-            continue
-        folder, prefix = stack.pop()
+            folder, prefix = self.stack.pop()
+            self._list(folder, prefix)
+        self.attachments.sort(key=_sort_key)
+        self.skipped.sort(key=lambda s: _sort_key(s[0]))
+        self.symlinks.sort(key=_sort_key)
+        return WalkResult(
+            folders=self.folders,
+            attachments=self.attachments,
+            skipped=self.skipped,
+            symlinks=self.symlinks,
+            temp_files=self.temps,
+        )
+
+    def _enter_linked(self) -> None:
+        """Queue the first symlinked folder in path order, unless the link closes a cycle
+        or its target is already listed (then it is skipped, with the reason)."""
+        linked, real_root = self.linked, self.real_root
+        linked.sort(key=lambda item: _sort_key(item[0]), reverse=True)
+        rel, target, holder = linked.pop()
+        if target == holder or holder.startswith(target.rstrip(os.sep) + os.sep):
+            where = os.path.relpath(target, real_root).replace(os.sep, "/")
+            self.skipped.append(
+                (rel, f"symlink cycle: it points back to {where!r}, a folder holding it")
+            )
+            return
+        if target in self.visited:
+            where = os.path.relpath(target, real_root).replace(os.sep, "/")
+            self.skipped.append((rel, f"symlink to folder {where!r}, already listed there"))
+            return
+        self.visited.add(target)
+        self.symlinks.append(rel)
+        self.stack.append((target, rel + "/"))
+
+    def _list(self, folder: str, prefix: str) -> None:
+        """List one folder: its notes, its attachments, its sub-folders (queued), its
+        temp files; symlinks go through :meth:`_follow`."""
+        skipped = self.skipped
         try:
             with os.scandir(folder) as it:
                 entries = list(it)
         except OSError as exc:
             skipped.append((prefix[:-1] or ".", f"folder not readable: {exc.strerror}"))
-            continue
+            return
         group: list[NoteFile] = []
         add = group.append
+        new = tuple.__new__
+        s_isreg = stat.S_ISREG
+        lowered, visited, stack = self.lowered, self.visited, self.stack
+        attachments, temps = self.attachments, self.temps
         for entry in entries:
             name = entry.name
             if name[0] == ".":
@@ -342,23 +379,7 @@ def _walk(root: Path | str, exts: tuple[str, ...]) -> WalkResult:
             is_note = name.lower().endswith(lowered)
             try:
                 if entry.is_symlink():
-                    target = realpath(entry.path)
-                    if target != real_root and not target.startswith(root_prefix):
-                        skipped.append((rel, "symlink points outside the store"))
-                        continue
-                    try:
-                        st = os_stat(target)
-                    except OSError:
-                        skipped.append((rel, "broken symlink"))
-                        continue
-                    if s_isdir(st.st_mode):
-                        linked.append((rel, target, folder))
-                    elif s_isreg(st.st_mode):
-                        symlinks.append(rel)
-                        if is_note:
-                            add(new(NoteFile, (rel, st.st_mtime_ns, st.st_size)))
-                        else:
-                            attachments.append(rel)
+                    self._follow(entry.path, rel, folder, is_note, group)
                 elif entry.is_dir(follow_symlinks=False):
                     path = entry.path  # real: its folder is real and it is no symlink
                     if path in visited:
@@ -377,17 +398,34 @@ def _walk(root: Path | str, exts: tuple[str, ...]) -> WalkResult:
                 continue
         if group:
             group.sort(key=_path)  # a folder's listing in a stable order (scandir's is not)
-            folders[prefix[:-1]] = group
-    attachments.sort(key=_sort_key)
-    skipped.sort(key=lambda s: _sort_key(s[0]))
-    symlinks.sort(key=_sort_key)
-    return WalkResult(
-        folders=folders,
-        attachments=attachments,
-        skipped=skipped,
-        symlinks=symlinks,
-        temp_files=temps,
-    )
+            self.folders[prefix[:-1]] = group
+
+    def _follow(
+        self, path: str, rel: str, folder: str, is_note: bool, group: list[NoteFile]
+    ) -> None:
+        """The symlink at ``path`` (``rel`` in the store, in real ``folder``): a note or
+        attachment when it names a file inside the store, a folder queued for later, else
+        skipped with the reason.
+
+        :raises OSError: the link cannot be read.
+        """
+        target = os.path.realpath(path)
+        if target != self.real_root and not target.startswith(self.root_prefix):
+            self.skipped.append((rel, "symlink points outside the store"))
+            return
+        try:
+            st = os.stat(target)
+        except OSError:
+            self.skipped.append((rel, "broken symlink"))
+            return
+        if stat.S_ISDIR(st.st_mode):
+            self.linked.append((rel, target, folder))
+        elif stat.S_ISREG(st.st_mode):
+            self.symlinks.append(rel)
+            if is_note:
+                group.append(tuple.__new__(NoteFile, (rel, st.st_mtime_ns, st.st_size)))
+            else:
+                self.attachments.append(rel)
 
 
 def fsync_dir(folder: Path) -> None:
