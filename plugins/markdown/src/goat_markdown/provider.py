@@ -534,22 +534,9 @@ class MarkdownProvider(FolderStoreProvider[filestore.StoredNote]):
 
         for folder in sorted(dirs, key=len):
             prefix = folder + "/"
-            try:
-                lst: os.stat_result | None = os.lstat(os.path.join(root, folder))
-            except (FileNotFoundError, NotADirectoryError):
-                lst = None
-            except OSError:
+            present = _notes_under(root, folder)
+            if present is None:
                 return False
-            present: dict[str, NoteFile] = {}
-            if lst is not None and stat.S_ISLNK(lst.st_mode):
-                return False
-            if lst is not None and stat.S_ISDIR(lst.st_mode):
-                sub = walk_notes(os.path.join(root, folder))
-                if sub.symlinks or sub.skipped:
-                    return False
-                for f in sub.files:
-                    rel = prefix + f.path
-                    present[rel] = NoteFile(rel, f.mtime_ns, f.size)
             for rel in [p for p in known if p.startswith(prefix) and p not in present]:
                 drop(rel)
             for rel, nf in present.items():
@@ -830,3 +817,27 @@ def _counts(stats: SyncStats) -> dict[str, int]:
         "unchanged": stats.unchanged,
         "unreadable": stats.skipped,
     }
+
+
+def _notes_under(root: str, folder: str) -> dict[str, NoteFile] | None:
+    """``{path: NoteFile}`` of the notes now under ``folder`` (store-relative; empty when it
+    is gone or no folder), or ``None`` when only a full scan can tell (a symlink, an
+    unreadable entry)."""
+    prefix = folder + "/"
+    try:
+        lst: os.stat_result | None = os.lstat(os.path.join(root, folder))
+    except (FileNotFoundError, NotADirectoryError):
+        lst = None
+    except OSError:
+        return None
+    present: dict[str, NoteFile] = {}
+    if lst is not None and stat.S_ISLNK(lst.st_mode):
+        return None
+    if lst is not None and stat.S_ISDIR(lst.st_mode):
+        sub = walk_notes(os.path.join(root, folder))
+        if sub.symlinks or sub.skipped:
+            return None
+        for f in sub.files:
+            rel = prefix + f.path
+            present[rel] = NoteFile(rel, f.mtime_ns, f.size)
+    return present
