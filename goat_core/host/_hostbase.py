@@ -25,6 +25,7 @@ from goat_core.contract import (
 from goat_core.contract._home import GoatHome
 from goat_core.errors import ConfigError, GoatError, NotFound, ProviderUnavailable, ScopeError
 from goat_core.filestore import StoreLock
+from goat_core.host import _egress_audit as egress_audit
 from goat_core.host._config import Config, config_unwritable, load_config, save_config
 from goat_core.host._connect import GuardedConnect
 from goat_core.host._context import MemoryContext
@@ -332,6 +333,7 @@ class HostBase(ABC):
                 return guarded_http_client(registry, binding, **kwargs)
 
             guarded = GuardedConnect(lambda url: check_egress(registry, binding, url))
+            egress_audit.watch(spec.factory.__module__.partition(".")[0])
         context = ProviderContext(
             scope=scope,
             binding=binding,
@@ -359,6 +361,8 @@ class HostBase(ABC):
             raise ProviderUnavailable(
                 f"provider {spec.name!r} factory returned {type(provider).__name__}, not a Provider"
             )
+        if spec.network:  # where its class lives too, when a factory elsewhere builds it
+            egress_audit.watch(type(provider).__module__.partition(".")[0])
         return provider
 
     def _provider(self, scope: Scope, binding: Binding, spec: ProviderSpec) -> Provider:

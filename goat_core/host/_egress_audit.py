@@ -1,0 +1,113 @@
+"""The egress rule at run time: a network provider's Python sockets go only where the guard
+allowed (docs/design.md, Credentials and egress).
+
+A host that builds a provider with ``network=True`` calls :func:`watch` with the provider's
+top-level package. From then on an audit hook sees every ``socket.connect`` of the process
+(``sys.addaudithook``; Python has no way to remove one). A connect made while a frame of a
+watched package is on the stack must lead to an address allowed before: a URL the guard
+allowed (``goat.egress.allowed``, raised by ``context.connect``, ``context.authorize`` and
+the guarded HTTP client) names its host and port. Anything else raises
+:class:`~goat_core.errors.ProviderUnavailable` from the connect, before any byte is sent.
+Connects of the host application itself (no provider frame on the stack) pass untouched.
+Unix sockets pass; only TCP/IP addresses are judged.
+
+Allowed host names admit any address on their port: the guard saw the name, the connect
+sees the address it resolved to.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import sys
+import threading
+from types import FrameType
+from typing import Any
+from urllib.parse import urlsplit
+
+from goat_core.errors import ProviderUnavailable
+
+_lock = threading.Lock()
+_packages: set[str] = set()
+_allowed: set[tuple[str, int | None]] = set()
+_installed = False
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def watch(package: str) -> None:
+    """Judge the connects made under ``package`` (a top-level module name) from now on."""
+    global _installed
+    if package == "goat_core":
+        return  # core connects only through the guard it implements
+    with _lock:
+        _packages.add(package)
+        if not _installed:
+            sys.addaudithook(_audit)
+            _installed = True
+
+
+def allowed() -> frozenset[tuple[str, int | None]]:
+    """The ``(host, port)`` pairs the guard allowed in this process so far."""
+    with _lock:
+        return frozenset(_allowed)
+
+
+def _allow(url: str) -> None:
+    try:
+        parts = urlsplit(url)
+        port = parts.port or _DEFAULT_PORTS.get(parts.scheme.lower())
+    except ValueError:
+        return
+    if parts.hostname:
+        with _lock:
+            _allowed.add((parts.hostname.lower(), port))
+
+
+def _audit(event: str, args: tuple[Any, ...]) -> None:
+    if event == "goat.egress.allowed":
+        _allow(str(args[0]))
+    elif event == "socket.connect" and _packages:
+        _judge(args)
+
+
+def _judge(args: tuple[Any, ...]) -> None:
+    address = args[1] if len(args) > 1 else None
+    if not (isinstance(address, tuple) and len(address) >= 2 and isinstance(address[0], str)):
+        return  # a Unix socket or an address family the rule does not cover
+    host, port = address[0].lower(), address[1]
+    package = _watched_caller(sys._getframe(2))
+    if package is None or _passes(host, port):
+        return
+    raise ProviderUnavailable(
+        f"egress refused by GOAT: {package} connected to {host}:{port}, which the egress guard "
+        "never allowed; call `await context.authorize(url)` before the driver connects "
+        "(docs/authors.md, Network providers)"
+    )
+
+
+def _watched_caller(frame: FrameType | None) -> str | None:
+    while frame is not None:
+        module = frame.f_globals.get("__name__", "")
+        top = module.partition(".")[0]
+        if top in _packages:
+            return top
+        frame = frame.f_back
+    return None
+
+
+def _passes(host: str, port: Any) -> bool:
+    with _lock:
+        pairs = list(_allowed)
+    for allowed_host, allowed_port in pairs:
+        if allowed_port != port:
+            continue
+        if allowed_host == host or not _is_ip(allowed_host):
+            return True
+    return False
+
+
+def _is_ip(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
