@@ -998,7 +998,7 @@ def test_api_key_for_a_provider_without_credentials_is_exit_2(fake_dist: Path, h
 def test_empty_api_key_on_stdin_is_exit_2(fake_dist: Path, home: Path) -> None:
     result = run("bind", "--global", "fake", "--api-key-stdin", input="\n")
     assert result.exit_code == 2
-    assert "no API key" in one_error_line(result)
+    assert "no credential" in one_error_line(result)
 
 
 def test_unknown_log_level_is_exit_2(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:

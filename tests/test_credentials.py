@@ -158,7 +158,7 @@ def test_refusing_keyring_falls_back_to_file_with_notice(
     store = CredentialStore(home, notice=notices.append)
     assert store.set("global", "api_key", KEY) == "file"
     assert notices == [
-        f"the OS keyring refused the key (PasswordSetError); API keys are stored in "
+        f"the OS keyring refused the key (PasswordSetError); credentials are stored in "
         f"{home.credentials_path} (owner-only)"
     ]
     assert store.get("global") == KEY
@@ -175,7 +175,7 @@ def test_hanging_keyring_times_out_and_falls_back_to_file(
         assert store.set("global", "api_key", KEY) == "file"
         assert time.monotonic() - started < 5
         assert notices == [
-            f"the OS keyring did not answer within 0.2 s; API keys are stored in "
+            f"the OS keyring did not answer within 0.2 s; credentials are stored in "
             f"{home.credentials_path} (owner-only)"
         ]
         assert store.get("global") == KEY  # the store stops asking the hung keyring
@@ -201,7 +201,7 @@ def test_file_store_is_0600_in_a_0700_dir_with_umask_0(
     path = home.credentials_path
     assert _mode(path) == 0o600
     assert _mode(path.parent) == 0o700
-    assert notices == [f"no OS keyring is active; API keys are stored in {path} (owner-only)"]
+    assert notices == [f"no OS keyring is active; credentials are stored in {path} (owner-only)"]
     assert json.loads(path.read_text()) == {
         "version": 1,
         "credentials": {"pen-alpha": {"api_key": KEY}, "pen-beta": {"api_key": "sk-second-key"}},
@@ -340,7 +340,7 @@ def test_env_var_rule_is_shared_with_binding(binding_id: str) -> None:
 # -- prompts and messages -----------------------------------------------------------------------
 def test_read_secret_from_stdin() -> None:
     assert read_secret_from_stdin(io.StringIO(f"  {KEY}\r\n")) == KEY
-    with pytest.raises(BadInput, match="no API key on standard input"):
+    with pytest.raises(BadInput, match="no credential on standard input"):
         read_secret_from_stdin(io.StringIO("\n"))
     with pytest.raises(BadInput, match="more than one line"):
         read_secret_from_stdin(io.StringIO("a-key\nb-key\n"))
@@ -355,9 +355,9 @@ def test_prompt_secret_is_unechoed(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr("goat_core.host._credentials.getpass.getpass", fake_getpass)
     assert prompt_secret() == KEY
-    assert asked == ["API key: "]
+    assert asked == ["Credential: "]
     monkeypatch.setattr("goat_core.host._credentials.getpass.getpass", lambda prompt="": "")
-    with pytest.raises(BadInput, match="no API key entered"):
+    with pytest.raises(BadInput, match="no credential entered"):
         prompt_secret()
 
 
@@ -365,14 +365,14 @@ def test_missing_credential_message() -> None:
     binding = Binding(id="pen-x", provider="hindsight")
     assert missing_credential_message("hindsight", binding, CredentialSpec()) == (
         "binding `pen-x` (provider hindsight) needs an API key: run "
-        "`goat bind --pen x hindsight --api-key-stdin` or set GOAT_API_KEY_PEN_X"
+        "`goat bind --pen x hindsight --credential-stdin` or set GOAT_API_KEY_PEN_X"
     )
     assert missing_credential_message("h", Binding(id="global", provider="h")) == (
         "binding `global` (provider h) needs an API key: run "
-        "`goat bind --global h --api-key-stdin` or set GOAT_API_KEY_GLOBAL"
+        "`goat bind --global h --credential-stdin` or set GOAT_API_KEY_GLOBAL"
     )
     token = CredentialSpec(name="token", description="access token")
     assert missing_credential_message("h", Binding(id="team", provider="h"), token) == (
         "binding `team` (provider h) needs an access token: run "
-        "`goat bind ... h --api-key-stdin` or set GOAT_TOKEN_TEAM"
+        "`goat bind ... h --credential-stdin` or set GOAT_TOKEN_TEAM"
     )

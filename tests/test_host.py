@@ -908,7 +908,7 @@ async def test_a_draft_key_is_validated_redacted_and_named_as_the_provider_decla
         assert _TokenKey.seen == ["tok-draft-5521"]
         assert _REDACTOR.scrub_text("echo tok-draft-5521") == "echo [REDACTED]"
         for bad in ("", "  ", "two\nlines"):
-            with pytest.raises(BadInput, match="API key for this check"):
+            with pytest.raises(BadInput, match="credential for this check"):
                 await host.check(team, draft=other, api_key=bad)
         assert _TokenKey.seen == ["tok-draft-5521"]  # refused before any contact
 

@@ -5,7 +5,7 @@ Commands (``goat COMMAND --help`` for each)::
     plugins [--check] [--json]            installed plugins, their providers and load failures
     providers [--json]                    providers with capabilities and settings JSON schema
     scope [--json]                        the scope the current directory resolves to
-    bind (--global | --pen ID) PROVIDER [--set KEY=VALUE ...] [--api-key-stdin] [--no-connect]
+    bind (--global | --pen ID) PROVIDER [--set KEY=VALUE ...] [--credential-stdin] [--no-connect]
     unbind | disable | enable (--global | --pen ID)
     check [--pen ID | --global] [--set KEY=VALUE ...]
     status [--json] [--watch]

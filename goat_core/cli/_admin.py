@@ -219,12 +219,13 @@ def _adopt(scope: Scope, home: Path | None) -> None:
 
 # -- bindings ---------------------------------------------------------------------------------
 def _api_key_option(from_stdin: bool, prompt: bool) -> str | None:
-    """The key ``--api-key-stdin`` or ``--api-key-prompt`` asked for, or ``None``.
+    """The credential ``--credential-stdin`` or ``--credential-prompt`` (alias
+    ``--api-key-stdin``, ``--api-key-prompt``) asked for, or ``None``.
 
     :raises click.UsageError: both flags. :raises BadInput: no key given, or several lines.
     """
     if from_stdin and prompt:
-        raise click.UsageError("give either --api-key-stdin or --api-key-prompt, not both")
+        raise click.UsageError("give either --credential-stdin or --credential-prompt, not both")
     if from_stdin:
         from goat_core.host._credentials import read_secret_from_stdin
 
@@ -257,8 +258,20 @@ def _here_project(scope: Scope) -> ProjectRecord | None:
 @_scope_choice
 @click.argument("provider")
 @_set_option
-@click.option("--api-key-stdin", is_flag=True, help="Read the API key from stdin (one line).")
-@click.option("--api-key-prompt", is_flag=True, help="Ask for the API key (not echoed).")
+@click.option(
+    "--credential-stdin",
+    "--api-key-stdin",
+    "api_key_stdin",
+    is_flag=True,
+    help="Read the provider's credential (an API key, a password) from stdin (one line).",
+)
+@click.option(
+    "--credential-prompt",
+    "--api-key-prompt",
+    "api_key_prompt",
+    is_flag=True,
+    help="Ask for the provider's credential (not echoed).",
+)
 @click.option("--no-connect", is_flag=True, help="Save without connecting to a remote provider.")
 @json_option
 @home_option
@@ -342,10 +355,18 @@ _BINDING_CHANGES = [
 @_scope_choice
 @_set_option
 @click.option(
-    "--api-key-stdin", is_flag=True, help="With --set: read a key for this test from stdin."
+    "--credential-stdin",
+    "--api-key-stdin",
+    "api_key_stdin",
+    is_flag=True,
+    help="With --set: read a credential for this test from stdin.",
 )
 @click.option(
-    "--api-key-prompt", is_flag=True, help="With --set: ask for a key for this test (not echoed)."
+    "--credential-prompt",
+    "--api-key-prompt",
+    "api_key_prompt",
+    is_flag=True,
+    help="With --set: ask for a credential for this test (not echoed).",
 )
 @json_option
 @home_option
@@ -365,16 +386,16 @@ def check_cmd(
     retries at once (whatever the backoff or an earlier auth failure). For a remote
     provider, a draft with the saved server, bank and credential checks the saved
     connection itself (its success refreshes it); an edited draft is tested on its own
-    connection and touches nothing saved. The saved API key is only used for a draft on the
-    saved server; give a key for the test with --api-key-stdin (it is not stored). Exit 0
+    connection and touches nothing saved. The saved credential is only used for a draft on the
+    saved server; give one for the test with --credential-stdin (it is not stored). Exit 0
     when healthy, 6 when not.
     """
     scope = _chosen_scope(global_, pen, default_global=True)
     draft = _parse_sets(sets) if sets else None
     if (api_key_stdin or api_key_prompt) and draft is None:
         raise click.UsageError(
-            "an API key is only taken to test --set draft settings; to change the saved key, "
-            "bind again with --api-key-stdin"
+            "a credential is only taken to test --set draft settings; to change the saved one, "
+            "bind again with --credential-stdin"
         )
     api_key = _api_key_option(api_key_stdin, api_key_prompt)
     with open_host(home) as host:

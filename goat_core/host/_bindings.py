@@ -127,7 +127,7 @@ class HostBindings(HostBase):
             after saving and report it; a failed connect does not undo the save.
         :param project: the folder this Pen is bound for (``goat bind`` in it), kept with
             the records of the binding it replaces (``goat_core.scope.kept_pen``).
-        :raises ConfigError: invalid settings (pydantic's messages), or an API key for a
+        :raises ConfigError: invalid settings (pydantic's messages), or a credential for a
             provider that declares no credential.
         :raises PathError: a store root that is, holds or sits inside the GOAT home or
             another scope's store root (rule ``store-overlap``).
@@ -156,7 +156,7 @@ class HostBindings(HostBase):
             else:
                 if not spec.credentials:
                     raise ConfigError(
-                        f"provider {spec.name} declares no credential; no API key taken"
+                        f"provider {spec.name} declares no credential; none taken"
                     )
                 backend, path = self._save_with_key(
                     previous, config, binding, spec.credentials[0].name, api_key
@@ -320,8 +320,8 @@ class HostBindings(HostBase):
         """
         if api_key is not None and draft is None:
             raise BadInput(
-                "an API key can only be checked with draft settings; to change the saved "
-                "key, bind again with it"
+                "a credential can only be checked with draft settings; to change the saved "
+                "one, bind again with it"
             )
         if draft is not None:
             binding, _ = self._selected(scope)
@@ -335,7 +335,7 @@ class HostBindings(HostBase):
             spec = self.registry.get_provider(name)
             candidate = self._binding(scope, spec, self._validate(spec, draft))
             if api_key is not None and not spec.credentials:
-                raise BadInput(f"provider {spec.name} declares no credential; no API key taken")
+                raise BadInput(f"provider {spec.name} declares no credential; none taken")
             credential = self._draft_credential(binding, candidate, spec, api_key)
             if spec.network:
                 return await self._check_remote_draft(scope, binding, spec, candidate, credential)
@@ -373,7 +373,7 @@ class HostBindings(HostBase):
         scope selects a shared binding); else nothing, so a saved key never reaches a
         server only a draft names."""
         if api_key is not None:
-            check_secret(api_key, "the API key for this check")
+            check_secret(api_key, "the credential for this check")
             key, name = api_key, spec.credentials[0].name
             return lambda wanted: key if wanted == name else None
         if saved is None or not same_servers(saved, candidate):

@@ -359,7 +359,7 @@ def save_config(home: GoatHome, config: Config) -> Path:
     if problems:
         raise ConfigError(
             f"refusing to save {home.config_path}: {problems[0]}; secrets belong in the "
-            "credential store (`goat bind ... --api-key-stdin`), never in memory.json"
+            "credential store (`goat bind ... --credential-stdin`), never in memory.json"
         )
     path = home.config_path
     try:

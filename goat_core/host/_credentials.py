@@ -176,7 +176,7 @@ class CredentialStore:
                 log.warning("credentials.keyring_set_failed", error=type(exc).__name__)
                 self._say(
                     "keyring-failed",
-                    f"the OS keyring refused the key ({type(exc).__name__}); API keys are "
+                    f"the OS keyring refused the key ({type(exc).__name__}); credentials are "
                     f"stored in {self.path} (owner-only)",
                 )
             else:
@@ -185,7 +185,7 @@ class CredentialStore:
         else:
             self._say(
                 "file",
-                f"no OS keyring is active; API keys are stored in {self.path} (owner-only)",
+                f"no OS keyring is active; credentials are stored in {self.path} (owner-only)",
             )
         data = self._read_file()
         data.setdefault(binding_id, {})[name] = value
@@ -251,7 +251,7 @@ class CredentialStore:
         log.warning("credentials.keyring_timeout", timeout=self._timeout)
         self._say(
             "timeout",
-            f"the OS keyring did not answer within {self._timeout:g} s; API keys are stored "
+            f"the OS keyring did not answer within {self._timeout:g} s; credentials are stored "
             f"in {self.path} (owner-only)",
         )
 
@@ -321,7 +321,7 @@ def _account(binding_id: str, name: str) -> str:
 
 
 def read_secret_from_stdin(stream: IO[str]) -> str:
-    """Read one secret from ``stream`` (``goat bind ... --api-key-stdin``).
+    """Read one secret from ``stream`` (``goat bind ... --credential-stdin``).
 
     Surrounding whitespace and the final line break are removed.
 
@@ -329,20 +329,20 @@ def read_secret_from_stdin(stream: IO[str]) -> str:
     """
     value = stream.read().strip()
     if not value:
-        raise BadInput("no API key on standard input; nothing was stored")
+        raise BadInput("no credential on standard input; nothing was stored")
     if "\n" in value or "\r" in value:
-        raise BadInput("standard input holds more than one line; give only the API key")
+        raise BadInput("standard input holds more than one line; give only the credential")
     return value
 
 
-def prompt_secret(prompt: str = "API key: ") -> str:
+def prompt_secret(prompt: str = "Credential: ") -> str:
     """Ask for a secret on the terminal without echoing it (``getpass``).
 
     :raises BadInput: an empty answer.
     """
     value = getpass.getpass(prompt).strip()
     if not value:
-        raise BadInput("no API key entered; nothing was stored")
+        raise BadInput("no credential entered; nothing was stored")
     return value
 
 
@@ -352,7 +352,7 @@ def missing_credential_message(
     """The fix-it line for a provider that lacks its key (the llm ``needs_key`` pattern).
 
     ``binding `pen-x` (provider hindsight) needs an API key: run `goat bind --pen x
-    hindsight --api-key-stdin` or set GOAT_API_KEY_PEN_X``. The scope flag is taken from
+    hindsight --credential-stdin` or set GOAT_API_KEY_PEN_X``. The scope flag is taken from
     binding ids made by :func:`goat_core.host._config.binding_id_for`; other ids show ``...``.
     """
     spec = spec if spec is not None else CredentialSpec()
@@ -366,6 +366,6 @@ def missing_credential_message(
         where = "..."
     return (
         f"binding `{binding.id}` (provider {provider}) needs {article} {what}: run "
-        f"`goat bind {where} {provider} --api-key-stdin` or set "
+        f"`goat bind {where} {provider} --credential-stdin` or set "
         f"{credential_env_var(binding.id, spec.name)}"
     )

@@ -290,7 +290,7 @@ class Guard:
             "environment",
             f"the environment variable {key!r} was read{_where(caller)}: read secrets with "
             "context.get_credential(name) (users set GOAT_API_KEY_<BINDING> or store them "
-            "with goat bind --api-key-stdin)",
+            "with goat bind --credential-stdin)",
         )
 
 

@@ -273,7 +273,7 @@ async def test_check_reports_auth_failure_and_requests_after_it_are_blocked(
     env = provider.context.binding.credential_env_var
     assert (
         f"store the right one with `goat bind --pen ops hindsight --set base_url={SERVER} "
-        f"--set bank_id=team --api-key-stdin` (or set {env}), then `goat check --pen ops`"
+        f"--set bank_id=team --credential-stdin` (or set {env}), then `goat check --pen ops`"
     ) in health.reason
     assert "wrong-key-value" not in health.reason
     with pytest.raises(HindsightAuthError):

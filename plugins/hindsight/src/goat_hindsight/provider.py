@@ -197,7 +197,7 @@ class HindsightProvider(Provider):
         env = credential_env_var(self.context.binding.id)
         return (
             f"store the right one with `goat bind {where} hindsight --set "
-            f"base_url={self.server} --set bank_id={self.bank_id} --api-key-stdin` (or set "
+            f"base_url={self.server} --set bank_id={self.bank_id} --credential-stdin` (or set "
             f"{env}), then `goat check {where}`"
         )
 
