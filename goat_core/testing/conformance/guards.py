@@ -106,6 +106,7 @@ class Guard:
     _seen: set[int] = field(default_factory=set)  # inodes already judged
     _sampler: threading.Thread | None = None
     _stop_sampling: threading.Event = field(default_factory=threading.Event)
+    _sampling: threading.Lock = field(default_factory=threading.Lock)
 
     # -- life ---------------------------------------------------------------------------------
     def start(self) -> None:
@@ -220,7 +221,9 @@ class Guard:
     # -- the kernel's socket table ------------------------------------------------------------
     def _sample_loop(self) -> None:
         while not self._stop_sampling.wait(SAMPLE_INTERVAL_S):
-            self.sample()
+            with self._sampling:
+                if self._active:  # never while suspended: the host's own connections
+                    self.sample()
 
     def sample(self) -> None:
         """Judge every TCP connection this process opened since the test began: each must
@@ -422,11 +425,15 @@ def _patch_environ() -> None:
 @contextmanager
 def suspended() -> Iterator[None]:
     """No audit while the block runs: for suite code that runs a host (its own file I/O,
-    keyring lookups) rather than the provider under test."""
+    keyring lookups, connections) rather than the provider under test. The TCP connections
+    open when the block ends are the host's, exempt from the socket-table check."""
     guard = _current
     active = guard is not None and guard._active
     if guard is not None and active:
-        guard._active = False
+        with guard._sampling:
+            guard._active = False
+            if guard._sampler is not None:
+                guard.sample()  # what the provider opened so far is judged now
         if guard._handle is not None:
             guard._handle.cancel()
             guard._handle = None
@@ -434,7 +441,10 @@ def suspended() -> Iterator[None]:
         yield
     finally:
         if guard is not None and active:
-            guard._active = True
+            with guard._sampling:
+                if guard._sampler is not None:  # what the host opened meanwhile is its own
+                    guard._before |= {t.inode for t in sockets.tcp_sockets()}
+                guard._active = True
             loop = asyncio.get_running_loop()  # the lag probe starts again
             guard._expected = loop.time() + PROBE_INTERVAL_S
             guard._handle = loop.call_at(guard._expected, guard._tick)
