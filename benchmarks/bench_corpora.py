@@ -47,7 +47,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -87,7 +87,7 @@ class Corpus:
     roots: dict[str, Path]  # group -> the store's root
     questions: list[Question]
     note: str = ""
-    sets: dict[str, list[Question]] = field(default_factory=dict)
+    embedder: str | None = None  # None: the run's --embedder
 
 
 def find_vault() -> Path:
@@ -112,7 +112,7 @@ def read_tsv(name: str) -> list[list[str]]:
     return rows
 
 
-def vault_corpus(vault: Path) -> tuple[Corpus, Corpus]:
+def vault_corpus(vault: Path, multilingual: str | None) -> list[Corpus]:
     qs = [
         Question(q, frozenset([a]), "tune" if i % 2 == 0 else "report", "vault")
         for i, (q, a) in enumerate(read_tsv("en_questions.tsv"))
@@ -126,10 +126,26 @@ def vault_corpus(vault: Path) -> tuple[Corpus, Corpus]:
             desc.append(Question(d.group(1).strip().strip("\"'"), frozenset([rel]), "report"))
     for q in desc:
         q.group = "vault"
-    return (
+    out = [
         Corpus("vault questions", {"vault": vault}, qs, "set 1 tunes, set 2 reports"),
         Corpus("vault descriptions", {"vault": vault}, desc, "reported only"),
-    )
+    ]
+    if multilingual:
+        trans = [
+            Question(row[col], frozenset([row[0]]), "tune" if i % 2 == 0 else "report", "vault")
+            for i, row in enumerate(read_tsv("descriptions_translated.tsv"))
+            for col in (2, 3, 4)
+        ]
+        out.append(
+            Corpus(
+                "vault translated",
+                {"vault": vault},
+                trans,
+                "descriptions in fr, ru, ja; odd lines tune, even lines report",
+                multilingual,
+            )
+        )
+    return out
 
 
 _WHEN = re.compile(r"(\d{1,2}):(\d{2})\s*([ap]m) on (\d{1,2}) (\w+),? (\d{4})", re.I)
@@ -438,14 +454,23 @@ def _calibrated(w: float, how: str) -> Rule:
 
 def candidates() -> dict[str, Rule]:
     """The rules tried: the convex combination over keyword share x the vector side's least
-    span (span 0: the vector side stretched over its own spread, as shipped before), reciprocal
-    rank fusion over keyword weight x k, and per-query standardisation (z, dbsf)."""
+    span x the keyword side's least scale (both 0: each side stretched over its own scores, the
+    shape shipped before), reciprocal rank fusion over keyword weight x k, and per-query
+    standardisation (z, dbsf)."""
     out: dict[str, Rule] = {}
     shares = [a / 20 for a in range(2, 19)]
-    for span in [s / 20 for s in range(0, 13)]:
-        for w in shares:
-            f = Fusion(keyword=w, vector=1 - w, depth=DEPTH, mode="cc", span=span)
-            out[f"cc kw {w:.2f} span {span:.2f}"] = rule_of(f)
+    for scale in (0.0, 1.0, 2.0, 3.0, 4.0, 6.0, 8.0):
+        for span in (0.0, 0.2, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6):
+            for w in shares:
+                f = Fusion(
+                    keyword=w,
+                    vector=1 - w,
+                    depth=DEPTH,
+                    mode="cc",
+                    vector_span=span,
+                    keyword_scale=scale,
+                )
+                out[f"cc kw {w:.2f} span {span:.2f} scale {scale:g}"] = rule_of(f)
     for k in (1.0, 5.0, 10.0, 20.0, 60.0):
         for wk in (0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 4.0):
             f = Fusion(keyword=wk, vector=1.0, k=k, depth=DEPTH, mode="rrf")
@@ -477,8 +502,10 @@ def explore(runs: dict[str, dict[str, Runs]]) -> None:
         return sum(scores[n].values()) / len(tune)
 
     families: dict[str, Callable[[str], bool]] = {
-        "cc without a span floor (the old shape)": lambda n: n.endswith("span 0.00"),
-        "cc with a span floor": lambda n: n.startswith("cc") and not n.endswith("span 0.00"),
+        "cc without floors (the old shape)": lambda n: n.endswith("span 0.00 scale 0"),
+        "cc, vector span floor only": lambda n: n.startswith("cc") and n.endswith(" scale 0"),
+        "cc, keyword scale only": lambda n: n.startswith("cc") and "span 0.00" in n,
+        "cc, both": lambda n: n.startswith("cc"),
         "rrf": lambda n: n.startswith("rrf"),
         "z": lambda n: n.startswith("z "),
         "dbsf": lambda n: n.startswith("dbsf"),
@@ -541,17 +568,19 @@ def collect(
     checks: list[str] = []
     for corpus in corpora:
         print(f"{corpus.name}: {len(corpus.questions)} questions; {corpus.note}")
+        model = corpus.embedder or embedder
+        key = {g: f"{r}|{model}" for g, r in corpus.roots.items()}
         for group, root in corpus.roots.items():
-            if str(root) not in stores:
-                stores[str(root)] = Store(home, root, embedder)
-                s = stores[str(root)]
-                print(f"  {group}: indexes up to date in {s.sync_seconds:.1f} s")
+            if key[group] not in stores:
+                stores[key[group]] = Store(home, root, model)
+                s = stores[key[group]]
+                print(f"  {group} ({model}): indexes up to date in {s.sync_seconds:.1f} s")
         bms = {g: bm25s_search(r) for g, r in corpus.roots.items()}
         for half in ("tune", "report"):
             qs = [q for q in corpus.questions if q.half == half]
             if not qs:
                 continue
-            st = [stores[str(corpus.roots[q.group])] for q in qs]
+            st = [stores[key[q.group]] for q in qs]
             bm = None if any(b is None for b in bms.values()) else bms
             runs.setdefault(corpus.name, {})[half] = Runs(
                 qs,
@@ -559,9 +588,9 @@ def collect(
                 [s.vec(q.text) for s, q in zip(st, qs, strict=True)],
                 None if bm is None else [bm[q.group](q.text) for q in qs],  # type: ignore[misc]
             )
-        for group, root in corpus.roots.items():
+        for group in corpus.roots:
             asked = [q.text for q in corpus.questions if q.group == group][:check]
-            same, n = stores[str(root)].check_recall(asked, FUSION)
+            same, n = stores[key[group]].check_recall(asked, FUSION)
             checks.append(f"{corpus.name} {group}: {same}/{n}")
 
     return runs, checks, stores
@@ -575,6 +604,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--conversations", default="", help="comma-separated (default: all)")
     ap.add_argument("--work", type=Path, default=Path("/tmp/goat-corpora"))
     ap.add_argument("--embedder", default="minilm-en")
+    ap.add_argument(
+        "--multilingual",
+        default="use-multilingual",
+        help="embedder of the translated descriptions ('' to leave them out)",
+    )
     ap.add_argument("--check", type=int, default=5, help="questions a store asks through recall")
     ap.add_argument("--explore", action="store_true", help="print the fusion rules tried")
     args = ap.parse_args(argv)
@@ -582,7 +616,14 @@ def main(argv: list[str] | None = None) -> int:
     home = GoatHome.from_env(work / "home")
     seed_weights(home, args.embedder)
 
-    corpora: list[Corpus] = [*vault_corpus((args.vault or find_vault()).resolve())]
+    vault = (args.vault or find_vault()).resolve()
+    multilingual = args.multilingual or None
+    if multilingual and not Registry.load().get_embedder(multilingual).available(
+        embedder_cache_dir(home.data_dir, multilingual)
+    ):
+        print(f"vault translated: skipped ({multilingual} has no weights on disk)")
+        multilingual = None
+    corpora: list[Corpus] = vault_corpus(vault, multilingual)
     src = args.locomo.resolve()
     if src.is_dir():
         convs = [c for c in args.conversations.split(",") if c] or sorted(

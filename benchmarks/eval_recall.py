@@ -117,7 +117,10 @@ def open_store(home: GoatHome, root: Path, embedder: str | None) -> Blocking:
         ),
         settings=settings,
         home=home,
-        progress=lambda done, total: print(f"\r  embedding {done}/{total}", end="", flush=True),
+        embedders=Registry.load().get_embedder,
+        embed_progress=lambda done, total: print(
+            f"\r  embedding {done}/{total}", end="", flush=True
+        ),
     )
     return Blocking(lambda: spec().factory(context))
 
