@@ -5,7 +5,11 @@
   import counts, at module level (``if TYPE_CHECKING:`` ones included) or inside a function;
 - each public package has one ``__all__`` whose names all resolve, and private modules
   (``_name.py``) declare none;
-- a plugin imports goat_core only through its public packages.
+- a plugin imports goat_core only through its public packages;
+- each layer of goat_core imports only the layers the table of docs/architecture.md lists,
+  the bottom module ``goat_core.fileio`` only the standard library, ``goat_core.errors`` and
+  filelock, and a layer above filestore imports filestore only where it needs the folder store
+  itself.
 """
 
 from __future__ import annotations
@@ -31,11 +35,15 @@ PUBLIC_PACKAGES = [
     "goat_core.host",  # checked once it is a package
 ]
 
+#: The single public modules, each with its own ``__all__``.
+PUBLIC_MODULES = ["goat_core.errors", "goat_core.fileio", "goat_core.hookspecs", "goat_core.logs"]
+
 #: What a plugin's own code may import from goat_core.
 PLUGIN_IMPORTS = frozenset(
     {
         "goat_core",
         "goat_core.contract",
+        "goat_core.fileio",
         "goat_core.plugins",
         "goat_core.filestore",
         "goat_core.filestore.search",
@@ -232,6 +240,16 @@ def test_public_package_has_one_all_and_every_name_resolves(package: str) -> Non
     assert not missing, f"{package}.__all__ names what it does not define: {missing}"
 
 
+@pytest.mark.parametrize("module", PUBLIC_MODULES)
+def test_public_module_has_one_all_and_every_name_resolves(module: str) -> None:
+    path = REPO / (module.replace(".", "/") + ".py")
+    assert _all_assignments(ast.parse(path.read_text(encoding="utf-8"))) == 1
+    names = importlib.import_module(module).__all__
+    assert len(names) == len(set(names)), f"{module}.__all__ repeats a name"
+    missing = [name for name in names if not hasattr(importlib.import_module(module), name)]
+    assert not missing, f"{module}.__all__ names what it does not define: {missing}"
+
+
 def test_private_modules_declare_no_all() -> None:
     offenders = [
         rel
@@ -291,6 +309,95 @@ def test_plugin_tests_import_no_private_goat_core_module() -> None:
                 if any(part.startswith("_") for part in name.split(".")):
                     offenders.append(f"{rel}:{line} imports {name}")
     assert not offenders, "\n".join(offenders)
+
+
+# -- (e) layers ------------------------------------------------------------------------------
+#: What every layer may import: the bottom of docs/architecture.md's picture.
+BOTTOM = frozenset({"errors", "fileio", "logs", "_version"})
+
+#: Each layer of goat_core (a top-level module or package; ``__init__`` is the facade) and the
+#: layers it may import besides the bottom and itself: docs/architecture.md, the table.
+LAYERS: dict[str, frozenset[str]] = {
+    "errors": frozenset(),
+    "fileio": frozenset(),
+    "logs": frozenset(),
+    "_version": frozenset(),
+    "contract": frozenset(),
+    "hookspecs": frozenset({"contract"}),
+    "scope": frozenset({"contract"}),
+    "plugins": frozenset({"contract", "hookspecs", "scope"}),
+    "filestore": frozenset({"contract"}),
+    "host": frozenset({"contract", "hookspecs", "plugins", "scope", "filestore"}),
+    "serve": frozenset({"contract", "host", "plugins", "scope"}),
+    "cli": frozenset({"contract", "filestore", "host", "plugins", "scope", "serve"}),
+    "testing": frozenset({"contract", "hookspecs", "host", "plugins"}),
+    "__init__": frozenset({"contract", "filestore", "hookspecs", "plugins"}),
+}
+
+#: The modules above filestore that import it, and what of the folder store each needs; file
+#: I/O alone comes from goat_core.fileio.
+FILESTORE_USERS = {
+    "goat_core": "the facade re-exports StoreWorker",
+    "goat_core.cli._maphtml": "the Obsidian link parser, for the map",
+    "goat_core.host._okf": "frontmatter parsing and rendering of OKF bundle notes",
+}
+
+
+def _layer(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def test_every_module_of_goat_core_has_a_layer() -> None:
+    unknown = sorted({_layer(m) for m in import_graph(_sources(REPO, "goat_core"))} - set(LAYERS))
+    assert not unknown, f"layers missing from LAYERS (and docs/architecture.md): {unknown}"
+
+
+def test_each_layer_imports_only_the_layers_below_it() -> None:
+    offenders = [
+        f"{module} imports {target}"
+        for module, targets in sorted(import_graph(_sources(REPO, "goat_core")).items())
+        for target in sorted(targets)
+        if _layer(target) != _layer(module)
+        and _layer(target) not in BOTTOM | LAYERS.get(_layer(module), frozenset())
+    ]
+    assert not offenders, "\n".join(offenders)
+
+
+def test_the_bottom_module_fileio_imports_only_the_stdlib_errors_and_filelock() -> None:
+    import sys
+
+    tree = ast.parse((REPO / "goat_core" / "fileio.py").read_text(encoding="utf-8"))
+    imported = {
+        alias.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import)
+        for alias in node.names
+    } | {
+        node.module
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.module and not node.level
+    }
+    allowed = {"goat_core.errors", "filelock"}
+    outside = sorted(
+        name
+        for name in imported
+        if name not in allowed and name.split(".")[0] not in sys.stdlib_module_names
+    )
+    assert not outside, f"goat_core.fileio imports {outside}"
+
+
+def test_above_filestore_only_the_folder_store_users_import_it() -> None:
+    graph = import_graph(_sources(REPO, "goat_core"))
+    users = {
+        module
+        for module, targets in graph.items()
+        if _layer(module) != "filestore" and any(_layer(t) == "filestore" for t in targets)
+    }
+    assert users == set(FILESTORE_USERS), (
+        f"import file I/O from goat_core.fileio; new users: {sorted(users - set(FILESTORE_USERS))}"
+        f", gone: {sorted(set(FILESTORE_USERS) - users)}"
+    )
 
 
 # -- citations --------------------------------------------------------------------------------

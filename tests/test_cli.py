@@ -816,7 +816,7 @@ def test_markdown_default_global_main_job(home: Path, tmp_path: Path) -> None:
 def test_map_html_goes_through_the_shared_atomic_write(
     home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from goat_core.filestore import _files as files
+    from goat_core import fileio as files
 
     ok_json("remember", "See [[Elsewhere]]", "--title", "Index")
     out = tmp_path / "maps"

@@ -15,7 +15,6 @@ from hypothesis import strategies as st
 from goat_core.contract import Binding, Scope
 from goat_core.errors import ConfigError, Conflict, NotFound, StoreUnwritable
 from goat_core.host import GoatHome
-from goat_core.host import _config as config_mod
 from goat_core.host._config import (
     CURRENT_SCHEMA,
     Config,
@@ -113,7 +112,7 @@ def test_file_is_0600_and_created_dir_0700_even_with_umask_0(home: GoatHome) -> 
 def test_save_uses_the_shared_atomic_write_and_fsyncs_the_folder(
     home: GoatHome, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from goat_core.filestore import _files as files
+    from goat_core import fileio as files
 
     synced: list[Path] = []
     real_fsync_dir = files.fsync_dir
@@ -139,7 +138,7 @@ def test_a_world_readable_config_is_never_copied_to_a_readable_temp(
         modes.append(stat.S_IMODE(os.stat(src).st_mode))
         real_replace(src, dst)
 
-    monkeypatch.setattr(config_mod.os, "replace", replace)
+    monkeypatch.setattr(os, "replace", replace)
     save_config(home, load_config(home).with_enabled(GLOBAL, False))
     assert modes == [0o600]
     assert stat.S_IMODE(home.config_path.stat().st_mode) == 0o600
@@ -155,7 +154,7 @@ def test_atomic_save_leaves_nothing_on_failure(
     def fail(src: str, dst: str) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(config_mod.os, "replace", fail)
+    monkeypatch.setattr(os, "replace", fail)
     with pytest.raises(
         StoreUnwritable, match=r"configuration at .*memory\.json: the disk is full \(No space left"
     ):

@@ -1,4 +1,5 @@
-"""goat_core.filestore: containment, store roots, walking, atomic writes, locking, file names."""
+"""goat_core.fileio and goat_core.filestore: containment, store roots, walking, atomic writes,
+locking, file names."""
 
 from __future__ import annotations
 
@@ -435,13 +436,13 @@ def test_an_editor_save_inside_the_write_window_survives(
 ) -> None:
     """The editor's rename lands after the note was read and just before GOAT's own rename:
     GOAT reports Conflict and the editor's bytes are the note."""
-    from goat_core.filestore import _files
+    from goat_core import fileio
 
-    assert _files.rename_exchange_supported(tmp_path)
+    assert fileio.rename_exchange_supported(tmp_path)
     note = tmp_path / "n.md"
     note.write_bytes(b"v1\n")
     read = etag(note.read_bytes())
-    real = _files._renameat2
+    real = fileio._renameat2
 
     def racing(old: Path, new: Path, flags: int) -> bool:
         if new == note and not racing.fired:  # type: ignore[attr-defined]
@@ -450,7 +451,7 @@ def test_an_editor_save_inside_the_write_window_survives(
         return real(old, new, flags)
 
     racing.fired = False  # type: ignore[attr-defined]
-    monkeypatch.setattr(_files, "_renameat2", racing)
+    monkeypatch.setattr(fileio, "_renameat2", racing)
     with pytest.raises(Conflict, match="changed since it was read"):
         atomic_write(note, b"v1\nGOAT's entry\n", expected_etag=read)
     assert note.read_bytes() == b"v1\nthe editor's line\n"
@@ -464,11 +465,11 @@ def test_an_editor_save_after_the_swap_replaces_the_write(
     """The editor's rename lands after GOAT swapped its file in, before GOAT verified what it
     swapped out: the editor's later save is the note, as with any later save, and GOAT's
     write is a Conflict, never answered as stored (the file no longer holds it)."""
-    from goat_core.filestore import _files
+    from goat_core import fileio
 
     note = tmp_path / "n.md"
     note.write_bytes(b"v1\n")
-    real_etag = _files.current_etag
+    real_etag = fileio.current_etag
 
     def late_editor(path: Path) -> str:
         if path != note and not late_editor.fired:  # type: ignore[attr-defined]
@@ -477,7 +478,7 @@ def test_an_editor_save_after_the_swap_replaces_the_write(
         return real_etag(path)
 
     late_editor.fired = False  # type: ignore[attr-defined]
-    monkeypatch.setattr(_files, "current_etag", late_editor)
+    monkeypatch.setattr(fileio, "current_etag", late_editor)
     with pytest.raises(Conflict, match="changed right after this write"):
         atomic_write(note, b"v1\nGOAT's entry\n", expected_etag=etag(b"v1\n"))
     assert note.read_bytes() == b"v1\nthe editor's line\n"
@@ -488,17 +489,17 @@ def test_an_editor_save_after_the_swap_replaces_the_write(
 def test_a_note_an_editor_creates_meanwhile_is_never_replaced(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from goat_core.filestore import _files
+    from goat_core import fileio
 
     note = tmp_path / "n.md"
-    real = _files._renameat2
+    real = fileio._renameat2
 
     def racing(old: Path, new: Path, flags: int) -> bool:
         if new == note and not note.exists():
             _editor_save(note, b"the editor's new note\n")
         return real(old, new, flags)
 
-    monkeypatch.setattr(_files, "_renameat2", racing)
+    monkeypatch.setattr(fileio, "_renameat2", racing)
     with pytest.raises(Conflict, match="was created"):
         atomic_write(note, b"GOAT's note\n", expected_etag=MISSING_ETAG)
     assert note.read_bytes() == b"the editor's new note\n"
@@ -509,9 +510,9 @@ def test_without_renameat2_the_checked_write_still_works(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The path other platforms take: hash check, then os.replace (and link for create)."""
-    from goat_core.filestore import _files
+    from goat_core import fileio
 
-    monkeypatch.setattr(_files, "_renameat2_fn", False)
+    monkeypatch.setattr(fileio, "_renameat2_fn", False)
     note = tmp_path / "n.md"
     atomic_write(note, b"a", expected_etag=MISSING_ETAG)
     with pytest.raises(Conflict, match="was created"):
@@ -576,18 +577,18 @@ def test_a_write_replaced_right_after_its_rename_is_a_conflict(
 ) -> None:
     """The exact case: an editor's save landing between GOAT's rename and its answer (one
     append in 4,345 was answered ``stored`` while the file already held the editor's bytes)."""
+    from goat_core import fileio
     from goat_core.errors import Conflict
-    from goat_core.filestore import _files
 
     note = tmp_path / "n.md"
     note.write_bytes(b"before\n")
-    real = _files.fsync_dir
+    real = fileio.fsync_dir
 
     def editor_saves(folder: Path) -> None:
         real(folder)
         note.write_bytes(b"the editor's bytes\n")
 
-    monkeypatch.setattr(_files, "fsync_dir", editor_saves)
+    monkeypatch.setattr(fileio, "fsync_dir", editor_saves)
     with pytest.raises(Conflict, match="changed right after this write"):
-        _files.atomic_write(note, b"before\nappended\n", expected_etag=_files.etag(b"before\n"))
+        fileio.atomic_write(note, b"before\nappended\n", expected_etag=fileio.etag(b"before\n"))
     assert note.read_bytes() == b"the editor's bytes\n"  # the editor's save is kept

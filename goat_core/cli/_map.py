@@ -108,13 +108,13 @@ def map_cmd(html: Path | None, pen: str | None, as_json: bool, home: Path | None
 
 
 def _write_text_atomic(path: Path, text: str) -> None:
-    """Write ``text`` (UTF-8) to ``path`` with :func:`goat_core.filestore.atomic_write` (temp file
+    """Write ``text`` (UTF-8) to ``path`` with :func:`goat_core.fileio.atomic_write` (temp file
     in the same folder, fsync, rename, folder fsync: a reader never sees half a file). A new
     file gets ``0644`` minus the umask; an existing one keeps its permissions.
 
     :raises BadInput: the folder does not exist.
     """
-    from goat_core.filestore import atomic_write
+    from goat_core.fileio import atomic_write
 
     target = path.expanduser()
     folder = target.parent if str(target.parent) else Path(".")

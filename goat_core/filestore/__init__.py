@@ -3,8 +3,9 @@
 Nothing here is part of the provider contract: a provider built on another backend never
 imports it. Each piece is written once for every file-based provider:
 
-- files (``_files``): store roots, containment of user paths, walking a store, atomic writes,
-  the cross-process store lock, file names for titles;
+- files (``_files``): store roots, walking a store, sweeping dead writers' temp files, file
+  names for titles; with them, :mod:`goat_core.fileio`'s containment of user paths, atomic
+  writes and the cross-process store lock, re-exported here;
 - frontmatter (``_frontmatter``): parsing and byte-preserving edits of YAML frontmatter;
 - links (``_links``): Obsidian link parsing and resolution, link maps and connections;
 - pages (``_pages``): reading notes, resolving page references, listing cursors, titles, and
@@ -23,13 +24,10 @@ imports it. Each piece is written once for every file-based provider:
 
 import typing as _typing
 
-from goat_core.filestore._embedding import BackgroundEmbedding
-from goat_core.filestore._files import (
+from goat_core.fileio import (
     MISSING_ETAG,
     RESERVED_NAMES,
-    NoteFile,
     StoreLock,
-    WalkResult,
     atomic_write,
     contain,
     current_etag,
@@ -37,6 +35,11 @@ from goat_core.filestore._files import (
     fsync_dir,
     is_reserved_name,
     rename_exchange_supported,
+)
+from goat_core.filestore._embedding import BackgroundEmbedding
+from goat_core.filestore._files import (
+    NoteFile,
+    WalkResult,
     safe_title_filename,
     sweep_temp_files,
     validate_store_root,

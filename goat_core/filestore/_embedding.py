@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from goat_core.filestore._files import StoreLock
+from goat_core.fileio import StoreLock
 
 if TYPE_CHECKING:
     from goat_core.filestore.search import VectorIndex

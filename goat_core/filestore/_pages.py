@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from goat_core.contract import Health, Page, PageSummary, RecallItem
 from goat_core.errors import Ambiguous, BadInput, NotFound, PathError, TooLarge
-from goat_core.filestore._files import contain, etag
+from goat_core.fileio import contain, etag
 from goat_core.filestore._frontmatter import jsonable, parse_note
 
 # Pages use the search index (never the reverse), imported where first needed: it loads

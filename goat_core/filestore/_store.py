@@ -48,8 +48,8 @@ from goat_core.errors import (
     ScopeError,
     StoreUnwritable,
 )
+from goat_core.fileio import StoreLock
 from goat_core.filestore._files import (
-    StoreLock,
     WalkResult,
     sweep_temp_files,
     validate_store_root,

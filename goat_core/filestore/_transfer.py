@@ -37,7 +37,7 @@ from goat_core.contract import (
     TransferPage,
 )
 from goat_core.errors import BadInput, Conflict, GoatError, PathError, Rejected, StoreUnwritable
-from goat_core.filestore._files import contain
+from goat_core.fileio import contain
 from goat_core.filestore._frontmatter import drop_keys, set_keys
 
 _O = TransferOutcome
@@ -430,7 +430,7 @@ def _stopped(
     if it still holds exactly what was written (a page someone changed since stays), then
     the folders the batch made, if empty. What cannot be removed (a store turned read-only)
     is named in the error; importing again finds those pages as duplicates."""
-    from goat_core.filestore._files import current_etag, etag
+    from goat_core.fileio import current_etag, etag
 
     left: list[str] = []
     for plan in reversed(written):

@@ -31,9 +31,7 @@ Rules:
 from __future__ import annotations
 
 import json
-import os
 import re
-import stat
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -44,7 +42,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from goat_core.contract import Binding, Scope
 from goat_core.contract._home import GoatHome
 from goat_core.errors import ConfigError, Conflict, GoatError, NotFound, ScopeError, StoreUnwritable
-from goat_core.filestore import atomic_write
+from goat_core.fileio import write_owner_only
 
 #: The ``schema_version`` this GOAT writes.
 CURRENT_SCHEMA = 1
@@ -314,36 +312,6 @@ def _render(config: Config) -> bytes:
         "selection": dict(sorted(config.selection.items())),
     }
     return (json.dumps(doc, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
-
-
-def write_owner_only(path: Path, data: bytes) -> None:
-    """Atomically replace ``path`` with ``data``, owner-only (``0600``, whatever the umask).
-
-    Uses :func:`goat_core.filestore.atomic_write` (same-folder dot-temp file, fsync, rename,
-    folder fsync; on any failure the temp file is removed and ``path`` is unchanged). A
-    folder this creates is ``0700``. An existing ``path`` with wider permissions is made
-    ``0600`` first, so neither the temp file nor the result is ever group/world-readable.
-
-    :raises OSError: the folder or file could not be written.
-    """
-    _make_private_dirs(path.parent)
-    try:
-        if stat.S_IMODE(os.stat(path).st_mode) != 0o600:
-            os.chmod(path, 0o600)
-    except FileNotFoundError:
-        pass
-    atomic_write(path, data, mode=0o600)
-
-
-def _make_private_dirs(folder: Path) -> None:
-    missing = []
-    current = folder
-    while not current.exists():
-        missing.append(current)
-        current = current.parent
-    for item in reversed(missing):
-        item.mkdir(mode=0o700, exist_ok=True)
-        os.chmod(item, 0o700)  # mkdir's mode is filtered by the umask
 
 
 def save_config(home: GoatHome, config: Config) -> Path:

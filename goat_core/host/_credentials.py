@@ -32,7 +32,7 @@ from typing import IO, Any, Literal, TypeVar
 from goat_core.contract import PEN_ID_PATTERN, Binding, CredentialSpec, credential_env_var
 from goat_core.contract._home import GoatHome
 from goat_core.errors import BadInput, CredentialError
-from goat_core.host._config import write_owner_only
+from goat_core.fileio import write_owner_only
 from goat_core.logs import get_logger, register_secret
 
 #: Seconds any single keyring call may take before the file store is used instead.

@@ -24,7 +24,7 @@ from goat_core.contract import (
 )
 from goat_core.contract._home import GoatHome
 from goat_core.errors import ConfigError, GoatError, NotFound, ProviderUnavailable, ScopeError
-from goat_core.filestore import StoreLock
+from goat_core.fileio import StoreLock
 from goat_core.host import _egress_audit as egress_audit
 from goat_core.host._config import Config, config_unwritable, load_config, save_config
 from goat_core.host._connect import GuardedConnect

@@ -303,7 +303,7 @@ def write_bundle(
     """
     import shutil
 
-    from goat_core.filestore import atomic_write, contain
+    from goat_core.fileio import atomic_write, contain
 
     for rel, _text in files:  # a refused path refuses the export before any write
         contain(directory, rel)
@@ -466,9 +466,9 @@ def _refuse(directory: Path, problems: list[str]) -> BadInput:
 
 def _safe_rel(directory: Path, rel: str) -> str | None:
     """Why ``rel`` cannot be a page path under ``directory`` (the containment rules of
-    :func:`goat_core.filestore.contain`: traversal, absolute, NUL, reserved names,
+    :func:`goat_core.fileio.contain`: traversal, absolute, NUL, reserved names,
     symlink escape), or ``None``."""
-    from goat_core.filestore import contain
+    from goat_core.fileio import contain
 
     try:
         contain(directory, rel)

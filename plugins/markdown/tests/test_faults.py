@@ -52,7 +52,7 @@ def test_an_editor_save_racing_an_append_is_never_lost() -> None:
 
     Troubleshooting: a lost edit means ``atomic_write`` put its file in place without
     verifying what it swapped out (``renameat2(RENAME_EXCHANGE)``), see
-    ``goat_core/filestore/_files.py``; ``benchmarks/bench_edit_race.py`` runs the same races.
+    ``goat_core/fileio.py``; ``benchmarks/bench_edit_race.py`` runs the same races.
     """
     result = _race("--races", "50")
     assert result["exchange"] is True

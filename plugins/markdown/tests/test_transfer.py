@@ -400,7 +400,7 @@ def test_an_export_failing_midway_leaves_no_partial_bundle(
     staging folder left beside it."""
     import errno
 
-    import goat_core.filestore as filestore
+    from goat_core import fileio
 
     home, src = tmp_path / "home", tmp_path / "SRC"
     src.mkdir()
@@ -413,7 +413,7 @@ def test_an_export_failing_midway_leaves_no_partial_bundle(
     if force:
         target.mkdir()
         (target / "old.md").write_text("kept\n", encoding="utf-8")
-    real = filestore.atomic_write
+    real = fileio.atomic_write
     calls: list[Path] = []
 
     def failing(path: Path, data: bytes, **kw: object) -> str:
@@ -422,7 +422,7 @@ def test_an_export_failing_midway_leaves_no_partial_bundle(
             raise OSError(errno.ENOSPC, "No space left on device", str(path))
         return real(path, data, **kw)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(filestore, "atomic_write", failing)
+    monkeypatch.setattr(fileio, "atomic_write", failing)
     args = ["export", str(target), "--pen", "s", *(["--force"] if force else [])]
     code, out = _goat(home, *args)
     assert code == 6, out

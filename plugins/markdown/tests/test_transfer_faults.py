@@ -221,16 +221,16 @@ def test_a_killed_import_loses_nothing_and_the_next_one_finishes_it(
 
 _EXPORT_CHILD = """
 import sys, time
-import goat_core.filestore as filestore
+import goat_core.fileio as fileio
 from goat_core.cli import cli
 
-real = filestore.atomic_write
+real = fileio.atomic_write
 
 def slow(path, data, **kw):  # each bundle file takes a moment: the kill lands midway
     time.sleep(0.004)
     return real(path, data, **kw)
 
-filestore.atomic_write = slow
+fileio.atomic_write = slow
 cli.main(sys.argv[1:])
 """
 

@@ -93,7 +93,7 @@ class Ledger:
             self.entries = dict(data.get("entries") or {})
 
     def save(self) -> None:
-        from goat_core.filestore import atomic_write
+        from goat_core.fileio import atomic_write
 
         self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         data = {**self.header, "entries": self.entries}
@@ -119,7 +119,7 @@ async def _import(
     resend_unknown: bool,
     progress: Callable[[int, int], None] | None,
 ) -> list[TransferItem]:
-    from goat_core.filestore import StoreLock
+    from goat_core.fileio import StoreLock
 
     home = provider.context.home
     ledger_args = (home.data_dir, provider.context.binding.id, provider.server, provider.bank_id)
