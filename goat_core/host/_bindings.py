@@ -155,9 +155,7 @@ class HostBindings(HostBase):
                     self._delete_credentials(old)
             else:
                 if not spec.credentials:
-                    raise ConfigError(
-                        f"provider {spec.name} declares no credential; none taken"
-                    )
+                    raise ConfigError(f"provider {spec.name} declares no credential; none taken")
                 backend, path = self._save_with_key(
                     previous, config, binding, spec.credentials[0].name, api_key
                 )
