@@ -58,4 +58,3 @@ class TestHindsightConformance(ProviderConformanceTests):
                 "wrong_credential": factory(hostile.url),
                 "closed": factory(closed),
             }
-
