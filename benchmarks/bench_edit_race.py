@@ -91,9 +91,9 @@ def _open_store(home_dir: Path, root: Path) -> Any:
 
 def run(races: int, *, load: int, exchange: bool, seed: int, work: Path) -> dict[str, Any]:
     """Run ``races`` timed and ``races`` injected races; returns the figures."""
+    from goat_core import fileio as _files
     from goat_core.contract import MemoryWrite
     from goat_core.errors import Conflict
-    from goat_core import fileio as _files
 
     if not exchange:
         _files._renameat2_fn = False  # as on a system without renameat2
