@@ -7,11 +7,8 @@ suite's entry-point smoke test goes through the real loader.
 from __future__ import annotations
 
 import importlib
-import socket
 import sys
-import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -78,44 +75,15 @@ class TestReferenceBankConformance(ProviderConformanceTests):
                 get_credential=lambda _: goat_secret,
             )
 
-        with _quoting_refusal() as hostile, closing_server("http") as closed:
+        with (
+            closing_server("http", answer=lambda got: b"-WRONGPASS you sent: " + got) as hostile,
+            closing_server("http") as closed,
+        ):
             yield {
                 "refused": factory(refused_url("http")),
                 "wrong_credential": factory(hostile),
                 "closed": factory(closed),
             }
-
-
-@contextmanager
-def _quoting_refusal() -> Iterator[str]:
-    """A loopback server answering each line with ``-WRONGPASS`` and the line itself."""
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen()
-    listener.settimeout(0.2)
-    done = threading.Event()
-
-    def serve() -> None:
-        while not done.is_set():
-            try:
-                conn, _ = listener.accept()
-            except OSError:
-                continue
-            with conn:
-                conn.settimeout(1)
-                try:
-                    conn.sendall(b"-WRONGPASS you sent: " + conn.recv(256))
-                except OSError:
-                    pass
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{listener.getsockname()[1]}"
-    finally:
-        done.set()
-        thread.join()
-        listener.close()
 
 
 class TestReferenceOnDiskRoot(ProviderConformanceTests):

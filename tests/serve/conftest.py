@@ -26,6 +26,22 @@ ROOT = Path(__file__).resolve().parents[2]
 PLUGIN_DIR = ROOT / "integrations" / "claude-code"
 
 
+#: The client's opening of a stdio session: ``initialize`` (id 1), then ``initialized``.
+HANDSHAKE: list[dict[str, Any]] = [
+    {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"},
+        },
+    },
+    {"jsonrpc": "2.0", "method": "notifications/initialized"},
+]
+
+
 def goat_env(home: Path, **extra: str) -> dict[str, str]:
     """A clean environment for a ``goat`` subprocess: this venv first on PATH, one home."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GOAT_", "CLAUDE_"))}

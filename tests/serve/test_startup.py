@@ -10,20 +10,10 @@ import sys
 import textwrap
 from pathlib import Path
 
-from .conftest import goat_env
+from .conftest import HANDSHAKE, goat_env
 
 _MESSAGES = [
-    {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-11-25",
-            "capabilities": {},
-            "clientInfo": {"name": "t", "version": "1"},
-        },
-    },
-    {"jsonrpc": "2.0", "method": "notifications/initialized"},
+    *HANDSHAKE,
     {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}},
 ]
 

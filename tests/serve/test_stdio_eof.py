@@ -13,7 +13,7 @@ import pytest
 
 from goat_core.serve._stdio import answered_before_eof
 
-from .conftest import GOAT, goat_env
+from .conftest import GOAT, HANDSHAKE, goat_env
 
 pytestmark = pytest.mark.anyio
 
@@ -61,17 +61,7 @@ async def test_eof_waits_no_longer_than_the_grace() -> None:
 
 
 _MESSAGES = [
-    {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-11-25",
-            "capabilities": {},
-            "clientInfo": {"name": "t", "version": "1"},
-        },
-    },
-    {"jsonrpc": "2.0", "method": "notifications/initialized"},
+    *HANDSHAKE,
     {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}},
     {"jsonrpc": "2.0", "id": 3, "method": "resources/list", "params": {}},
 ]

@@ -20,7 +20,7 @@ import socket
 import threading
 import traceback
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
@@ -45,9 +45,12 @@ def refused_url(scheme: str = "http") -> str:
 
 
 @contextmanager
-def closing_server(scheme: str = "http") -> Iterator[str]:
+def closing_server(
+    scheme: str = "http", answer: Callable[[bytes], bytes] | None = None
+) -> Iterator[str]:
     """A loopback server that accepts each connection, reads what arrives for a moment and
-    closes it unanswered. Yields ``scheme://127.0.0.1:PORT``."""
+    closes it: unanswered, or after ``answer(received)`` (a refusal that quotes the request,
+    as a hostile server may). Yields ``scheme://127.0.0.1:PORT``."""
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen()
@@ -63,7 +66,9 @@ def closing_server(scheme: str = "http") -> Iterator[str]:
             with conn:
                 conn.settimeout(0.2)
                 try:
-                    conn.recv(65536)
+                    received = conn.recv(65536)
+                    if answer is not None:
+                        conn.sendall(answer(received))
                 except OSError:
                     pass
 
