@@ -11,7 +11,8 @@ Question sets (``benchmarks/questions/``):
 - ``en_questions.tsv``: natural questions, each with its answer page. Odd data lines are the
   tuning half (set 1), even lines the reporting half (set 2); ``--tune`` grid-searches the
   fusion weights on set 1 (among settings keeping the descriptions at 0.97 or better) and
-  prints the best, which ``goat_core.filestore.search.FUSION`` then records.
+  prints the best. ``goat_core.filestore.search.FUSION`` is now chosen on three corpora by
+  ``benchmarks/bench_corpora.py --explore`` instead.
   ``--note-weights`` prints, for each weight of a note's title-and-description row
   (``goat_core.filestore.search.NOTE_WEIGHT``), the hybrid MRR@10 on set 1 and on the
   descriptions per embedder: the shipped weight is the best sum over the embedders on set 1
@@ -296,7 +297,11 @@ def main(argv: list[str] | None = None) -> int:
         rows.append(
             [
                 f"hybrid goat + {name} ({f.mode}: kw {f.keyword:g}, vec {f.vector:g}"
-                + (f", k {f.k:g})" if f.mode == "rrf" else ")"),
+                + (
+                    f", k {f.k:g})"
+                    if f.mode == "rrf"
+                    else f", span {f.vector_span:g}, scale {f.keyword_scale:g})"
+                ),
                 *(f"{mrr(fused(kw_lists[n], vec_lists[n], f), sets[n][1]):.2f}" for n in names),
             ]
         )
