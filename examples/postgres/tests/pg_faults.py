@@ -11,7 +11,9 @@ every request it sends. The hook works on the real libpq socket and the real ser
   protocol messages, cut half-way), then the socket is shut; every later request meets a
   shut socket too;
 - ``READ_ONLY``: the write's transaction is made read-only, so the server refuses the change
-  (SQLSTATE 25006).
+  (SQLSTATE 25006);
+- ``DISK_FULL``: a trigger, made in the write's own transaction, has the server answer the
+  change with ``disk_full`` (SQLSTATE 53100).
 """
 
 from __future__ import annotations
@@ -23,6 +25,24 @@ from contextlib import contextmanager
 from typing import Any
 
 from goat_core.testing import Fault, FaultInjector
+
+# DISK_FULL: inside the write's own transaction, a trigger makes the server answer the change
+# as a full disk does (SQLSTATE 53100, disk_full). The failed write rolls the trigger back with
+# it; the trigger also fires only where this transaction set goat_test.disk_full.
+_DISK_FULL = (
+    "SET LOCAL goat_test.disk_full = 'on'",
+    """CREATE OR REPLACE FUNCTION goat_test_disk_full() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        IF current_setting('goat_test.disk_full', true) = 'on' THEN
+            RAISE EXCEPTION 'could not extend file: No space left on device'
+                USING ERRCODE = 'disk_full';
+        END IF;
+        RETURN NULL;
+    END $$""",
+    """CREATE OR REPLACE TRIGGER goat_test_disk_full
+        BEFORE INSERT OR UPDATE OR DELETE ON goat_notes
+        FOR EACH ROW EXECUTE FUNCTION goat_test_disk_full()""",
+)
 
 
 def _message(kind: bytes, payload: bytes) -> bytes:
@@ -80,6 +100,10 @@ class _Hook:
         elif fault is Fault.READ_ONLY:
             if what == "change":  # the server itself refuses the change (SQLSTATE 25006)
                 await connection.execute("SET TRANSACTION READ ONLY")
+        elif fault is Fault.DISK_FULL:
+            if what == "change":  # the server answers the change with SQLSTATE 53100
+                for statement in _DISK_FULL:
+                    await connection.execute(statement)
         elif self.done:
             return
         elif fault is Fault.WRITE_BEFORE_SEND and what == "change":
@@ -94,9 +118,7 @@ class _Hook:
 
 
 class PgFaults(FaultInjector):
-    kinds = frozenset(
-        {Fault.WRITE_BEFORE_SEND, Fault.WRITE_AFTER_SEND, Fault.DROP_CONNECTION, Fault.READ_ONLY}
-    )
+    kinds = frozenset(Fault)
 
     @contextmanager
     def inject(self, fault: Fault, provider: Any) -> Iterator[None]:

@@ -10,7 +10,16 @@ from pg_faults import PgFaults
 from pg_server import GUARDED
 from pydantic import ValidationError
 
-from goat_core import AuthError, CredentialError, ProviderUnavailable, ReceiptStatus, Scope
+from goat_core import (
+    AuthError,
+    BadInput,
+    CredentialError,
+    NotFound,
+    ProviderUnavailable,
+    ReceiptStatus,
+    Scope,
+    StoreUnwritable,
+)
 from goat_core.contract import MemoryWrite
 from goat_core.host import GoatHome
 from goat_core.testing import Fault, spec_factory
@@ -210,3 +219,33 @@ def test_settings_need_tls_off_loopback():
 def test_a_bind_authorises_exactly_its_server():
     settings = Settings(url="postgresql://127.0.0.1:5433", namespace="n")
     assert egress_urls(settings) == ["postgresql://127.0.0.1:5433"]
+
+
+async def test_a_full_disk_is_store_unwritable_and_leaves_no_trigger(
+    tmp_path, pg_server, namespace
+):
+    provider = await _factory(tmp_path, pg_server.url, namespace)(Scope.global_())
+    try:
+        with PgFaults().inject(Fault.DISK_FULL, provider):
+            with pytest.raises(StoreUnwritable) as caught:
+                await provider.remember(_write("never stored"))
+        assert caught.value.reason == "full"
+        assert (await provider.remember(_write("stored after"))).status is ReceiptStatus.STORED
+    finally:
+        await provider.close()
+    assert pg_server.sql(
+        "SELECT count(*) FROM pg_trigger WHERE tgname = 'goat_test_disk_full'"
+    ) == [(0,)]
+    assert _count(pg_server, namespace) == 1
+
+
+async def test_a_nul_character_is_bad_input(tmp_path, pg_server, namespace):
+    provider = await _factory(tmp_path, pg_server.url, namespace)(Scope.global_())
+    try:
+        with pytest.raises(BadInput):
+            await provider.remember(_write("a\0b"))
+        with pytest.raises(NotFound):
+            await provider.get_page("a\0b")
+    finally:
+        await provider.close()
+    assert _count(pg_server, namespace) == 0

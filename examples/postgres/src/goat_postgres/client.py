@@ -303,6 +303,6 @@ def typed(error: psycopg.Error, url: str) -> Exception:
         )
     if state in _AUTH_STATES or state == "42501":
         return AuthError(f"{url} refused the operation: {message}")
-    if state.startswith("22"):  # data exception: a NUL character, a bad encoding
+    if state.startswith("22") or isinstance(error, psycopg.DataError):  # a NUL, an encoding
         return BadInput(f"{url} refused the text: {message}; nothing was stored")
     return ProviderUnavailable(f"{url} answered an error: {message}")

@@ -190,6 +190,8 @@ class PostgresProvider(Provider):
         text = _nfc(write.text)
         if not text.strip():
             raise BadInput("empty text; nothing stored")
+        if "\0" in text or "\0" in (write.title or ""):
+            raise BadInput("PostgreSQL text cannot hold a NUL character; nothing stored")
         await self._ready()
         problem = self._durability_problem()
         if problem:
@@ -235,6 +237,8 @@ class PostgresProvider(Provider):
 
     async def _resolve(self, ref: str) -> tuple[str, str, str]:
         """A page's (id, title, body) from its id or its unique title."""
+        if "\0" in ref:  # PostgreSQL text cannot hold one, so no page has it
+            raise NotFound(f"no page {ref!r} in {self.label()}")
         await self._ready()
         params = {"ns": self.namespace, "scope": self.scope_key, "ref": ref, "tkey": _fold(ref)}
         rows = await self.transport.fetch(_RESOLVE, params)  # type: ignore[arg-type]
