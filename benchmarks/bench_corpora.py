@@ -1,5 +1,6 @@
 """Recall quality across corpora, in one run: keyword only, semantic only, hybrid and bm25s on
-the same notes, for the Obsidian Help vault and for LoCoMo's development conversations.
+the same notes, for the Obsidian Help vault (in English and translated) and for LoCoMo's
+development conversations.
 
     python benchmarks/bench_corpora.py                     # every corpus, shipped fusion
     python benchmarks/bench_corpora.py --explore           # also the fusion rules tried
@@ -11,13 +12,16 @@ Corpora:
   the natural questions of ``benchmarks/questions/en_questions.tsv``. Each answer page has one
   question, so the file's odd/even split (set 1 tunes, set 2 reports) is a split by file.
   The notes' own descriptions are a third set, reported only (keyword alone is near 1.00).
+- **vault translated**: 32 of those descriptions in French, Russian and Japanese
+  (``questions/descriptions_translated.tsv``), asked of the same vault with
+  ``--multilingual`` (``use-multilingual``); odd lines tune, even lines report.
 - **locomo**: LoCoMo (Maharana et al., ACL 2024), the development half in
   ``--locomo`` (default ``$GOAT_LOCOMO_DIR``, else ``../shared/data/locomo-dev`` beside the
   repository). It is read from there and written as notes under ``--work`` only: never into
-  the repository. One store per conversation, one note per turn: title ``Speaker, date``,
-  frontmatter ``speaker`` and ``created`` (the session's date), body the turn's text and a
-  shared photo's caption. Questions of categories 1-4; a hit is a note whose turn is in the
-  question's evidence. Conversations 44 and 47 tune, the others report.
+  the repository. One store per conversation, one note per turn: title like ``Audrey, 27
+  March 2023 (D1:3)``, frontmatter ``speaker`` and ``created`` (the session's date), body the
+  turn's text and a shared photo's caption. Questions of categories 1-4; a hit is a note
+  whose turn is in the question's evidence. Conversations 44 and 47 tune, the others report.
 
 Every store is the shipped ``markdown`` provider with ``embedder=NAME`` (``minilm-en`` by
 default), built through its spec's factory as a host builds it; one ``recall`` brings its
