@@ -910,6 +910,17 @@ class BankProvider(ReferenceProvider):
         return Health.healthy(f"bank {settings.bank} reachable")
 
 
+class QuoteSecretBank(BankProvider):
+    """The seeded defect: a failed connection's error quotes the credential it sent."""
+
+    async def _reach(self) -> None:
+        try:
+            await super()._reach()
+        except GoatError as exc:
+            credential = self.context.get_credential("api_key")
+            raise type(exc)(f"{exc} (sent AUTH {credential})") from None
+
+
 ALL = frozenset(
     {
         Capability.PAGES,
@@ -1000,6 +1011,18 @@ for _name, _cls in DEFECTS.items():
 DEFECTS["reference_alias"] = ReferenceProvider
 DEFECT_SPECS["reference_alias"], reference_alias_plugin = _make(
     "reference_alias", ReferenceProvider, settings_model=AliasSettings
+)
+DEFECTS["reference_quotesecret"] = QuoteSecretBank
+DEFECT_SPECS["reference_quotesecret"], reference_quotesecret_plugin = _make(
+    "reference_quotesecret",
+    QuoteSecretBank,
+    capabilities=frozenset({Capability.PAGES, Capability.REFLECT, Capability.SHARED_BANK}),
+    consistency=Consistency.EVENTUAL,
+    settings_model=BankSettings,
+    network=True,
+    egress_urls=lambda s: [s.server],
+    duplicate_policy="keep",
+    credentials=(CredentialSpec(name="api_key", description="API key"),),
 )
 BANK_SPEC, bank_plugin = _make(
     "reference_bank",

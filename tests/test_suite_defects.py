@@ -71,8 +71,36 @@ def _spec(name: str) -> str:
 
 
 #: Settings a variant is bound with, and lines added to its test class.
-SETTINGS: dict[str, object] = {"reference_alias": {"schema": "goat"}}
-EXTRA = {"reference_hang": "    contract_deadline = 3\n"}
+BANK = {"server": "https://bank.example", "bank": "team"}
+#: A bank's failing connections (the secrets-on-failure test), as its test class gives them.
+BANK_FAILURES = """
+    eventual_timeout = 5.0
+    poll_interval = 0.05
+
+    @pytest.fixture
+    def goat_connection_failures(self, tmp_path, goat_secret):
+        from goat_core.testing import closing_server, refused_url
+
+        def factory(url):
+            return spec_factory(
+                reference_provider.{spec}, GoatHome.at(tmp_path / "failing"),
+                settings={{"server": url, "bank": "team"}},
+                get_credential=lambda _: goat_secret,
+            )
+
+        refusal = lambda got: b"-WRONGPASS you sent: " + got
+        with closing_server("http", answer=refusal) as hostile, closing_server() as closed:
+            yield {{
+                "refused": factory(refused_url()),
+                "wrong_credential": factory(hostile),
+                "closed": factory(closed),
+            }}
+"""
+SETTINGS: dict[str, object] = {"reference_alias": {"schema": "goat"}, "reference_quotesecret": BANK}
+EXTRA = {
+    "reference_hang": "    contract_deadline = 3\n",
+    "reference_quotesecret": BANK_FAILURES.format(spec=_spec("reference_quotesecret")),
+}
 
 STATEFUL = "test_model_based_sequences"
 
@@ -226,6 +254,16 @@ DEFECTS = [
         {"test_check_returns_health"},
         "[egress] a TCP connection to 127.0.0.1:",
     ),
+    # The password quoted in connection errors (a SQL provider written from the docs).
+    (
+        "reference_quotesecret",
+        _spec("reference_quotesecret"),
+        {
+            f"test_credential_never_shown_on_failure[{k}]"
+            for k in ("refused", "wrong_credential", "closed")
+        },
+        "a LEAK: under a",
+    ),
     (
         "reference_env",
         _spec("reference_env"),
@@ -356,11 +394,12 @@ def test_each_defect_fails_exactly_its_contract_test(
 def test_every_new_contract_test_has_a_planted_defect() -> None:
     from goat_core.testing.conformance.binding import BindingTests
     from goat_core.testing.conformance.faulttests import FaultInjectionTests
+    from goat_core.testing.conformance.secrets import SecretTests
     from goat_core.testing.conformance.stateful import StatefulTests
     from goat_core.testing.conformance.truth import TruthTests
 
     caught = {t.split("[")[0] for _, _, expected, _ in DEFECTS for t in expected}
-    classes = (TruthTests, FaultInjectionTests, StatefulTests, BindingTests)
+    classes = (TruthTests, FaultInjectionTests, StatefulTests, BindingTests, SecretTests)
     new = {n for cls in classes for n in vars(cls) if n[:5] == "test_"}
     # The read-under-fault test is held by the in-tree providers (tests/, plugins/).
     assert new - caught <= {"test_read_under_fault_is_never_a_silent_empty"}, new - caught
@@ -371,7 +410,7 @@ def test_sound_reference_fails_nothing(pytester: pytest.Pytester) -> None:
     rec = pytester.inline_run("-p", "no:cacheprovider")
     assert _failed(rec) == set()
     passed, skipped, _ = rec.listoutcomes()
-    assert (len(passed), len(skipped)) == (38, 5)
+    assert (len(passed), len(skipped)) == (38, 8)
 
 
 def test_isolation_is_rechecked_after_each_passing_test(pytester: pytest.Pytester) -> None:
@@ -391,9 +430,10 @@ def test_isolation_is_rechecked_after_each_passing_test(pytester: pytest.Pyteste
 
 def test_capability_skips_name_provider_and_capability(pytester: pytest.Pytester) -> None:
     bank = {"server": "https://b.example", "bank": "t"}
-    _setup(pytester, "reference_bank", "BANK_SPEC", settings=bank)
+    extra = BANK_FAILURES.format(spec="BANK_SPEC")
+    _setup(pytester, "reference_bank", "BANK_SPEC", extra, settings=bank)
     result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "-rs")
-    result.assert_outcomes(passed=34, skipped=9)
+    result.assert_outcomes(passed=37, skipped=9)
     result.stdout.fnmatch_lines(
         ["*provider 'reference_bank' does not declare capability 'scoped_stores'*"]
     )
