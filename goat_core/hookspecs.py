@@ -23,6 +23,7 @@ if TYPE_CHECKING:
         PageSummary,
         ProviderSpec,
         RecallResult,
+        RerankerSpec,
         Scope,
         ScopeRequest,
         ScopeResolution,
@@ -126,5 +127,17 @@ def goat_register_embedders() -> Iterable[EmbedderSpec]:  # type: ignore[empty-b
     spec's factory loads weights from disk when a store first needs them.
 
     :returns: :class:`~goat_core.contract.EmbedderSpec` objects; names are unique across
+        plugins.
+    """
+
+
+@hookspec
+def goat_register_rerankers() -> Iterable[RerankerSpec]:  # type: ignore[empty-body]
+    """Declare rerankers (a query and candidate texts to relevance scores, as a cross-encoder
+    does; a folder store's binding opts in with ``--set reranker=NAME``). Must not load a
+    model or touch the network: the spec's factory loads weights from disk when a store
+    first reranks.
+
+    :returns: :class:`~goat_core.contract.RerankerSpec` objects; names are unique across
         plugins.
     """

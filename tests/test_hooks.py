@@ -155,6 +155,36 @@ def test_hook_goat_register_embedders(reg: Registry) -> None:
         reg.get_embedder("big")
 
 
+def test_hook_goat_register_rerankers(reg: Registry) -> None:
+    """Rerankers are declared like embedders: by name, the first plugin keeping a name, a
+    wrong type or a duplicate recorded against the plugin that made it."""
+    from goat_core.contract import Reranker, RerankerSpec
+    from goat_core.testing import rerankers
+
+    class Two:
+        @hookimpl
+        def goat_register_rerankers(self) -> list[RerankerSpec]:
+            return [rerankers.goat_register_rerankers()[0]]  # "overlap" again
+
+    class WrongType:
+        @hookimpl
+        def goat_register_rerankers(self) -> list[str]:
+            return ["not a spec"]
+
+    add(reg, rerankers, "tests")
+    add(reg, Two(), "two")
+    add(reg, WrongType(), "wrong")
+    assert set(reg.rerankers()) == {"overlap", "reverse", "failing", "absent"}
+    failures = hook_failures(reg)
+    assert "reranker 'overlap' is already declared" in failures["two"]
+    assert "expected RerankerSpec, got str" in failures["wrong"]
+    model = reg.get_reranker("overlap").factory(Path("unused"))
+    assert isinstance(model, Reranker)
+    assert list(model.rerank("red apple", ["an apple", "a red apple", "pear"])) == [1.0, 2.0, 0.0]
+    with pytest.raises(NotFound, match=r"no reranker named 'big' is installed \(installed: "):
+        reg.get_reranker("big")
+
+
 @pytest.mark.parametrize("floor", [float("nan"), float("inf"), 1.5, -2.0, "0.3", True])
 def test_an_embedder_spec_with_a_bad_semantic_floor_is_the_plugins_failure(
     reg: Registry, floor: object
@@ -439,6 +469,10 @@ class AsyncImpls:
         return []
 
     @hookimpl
+    async def goat_register_rerankers(self) -> list[object]:
+        return []
+
+    @hookimpl
     async def goat_register_commands(self, cli: click.Group) -> None:
         return None
 
@@ -478,6 +512,7 @@ COLLECTIONS: dict[str, Callable[[Registry], Any]] = {
     "goat_register_providers": lambda r: r.providers(),
     "goat_register_commands": lambda r: r.register_commands(click.Group("goat")),
     "goat_register_embedders": lambda r: r.embedders(),
+    "goat_register_rerankers": lambda r: r.rerankers(),
 }
 
 

@@ -35,6 +35,7 @@ from goat_core.contract._records import (
     ReceiptStatus,
     Reflection,
 )
+from goat_core.contract._reranker import Reranker, RerankerSpec, reranker_cache_dir
 from goat_core.contract._scope import (
     PEN_ID_PATTERN,
     Derivation,
@@ -107,6 +108,8 @@ __all__ = [
     "Receipt",
     "ReceiptStatus",
     "Reflection",
+    "Reranker",
+    "RerankerSpec",
     "Scope",
     "ScopeKind",
     "ScopeRequest",
@@ -120,4 +123,5 @@ __all__ = [
     "derive_pen_id",
     "embedder_cache_dir",
     "normalize_pen_id",
+    "reranker_cache_dir",
 ]

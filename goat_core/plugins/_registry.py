@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from goat_core.contract import (
     Binding,
@@ -20,6 +20,7 @@ from goat_core.contract import (
     PluginLoadFailure,
     ProviderSpec,
     RecallResult,
+    RerankerSpec,
     Scope,
     ScopeRequest,
     ScopeResolution,
@@ -37,6 +38,9 @@ from goat_core.plugins._manager import GoatPluginManager, PluginSettings, make_p
 if TYPE_CHECKING:
     import click
     import pluggy
+
+#: A spec type declared by name through a collection hook (embedders, rerankers).
+_Spec = TypeVar("_Spec", EmbedderSpec, RerankerSpec)
 
 
 def _not_awaitable(value: Any, plugin: str, hook: str) -> Any:
@@ -58,6 +62,7 @@ class Registry:
         self._owners: dict[str, str] = {}
         self._by_plugin: dict[str, list[str]] = {}
         self._embedders: dict[str, EmbedderSpec] | None = None
+        self._rerankers: dict[str, RerankerSpec] | None = None
 
     @classmethod
     def load(cls, settings: PluginSettings | None = None) -> Registry:
@@ -164,20 +169,17 @@ class Registry:
         known = ", ".join(sorted(providers)) or "none"
         raise NotFound(f"no provider named {name!r} is installed (installed: {known})")
 
-    # -- embedders ----------------------------------------------------------------------
-    def embedders(self) -> dict[str, EmbedderSpec]:
-        """All declared embedders by name (cached). Bad declarations and duplicate names
-        become failures of the plugin that made them."""
-        if self._embedders is not None:
-            return self._embedders
-        found: dict[str, EmbedderSpec] = {}
-        hook = "goat_register_embedders"
+    # -- embedders and rerankers ----------------------------------------------------------
+    def _named(self, hook: str, kind: type[_Spec], noun: str) -> dict[str, _Spec]:
+        """The specs of type ``kind`` that ``hook`` declares, by name. Bad declarations and
+        duplicate names become failures of the plugin that made them."""
+        found: dict[str, _Spec] = {}
         for impl in reversed(list(self._impls(hook))):
             try:
                 specs = list(self._call(impl, hook, {}) or ())
                 for spec in specs:
-                    if not isinstance(spec, EmbedderSpec):
-                        raise TypeError(f"expected EmbedderSpec, got {type(spec).__name__}")
+                    if not isinstance(spec, kind):
+                        raise TypeError(f"expected {kind.__name__}, got {type(spec).__name__}")
             except Exception as exc:
                 self._hook_failure(impl.plugin_name, hook, exc)
                 continue
@@ -186,12 +188,18 @@ class Registry:
                     self._hook_failure(
                         impl.plugin_name,
                         hook,
-                        ValueError(f"embedder {spec.name!r} is already declared"),
+                        ValueError(f"{noun} {spec.name!r} is already declared"),
                     )
                     continue
                 found[spec.name] = spec
-        self._embedders = found
         return found
+
+    def embedders(self) -> dict[str, EmbedderSpec]:
+        """All declared embedders by name (cached). Bad declarations and duplicate names
+        become failures of the plugin that made them."""
+        if self._embedders is None:
+            self._embedders = self._named("goat_register_embedders", EmbedderSpec, "embedder")
+        return self._embedders
 
     def get_embedder(self, name: str) -> EmbedderSpec:
         """The spec of embedder ``name``.
@@ -203,6 +211,24 @@ class Registry:
             return embedders[name]
         known = ", ".join(sorted(embedders)) or "none"
         raise NotFound(f"no embedder named {name!r} is installed (installed: {known})")
+
+    def rerankers(self) -> dict[str, RerankerSpec]:
+        """All declared rerankers by name (cached). Bad declarations and duplicate names
+        become failures of the plugin that made them."""
+        if self._rerankers is None:
+            self._rerankers = self._named("goat_register_rerankers", RerankerSpec, "reranker")
+        return self._rerankers
+
+    def get_reranker(self, name: str) -> RerankerSpec:
+        """The spec of reranker ``name``.
+
+        :raises NotFound: no installed plugin declares it (the message lists those that do).
+        """
+        rerankers = self.rerankers()
+        if name in rerankers:
+            return rerankers[name]
+        known = ", ".join(sorted(rerankers)) or "none"
+        raise NotFound(f"no reranker named {name!r} is installed (installed: {known})")
 
     def provider_owner(self, name: str) -> str | None:
         self.providers()
