@@ -115,6 +115,9 @@ class ProviderContext:
     :param embedders: ``embedders(name) -> EmbedderSpec`` looks up an installed embedder
         (raises :class:`~goat_core.errors.NotFound`); ``None``: a store that needs one asks
         the plugin registry itself.
+    :param rerankers: ``rerankers(name) -> RerankerSpec`` looks up an installed reranker
+        (raises :class:`~goat_core.errors.NotFound`); ``None``: a store that needs one
+        reranks nothing and says so in ``degraded``.
     :param embed_progress: the host's progress sink while a store embeds notes for semantic
         recall inside a read or a reindex, called as ``embed_progress(done, total)`` in notes
         (first ``(0, total)``, then after each batch), possibly from the store's worker
@@ -136,6 +139,7 @@ class ProviderContext:
     connect: Callable[..., Awaitable[Any]] | None = field(default=None, repr=False)
     authorize: Callable[[str], Awaitable[Any]] | None = field(default=None, repr=False)
     embedders: Callable[[str], Any] | None = field(default=None, repr=False)
+    rerankers: Callable[[str], Any] | None = field(default=None, repr=False)
     embed_progress: Callable[[int, int], None] | None = field(default=None, repr=False)
     embed_in_background: bool = False
 

@@ -59,6 +59,7 @@ from goat_core.filestore._worker import StoreWorker
 from goat_core.logs import get_logger, redact_all
 
 if TYPE_CHECKING:
+    from goat_core.contract import Reranker
     from goat_core.filestore._embedding import BackgroundEmbedding
     from goat_core.filestore._pages import PageRef, StoredNote
     from goat_core.filestore.search import IndexedDoc, SearchIndex, SearchResults, VectorIndex
@@ -104,7 +105,7 @@ StoreRoot = Annotated[
 
 
 def _blank_is_none(value: Any) -> Any:
-    """``embedder=`` (empty, as a user clears it) means no embedder."""
+    """``embedder=`` or ``reranker=`` (empty, as a user clears it) means none."""
     return None if isinstance(value, str) and not value.strip() else value
 
 
@@ -129,6 +130,14 @@ class FolderStoreSettings(BaseModel):
             "Embedder for semantic recall (`goat embedders` lists the installed ones): recall "
             "fuses keyword and vector rankings. Default (or empty, `embedder=`): keyword "
             "recall only."
+        ),
+    )
+    reranker: Annotated[str | None, BeforeValidator(_blank_is_none)] = Field(
+        default=None,
+        pattern=r"^[a-z0-9][a-z0-9._-]{0,63}$",
+        description=(
+            "Reranker a plugin declares: recall reorders its first 20 notes by the reranker's "
+            "scores. Default (or empty, `reranker=`): no reranking."
         ),
     )
 
@@ -223,6 +232,9 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
         self._index: SearchIndex | None = None
         self._embedder: str | None = getattr(self._store_settings(context), "embedder", None)
         self._vectors: VectorIndex | None = None
+        self._reranker: str | None = getattr(self._store_settings(context), "reranker", None)
+        #: the reranker's loaded model, once a recall loaded it
+        self._reranker_model: Reranker | None = None
         #: the thread embedding this store's notes, in a host that embeds in the background
         self._background: BackgroundEmbedding | None = None
         # the vector index last synced completely, and the keyword index's token then
@@ -436,6 +448,8 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
         healthy = self.healthy.format(root=self.root)
         if self._embedder is not None:
             healthy += f"; semantic recall with embedder {self._embedder!r}"
+        if self._reranker is not None:
+            healthy += f"; reranked by reranker {self._reranker!r}"
         return folder_health(
             self.root, noun=self.noun, healthy=healthy, index_path=self._index_path
         )
@@ -451,6 +465,7 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
             self._vectors.close()
             self._vectors = None
         self._vectors_synced = None
+        self._reranker_model = None
 
     # -- hybrid recall (worker thread) --------------------------------------------------------
     def _vector_open(self) -> VectorIndex:
@@ -624,8 +639,94 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
         return {**counts, "embedded": stats["embedded"]}
 
     def _ranked(self, query: str, limit: int) -> SearchResults:
-        """The ranked hits of a recall: keyword only (exactly the search index's answer)
-        without an embedder; else keyword and vector rankings fused
+        """The ranked hits of a recall (:meth:`_ranking`); with a reranker, the first
+        :data:`~goat_core.filestore.search.RERANK_DEPTH` of them reordered by its scores
+        (:meth:`_reranked`), then cut at ``limit``. ``complete`` keeps its meaning: every
+        matching note is among the hits."""
+        if self._reranker is None:
+            return self._ranking(query, limit)
+        import dataclasses
+
+        from goat_core.filestore.search import RERANK_DEPTH
+
+        results = self._reranked(query, self._ranking(query, max(limit, RERANK_DEPTH)))
+        hits = results.hits[:limit]
+        complete = results.complete and results.total <= len(hits)
+        return dataclasses.replace(results, hits=hits, complete=complete)
+
+    def _reranker_open(self) -> Reranker:
+        """The store's reranker, loaded on first use (a failed load is tried again at the next
+        recall).
+
+        :raises GoatError: the reranker is not installed, or its weights are missing or do not
+            match their sha256; any other exception of its factory is a
+            ``ProviderUnavailable`` naming it.
+        """
+        if self._reranker_model is not None:
+            return self._reranker_model
+        from goat_core.contract import Reranker, reranker_cache_dir
+        from goat_core.errors import GoatError
+
+        name = self._reranker
+        assert name is not None
+        lookup = self.context.rerankers
+        if lookup is None:  # the host hands its registry's lookup over; filestore loads none
+            raise ProviderUnavailable(
+                f"reranker {name!r} cannot be looked up: this store's context has no "
+                "rerankers (ProviderContext.rerankers)"
+            )
+        spec = lookup(name)
+        try:
+            model = spec.factory(reranker_cache_dir(self.context.home.data_dir, name))
+        except GoatError:
+            raise
+        except Exception as exc:  # a plugin's bug or its runtime's: typed, named
+            raise ProviderUnavailable(
+                f"reranker {name!r} failed to load ({type(exc).__name__}: {exc})"
+            ) from exc
+        if not isinstance(model, Reranker):
+            raise ProviderUnavailable(
+                f"reranker {name!r} loaded a {type(model).__name__}, which has no rerank()"
+            )
+        self._reranker_model = model
+        return model
+
+    def _reranked(self, query: str, results: SearchResults) -> SearchResults:
+        """``results`` with their first :data:`~goat_core.filestore.search.RERANK_DEPTH` hits
+        reordered by the reranker's scores of each note's title and body
+        (:func:`~goat_core.filestore.search.rerank_text`). When the reranker cannot be
+        loaded, raises or answers something else than one finite score per note, the hits
+        come back in their order, with the reason in ``degraded``; ``complete`` is unchanged
+        (the same notes are shown)."""
+        import dataclasses
+
+        from goat_core.filestore.search import (
+            RERANK_DEPTH,
+            checked_scores,
+            rerank_text,
+            reranked,
+        )
+
+        top = results.hits[:RERANK_DEPTH]
+        if len(top) < 2:  # nothing to reorder: no model loaded, nothing degraded
+            return results
+        texts = []
+        for hit in top:
+            note = self._hit_note(hit.path)
+            texts.append(rerank_text(hit.title, note.body if note is not None else hit.snippet))
+        try:
+            scores = checked_scores(self._reranker_open().rerank(query, texts), len(texts))
+        except Exception as exc:  # typed or not, it never loses the recall
+            reason = (
+                f"reranking with reranker {self._reranker!r} failed ({type(exc).__name__}: "
+                f"{redact_all(str(exc))}); these are in their unreranked order"
+            )
+            return dataclasses.replace(results, degraded=(*results.degraded, reason))
+        return dataclasses.replace(results, hits=reranked(results.hits, scores))
+
+    def _ranking(self, query: str, limit: int) -> SearchResults:
+        """The ranked hits of a recall before any reranking: keyword only (exactly the search
+        index's answer) without an embedder; else keyword and vector rankings fused
         (:func:`goat_core.filestore.search.fuse`), each hit's snippet cut from its best
         matching chunk. A vector index found damaged by the search is re-embedded where it
         was damaged and searched again. When the embedder cannot be loaded or that repair

@@ -66,10 +66,47 @@ class HostBindings(HostBase):
             raise ConfigError(
                 f"invalid settings for provider {spec.name}: {_validation_message(exc)}"
             ) from exc
-        problem = self._embedder_problem(validated)
+        problem = self._embedder_problem(validated) or self._reranker_problem(validated)
         if problem is not None:
             raise ConfigError(f"invalid settings for provider {spec.name}: {problem}")
         return validated
+
+    def _model_warning(self, settings: BaseModel | dict[str, Any]) -> str | None:
+        """Why the embedder or reranker a saved binding names cannot be used, and what
+        recall answers meanwhile (``goat check`` and ``goat status`` warn with it);
+        ``None``: both usable, or none set."""
+        problem = self._embedder_problem(settings)
+        if problem is not None:
+            return f"{problem}: recall answers keyword results only, degraded"
+        problem = self._reranker_problem(settings)
+        if problem is not None:
+            return f"{problem}: recall answers in its unreranked order, degraded"
+        return None
+
+    def _reranker_problem(self, settings: BaseModel | dict[str, Any]) -> str | None:
+        """Why the reranker these settings name (a folder store's ``reranker``) cannot be
+        used: not installed (the message names those that are), or its weights are not on
+        disk. ``None``: no reranker set, or an available one."""
+        name = (
+            settings.get("reranker")
+            if isinstance(settings, dict)
+            else getattr(settings, "reranker", None)
+        )
+        if not isinstance(name, str):
+            return None
+        installed = self.registry.rerankers()
+        if name in installed:
+            from goat_core.contract import reranker_cache_dir
+
+            cache = reranker_cache_dir(self.home.data_dir, name)
+            if installed[name].available(cache):
+                return None
+            return (
+                f"the weights of reranker {name!r} are not on disk ({cache}, or the package "
+                "that ships them)"
+            )
+        known = ", ".join(sorted(installed)) or "none"
+        return f"reranker {name!r} is not installed (installed: {known})"
 
     def _embedder_problem(self, settings: BaseModel | dict[str, Any]) -> str | None:
         """Why the embedder these settings name (a folder store's ``embedder``) cannot be
@@ -282,9 +319,9 @@ class HostBindings(HostBase):
             finally:
                 if not record:
                     await provider.close()
-        problem = self._embedder_problem(binding.settings)
+        problem = self._model_warning(binding.settings)
         if problem is not None and health.ok:
-            health = Health.broken(f"{problem}: recall answers keyword results only, degraded")
+            health = Health.broken(problem)
         if record:
             self._state.health[scope.key] = _Checked(health, binding.model_dump_json())
         return health
@@ -511,10 +548,9 @@ class HostBindings(HostBase):
         warned = checked is not None and (not checked.health.ok or checked.health.tone is Tone.WARN)
         if checked and checked.fingerprint == binding.model_dump_json() and warned:
             return BindingStatus(tone=Tone.WARN, reason=checked.health.reason, **base)
-        problem = self._embedder_problem(binding.settings)
+        problem = self._model_warning(binding.settings)
         if problem is not None:
-            reason = f"{problem}: recall answers keyword results only, degraded"
-            return BindingStatus(tone=Tone.WARN, reason=reason, **base)
+            return BindingStatus(tone=Tone.WARN, reason=problem, **base)
         reason = (
             "embedded default"
             if binding.id == DEFAULT_BINDING_ID

@@ -88,6 +88,7 @@ class HostBase(ABC):
         progress: Callable[[int, int], None] | None = None,
         embed_progress: Callable[[int, int], None] | None = None,
         embedders: Callable[[str], Any] | None = None,
+        rerankers: Callable[[str], Any] | None = None,
         embed_in_background: bool = False,
     ) -> None:
         self.home = home if home is not None else GoatHome.from_env()
@@ -97,6 +98,7 @@ class HostBase(ABC):
         self._embed_progress = embed_progress
         self._embed_in_background = embed_in_background
         self._embedders = embedders if embedders is not None else self.registry.get_embedder
+        self._rerankers = rerankers if rerankers is not None else self.registry.get_reranker
         self._state = _State()
         #: owns the sessions of remote (``spec.network``) bindings (:class:`Supervisor`)
         self.supervisor = Supervisor(clock=clock, policy=policy)
@@ -345,6 +347,7 @@ class HostBase(ABC):
             embed_progress=self._embed_progress,
             embed_in_background=self._embed_in_background,
             embedders=self._embedders,
+            rerankers=self._rerankers,
             connect=guarded,
             authorize=guarded.authorize if guarded is not None else None,
         )

@@ -52,6 +52,10 @@ class MemoryHost(HostTransfer, HostBindings):
         embedder (default: the registry's; raising
         :class:`~goat_core.errors.ProviderUnavailable` keeps this process from loading any
         model: recall then answers keyword results, degraded with that reason).
+    :param rerankers: ``rerankers(name) -> RerankerSpec``, how providers built here find a
+        reranker (default: the registry's; raising
+        :class:`~goat_core.errors.ProviderUnavailable` keeps this process from loading any
+        model: recall then answers in its unreranked order, degraded with that reason).
     :param embed_in_background: handed to every provider built here
         (:attr:`ProviderContext.embed_in_background`): a recall that finds notes to embed
         answers at once with the vectors stored so far while the store embeds the rest on a

@@ -22,7 +22,8 @@ A binding with an embedder (semantic recall) is only recalled by meaning through
 server: loading a model takes seconds, so the hook never does. Without an answering server
 (none runs, or its socket is not this user's owner-only socket, or it answers garbage, too
 much or too late) the hook recalls in-process with keyword ranking only and says so on
-stderr (``keyword-only recall, degraded: ...``).
+stderr (``keyword-only recall, degraded: ...``). A reranker is only loaded by a running
+server too: in-process, the recall keeps its unreranked order and says so in ``degraded``.
 
 Never imports mcp.
 """
@@ -319,8 +320,13 @@ def _recall(
         # none answered is said once, in the reason below)
         raise ProviderUnavailable("the hook loads no embedding model")
 
+    def no_reranker(name: str) -> Any:
+        raise ProviderUnavailable("the hook loads no reranking model")
+
     async def turn() -> HookResult:
-        async with MemoryHost(home=home, registry=registry, embedders=no_model) as host:
+        async with MemoryHost(
+            home=home, registry=registry, embedders=no_model, rerankers=no_reranker
+        ) as host:
             result = await _turn(host, scope, prompt, budget)
             binding = host.context_for(Chat(project_id=scope.pen_id)).binding
             embedder = binding.settings.get("embedder") if binding is not None else None

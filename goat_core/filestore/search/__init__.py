@@ -96,6 +96,13 @@ from goat_core.filestore.search._records import (
     SearchResults,
     SyncStats,
 )
+from goat_core.filestore.search._rerank import (
+    RERANK_CHARS,
+    RERANK_DEPTH,
+    checked_scores,
+    rerank_text,
+    reranked,
+)
 from goat_core.filestore.search._snippets import (
     SNIPPET_CLOSE,
     SNIPPET_OPEN,
@@ -115,6 +122,8 @@ __all__ = [
     "FUSION",
     "MAX_QUERY_TERMS",
     "NOTE_WEIGHT",
+    "RERANK_CHARS",
+    "RERANK_DEPTH",
     "SCHEMA_VERSION",
     "SNIPPET_CLOSE",
     "SNIPPET_OPEN",
@@ -134,11 +143,14 @@ __all__ = [
     "Snippet",
     "SyncStats",
     "VectorIndex",
+    "checked_scores",
     "chunk_note",
     "fts_query",
     "fuse",
     "highlight",
     "note_text",
     "query_terms",
+    "rerank_text",
+    "reranked",
     "search_terms",
 ]

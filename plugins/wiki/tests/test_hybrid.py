@@ -84,3 +84,45 @@ async def test_wiki_recall_without_the_model_is_degraded(tmp_path: Path) -> None
         assert any("weights missing" in d for d in result.degraded)
     finally:
         await wiki.close()
+
+
+def _reranked_wiki(tmp_path: Path, reranker: str) -> Any:
+    """A wiki of three pages matching ``wheel``, bound with a test reranker (no embedder)."""
+    from goat_core.plugins import Registry, register_plugin
+    from goat_core.testing import rerankers
+
+    root = tmp_path / "wiki"
+    (root / "concepts").mkdir(parents=True)
+    for name, text in (("Cars", "wheel wheel wheel"), ("Carts", "wheel wheel"), ("Vans", "wheel")):
+        (root / "concepts" / f"{name}.md").write_text(f"# {name}\n\nA {text}.\n")
+    registry = Registry.load()
+    register_plugin(registry.pm, rerankers, "testrerank")
+    context = ProviderContext(
+        scope=Scope.global_(),
+        binding=Binding(id="default", provider="wiki", settings={}),
+        settings=WikiSettings(root=root, reranker=reranker),
+        home=GoatHome.from_env(tmp_path / "home"),
+        rerankers=registry.get_reranker,
+    )
+    return spec().factory(context)
+
+
+async def test_wiki_recall_is_reranked(tmp_path: Path) -> None:
+    wiki = _reranked_wiki(tmp_path, "reverse")
+    try:
+        result = await wiki.recall("wheel", limit=3)
+    finally:
+        await wiki.close()
+    assert [i.title for i in result.items] == ["Vans", "Carts", "Cars"]
+    assert result.complete is True and result.degraded == ()
+
+
+async def test_wiki_recall_with_a_failing_reranker_keeps_its_order(tmp_path: Path) -> None:
+    wiki = _reranked_wiki(tmp_path, "failing")
+    try:
+        result = await wiki.recall("wheel", limit=3)
+    finally:
+        await wiki.close()
+    assert [i.title for i in result.items] == ["Cars", "Carts", "Vans"]
+    assert result.complete is True
+    assert result.degraded[-1].startswith("reranking with reranker 'failing' failed")
