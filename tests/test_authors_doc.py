@@ -54,5 +54,5 @@ def test_one_file_provider_passes_the_suite(pytester: pytest.Pytester) -> None:
     pytester.syspathinsert(pytester.path / "site")
     pytester.syspathinsert(pytester.path)
     result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "-rs", "tests")
-    result.assert_outcomes(passed=27, skipped=16)
+    result.assert_outcomes(passed=27, skipped=19)
     result.stdout.fnmatch_lines(["*provider 'jsonfile' does not declare capability 'shared_bank'*"])
