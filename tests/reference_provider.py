@@ -910,6 +910,16 @@ class BankProvider(ReferenceProvider):
         return Health.healthy(f"bank {settings.bank} reachable")
 
 
+class FakeIdProvider(ReferenceProvider):
+    """The seeded defect: a stored receipt names a page that does not hold the write."""
+
+    async def remember(self, write: MemoryWrite) -> Receipt:
+        receipt = await super().remember(write)
+        if receipt.status is not ReceiptStatus.STORED:
+            return receipt
+        return receipt.model_copy(update={"id": "n-000000000000"})
+
+
 class QuoteSecretBank(BankProvider):
     """The seeded defect: a failed connection's error quotes the credential it sent."""
 
@@ -1003,6 +1013,7 @@ DEFECTS: dict[str, type[ReferenceProvider]] = {
     "reference_forgettitle": ForgetTitleProvider,
     "reference_feedbackscope": FeedbackScopeProvider,
     "reference_mergeuntitled": MergeUntitledProvider,
+    "reference_fakeid": FakeIdProvider,
 }
 DEFECT_SPECS: dict[str, ProviderSpec] = {}
 for _name, _cls in DEFECTS.items():

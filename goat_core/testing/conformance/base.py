@@ -305,6 +305,30 @@ async def find(provider: Provider, word: str, *, limit: int = 100) -> list[Recal
     return [item for item in result.items if _nfc(word) in item_text(item)]
 
 
+async def receipt_opens_its_page(
+    provider: Provider, receipt: Receipt, word: str, what: str
+) -> None:
+    """A ``stored`` receipt's ``id`` opens the page holding ``word`` (providers with
+    ``pages`` that keep the text; an ``id`` of ``None`` says nothing)."""
+    from goat_core.errors import NotFound
+
+    spec = provider.spec
+    if receipt.id is None or not spec.supports(Capability.PAGES) or spec.extracts_facts:
+        return
+    try:
+        page = await provider.get_page(receipt.id)
+    except NotFound as exc:
+        raise AssertionError(
+            f"a LIE: {what} answered 'stored' with id {receipt.id!r}, which opens no page "
+            f"({exc}): a receipt's id names the page that holds the write"
+        ) from exc
+    assert _nfc(word) in _nfc(page.body), (
+        f"a LIE: {what} answered 'stored' with id {receipt.id!r}, but that page does not hold "
+        "the write: the id must come from the write itself, never from a guess or the "
+        "scope's latest page"
+    )
+
+
 async def _walk_pages(provider: Any, *, limit: int) -> list[PageSummary]:
     """Every page reachable by following ``next_cursor`` (at most 1000 requests)."""
     seen: list[PageSummary] = []
@@ -450,6 +474,7 @@ class ConformanceBase:
                     f"receipt says 'stored' but recall of {word!r} finds nothing: a dropped or "
                     "queued write must not be reported as stored"
                 )
+                await receipt_opens_its_page(provider, receipt, word, "an ordinary write")
             else:
 
                 async def visible() -> None:

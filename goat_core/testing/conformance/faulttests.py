@@ -11,7 +11,13 @@ import pytest
 
 from goat_core.contract import Capability, MemoryWrite, Receipt, ReceiptStatus, Scope
 from goat_core.errors import GoatError, StoreUnwritable
-from goat_core.testing.conformance.base import ConformanceBase, StoreSet, find, token
+from goat_core.testing.conformance.base import (
+    ConformanceBase,
+    StoreSet,
+    find,
+    receipt_opens_its_page,
+    token,
+)
 from goat_core.testing.conformance.faults import Fault, FaultInjector
 
 __all__ = ["FaultInjectionTests"]
@@ -110,6 +116,10 @@ class FaultInjectionTests(ConformanceBase):
                 )
 
             await self.settle(spec, landed)
+            if receipt.status is ReceiptStatus.STORED:
+                await receipt_opens_its_page(
+                    provider, receipt, word, f"under {fault.value}, remember"
+                )
         elif receipt.status in {ReceiptStatus.REJECTED, ReceiptStatus.FAILED}:
             await self._did_not_land(provider, word, fault, f"answered {receipt.status.value!r}")
         else:
