@@ -35,11 +35,20 @@ def driver(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
     (tmp_path / name / "__init__.py").write_text(
         textwrap.dedent(
             """
+            import logging
             import socket
+
+            from goat_core.host._connect import announce_allowed
 
             def dial(port):
                 with socket.create_connection(("127.0.0.1", port), timeout=2):
                     return "connected"
+
+            def allow(url):  # what context.authorize announces, from the provider's frame
+                announce_allowed(url)
+
+            def log(message):
+                logging.getLogger("egress-probe").warning(message)
             """
         )
     )
@@ -61,15 +70,55 @@ def test_a_watched_package_cannot_dial_an_address_never_allowed(
 def test_after_the_guard_allowed_the_url_the_driver_connects(
     driver: ModuleType, listener: int
 ) -> None:
-    announce_allowed(f"postgresql://127.0.0.1:{listener}/db")
+    driver.allow(f"postgresql://127.0.0.1:{listener}/db")
     assert driver.dial(listener) == "connected"
-    assert ("127.0.0.1", listener) in _egress_audit.allowed()
+    assert ("127.0.0.1", listener) in _egress_audit.allowed(driver.__name__)
+
+
+def test_an_allowance_of_the_host_or_another_package_does_not_count(
+    driver: ModuleType, listener: int
+) -> None:
+    announce_allowed(f"redis://127.0.0.1:{listener}")  # the host's own: no provider frame
+    with pytest.raises(ProviderUnavailable):
+        driver.dial(listener)
+
+
+def test_ipv6_forms_of_one_address_are_one_address(driver: ModuleType, listener: int) -> None:
+    driver.allow(f"redis://[::ffff:127.0.0.1]:{listener}")  # the kernel's form is 127.0.0.1
+    assert driver.dial(listener) == "connected"
+    assert _egress_audit.canonical_host("[0:0:0:0:0:0:0:1]") == "::1"
+
+
+def test_a_log_handler_s_connect_is_the_host_s(
+    driver: ModuleType, listener: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A host ships logs over a socket; a provider's log line must not be refused."""
+    import logging
+    import logging.handlers
+
+    handler = logging.handlers.SocketHandler("127.0.0.1", listener)
+    errors: list[str] = []
+    monkeypatch.setattr(handler, "handleError", lambda record: errors.append("lost"))
+    logger = logging.getLogger("egress-probe")
+    logger.addHandler(handler)
+    try:
+        driver.log("shipped")
+    finally:
+        logger.removeHandler(handler)
+        handler.close()
+    assert errors == []
+
+
+def test_the_application_itself_is_never_watched() -> None:
+    _egress_audit.watch("__main__")
+    _egress_audit.watch("json")  # a stdlib name: never a provider's package
+    assert not {"__main__", "json"} & _egress_audit._packages
 
 
 def test_another_port_of_an_allowed_host_is_still_refused(
     driver: ModuleType, listener: int
 ) -> None:
-    announce_allowed(f"redis://127.0.0.1:{listener + 1 if listener < 65535 else 1}")
+    driver.allow(f"redis://127.0.0.1:{listener + 1 if listener < 65535 else 1}")
     with pytest.raises(ProviderUnavailable):
         driver.dial(listener)
 

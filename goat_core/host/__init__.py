@@ -16,6 +16,7 @@ from goat_core.host._connect import Endpoint, GuardedConnect
 from goat_core.host._context import MemoryContext, memory_tools
 from goat_core.host._credentials import CredentialStore
 from goat_core.host._egress import EGRESS_HEADER, check_egress, guarded_http_client
+from goat_core.host._egress_audit import canonical_host
 from goat_core.host._memoryhost import MemoryHost
 from goat_core.host._records import (
     DEFAULT_BINDING_ID,
@@ -64,6 +65,7 @@ __all__ = [
     "ToolDefinition",
     "ToolSet",
     "TurnMemory",
+    "canonical_host",
     "check_egress",
     "format_memory_block",
     "guarded_http_client",

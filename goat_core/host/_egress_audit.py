@@ -11,8 +11,18 @@ the guarded HTTP client) names its host and port. Anything else raises
 Connects of the host application itself (no provider frame on the stack) pass untouched.
 Unix sockets pass; only TCP/IP addresses are judged.
 
-Allowed host names admit any address on their port: the guard saw the name, the connect
-sees the address it resolved to.
+What the guard allowed is kept per package: an allowance counts for the package whose frame
+was on the stack when the guard allowed it (the host's own allowances for no package). Host
+names admit any address on their port: the guard saw the name, the connect sees the address
+it resolved to. Addresses are compared in one form (IPv4-mapped IPv6 as IPv4, IPv6
+compressed).
+
+Limits: the hook sees Python sockets only, and only with a provider frame on the stack. A
+connect in C, in a subprocess, or in a worker thread started with a library function (not
+the provider's own) passes unseen; the suite's socket-table check catches those in tests
+(docs/authors.md, Runtime guards). A connect made inside ``logging`` (a host's log handler)
+is the host's. ``__main__`` is never watched: a provider defined in the application itself
+cannot be told from it.
 """
 
 from __future__ import annotations
@@ -28,16 +38,19 @@ from goat_core.errors import ProviderUnavailable
 
 _lock = threading.Lock()
 _packages: set[str] = set()
-_allowed: set[tuple[str, int | None]] = set()
+#: package (``None``: the host's own) -> the ``(host, port)`` pairs the guard allowed for it
+_allowed: dict[str | None, set[tuple[str, int | None]]] = {}
 _installed = False
+#: never watched: the application itself, and core, which connects only through the guard
+_NEVER = frozenset({"__main__", "goat_core"})
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
 def watch(package: str) -> None:
     """Judge the connects made under ``package`` (a top-level module name) from now on."""
     global _installed
-    if package == "goat_core":
-        return  # core connects only through the guard it implements
+    if package in _NEVER or package in sys.stdlib_module_names:
+        return
     with _lock:
         _packages.add(package)
         if not _installed:
@@ -45,10 +58,22 @@ def watch(package: str) -> None:
             _installed = True
 
 
-def allowed() -> frozenset[tuple[str, int | None]]:
-    """The ``(host, port)`` pairs the guard allowed in this process so far."""
+def allowed(package: str | None = None) -> frozenset[tuple[str, int | None]]:
+    """The ``(host, port)`` pairs the guard allowed for ``package`` so far."""
     with _lock:
-        return frozenset(_allowed)
+        return frozenset(_allowed.get(package, ()))
+
+
+def canonical_host(host: str) -> str:
+    """``host`` lowercased; an IP address in one form (IPv4-mapped IPv6 as IPv4)."""
+    host = host.lower().strip("[]")
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        return host
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        return str(ip.ipv4_mapped)
+    return str(ip)
 
 
 def _allow(url: str) -> None:
@@ -58,8 +83,9 @@ def _allow(url: str) -> None:
     except ValueError:
         return
     if parts.hostname:
+        package = _watched_caller(sys._getframe(2))
         with _lock:
-            _allowed.add((parts.hostname.lower(), port))
+            _allowed.setdefault(package, set()).add((canonical_host(parts.hostname), port))
 
 
 def _audit(event: str, args: tuple[Any, ...]) -> None:
@@ -73,9 +99,9 @@ def _judge(args: tuple[Any, ...]) -> None:
     address = args[1] if len(args) > 1 else None
     if not (isinstance(address, tuple) and len(address) >= 2 and isinstance(address[0], str)):
         return  # a Unix socket or an address family the rule does not cover
-    host, port = address[0].lower(), address[1]
+    host, port = canonical_host(address[0]), address[1]
     package = _watched_caller(sys._getframe(2))
-    if package is None or _passes(host, port):
+    if package is None or _passes(package, host, port):
         return
     raise ProviderUnavailable(
         f"egress refused by GOAT: {package} connected to {host}:{port}, which the egress guard "
@@ -85,18 +111,22 @@ def _judge(args: tuple[Any, ...]) -> None:
 
 
 def _watched_caller(frame: FrameType | None) -> str | None:
+    """The watched package whose frame is nearest the connect, or ``None`` (the host's:
+    no provider frame, or ``logging`` nearer than any)."""
     while frame is not None:
         module = frame.f_globals.get("__name__", "")
         top = module.partition(".")[0]
+        if top == "logging":
+            return None  # a log handler of the host's, called from a provider's log line
         if top in _packages:
             return top
         frame = frame.f_back
     return None
 
 
-def _passes(host: str, port: Any) -> bool:
+def _passes(package: str, host: str, port: Any) -> bool:
     with _lock:
-        pairs = list(_allowed)
+        pairs = list(_allowed.get(package, ()))
     for allowed_host, allowed_port in pairs:
         if allowed_port != port:
             continue

@@ -36,6 +36,7 @@ from types import FrameType
 from typing import Any
 from urllib.parse import urlsplit
 
+from goat_core.host import canonical_host
 from goat_core.testing.conformance import sockets
 
 __all__ = ["LAG_BOUND_S", "Guard", "Violation", "lag_bound", "record_lag"]
@@ -196,14 +197,14 @@ class Guard:
         except ValueError:
             return
         if parts.hostname:
-            self._allowed.add((parts.hostname.lower(), port))
+            self._allowed.add((canonical_host(parts.hostname), port))
 
     def _socket(self, args: tuple[Any, ...]) -> None:
         address = args[1] if len(args) > 1 else None
         if not (isinstance(address, tuple) and len(address) >= 2):
             where, host, port = str(address), None, None
         else:
-            host, port = str(address[0]).lower(), address[1]
+            host, port = canonical_host(str(address[0])), address[1]
             where = f"{host}:{port}"
         if not self.network:
             self._add(
