@@ -333,6 +333,10 @@ def test_config_is_frozen() -> None:
         ({"client_secret": "x"}, "setting 'client_secret'"),
         ({"servers": [{"token": "x"}]}, "setting 'servers\\[0\\].token'"),
         ({"base_url": "https://u:p@h.example"}, "setting 'base_url' .* is a URL with a password"),
+        # a password with an unescaped '#', '/' or '?' breaks the parse, not the rule
+        ({"server": "tcp://:Sup3rSecret#PW@127.0.0.1:5"}, "setting 'server' .* with a password"),
+        ({"server": "tcp://:Sup3r/PW@127.0.0.1:5"}, "setting 'server' .* with a password"),
+        ({"server": "tcp://u:Sup3r?PW@127.0.0.1:5"}, "setting 'server' .* with a password"),
     ],
 )
 def test_secret_guard_refuses_to_save(home: GoatHome, settings: dict[str, Any], rule: str) -> None:
@@ -350,6 +354,7 @@ def test_secret_guard_checks_egress_urls(home: GoatHome) -> None:
 
 def test_secret_guard_allows_ordinary_names(home: GoatHome) -> None:
     settings = {"max_tokens": 5, "token_budget": 3, "keyfile_dir": "/x", "secretary": "bob"}
+    settings["profile"] = "https://social.example/users/@me"  # an '@' in a path is no userinfo
     binding = Binding(id="global", provider="m", settings=settings)
     save_config(home, Config().with_binding(GLOBAL, binding))
     assert load_config(home).selected(GLOBAL) == binding

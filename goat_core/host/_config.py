@@ -286,11 +286,17 @@ def _secret_problems(binding: Binding) -> Iterator[str]:
 
 
 def _has_password(url: str) -> bool:
+    """Whether ``url`` carries userinfo, also when a character the user did not escape
+    (``#``, ``/``, ``?`` in a password) breaks its parse: then an ``@`` after a host part
+    that does not parse counts as userinfo."""
     try:
         parts = urlsplit(url)
+        if parts.password or parts.username:
+            return True
+        valid = bool(parts.hostname) and (parts.port or 0) >= 0
     except ValueError:
-        return False
-    return bool(parts.password or parts.username)
+        valid = False
+    return not valid and "@" in url.partition("://")[2]
 
 
 def _entry(binding: Binding) -> dict[str, Any]:

@@ -48,8 +48,11 @@ def split_endpoint(url: str) -> tuple[str, str, int]:
     try:
         parts = urlsplit(url)
         port = parts.port
-    except ValueError as exc:
-        raise BadInput(f"cannot connect to an invalid URL ({exc})") from None
+    except ValueError:  # its text may quote a password the user did not escape
+        raise BadInput(
+            "cannot connect to an invalid URL: its host or port does not parse (escape "
+            "'#', '/' and '?' in it, and keep credentials out of it)"
+        ) from None
     if not parts.scheme or not parts.hostname or port is None:
         raise BadInput(
             "a guarded connection needs a URL with scheme, host and port "
