@@ -133,28 +133,51 @@ async def answered_before_eof(
 
     Without this, a client that writes its requests and closes stdin (``printf ... | goat
     serve``) lost the answers still being computed: the SDK ends the session at EOF.
+    Requests are counted by id (an id sent twice waits for two answers); a request the
+    client cancelled (``notifications/cancelled``) is not waited for. Answers still due when
+    the grace ends are logged (``serve.eof_unanswered``), never dropped in silence.
     Yields ``(reads, writes)``: memory streams relayed to and from the transport's.
     """
+    from collections import Counter
+
     import anyio
 
-    pending: set[Any] = set()
+    from goat_core.logs import get_logger
+
+    pending: Counter[Any] = Counter()
     idle, done = anyio.Event(), anyio.Event()
     idle.set()
     to_server, reads = anyio.create_memory_object_stream[Any](16)
     writes, from_server = anyio.create_memory_object_stream[Any](16)
+
+    def settle(request_id: Any) -> None:
+        if pending[request_id] > 0:
+            pending[request_id] -= 1
+        if pending[request_id] <= 0:
+            del pending[request_id]
+        if not pending:
+            idle.set()
 
     async def inbound() -> None:
         nonlocal idle
         async with to_server:
             async for item in read_stream:
                 message: Any = getattr(item, "message", None)
-                if getattr(message, "method", None) is not None and hasattr(message, "id"):
-                    pending.add(message.id)
+                method = getattr(message, "method", None)
+                if method is not None and hasattr(message, "id"):
+                    pending[message.id] += 1
                     if idle.is_set():
                         idle = anyio.Event()
+                elif method == "notifications/cancelled":
+                    params = getattr(message, "params", None) or {}
+                    settle(params.get("requestId") if isinstance(params, dict) else None)
                 await to_server.send(item)
             with anyio.move_on_after(grace):
                 await idle.wait()
+            if pending:
+                get_logger(__name__).warning(
+                    "serve.eof_unanswered", requests=sum(pending.values()), grace_s=grace
+                )
 
     async def outbound() -> None:
         async with from_server, write_stream:
@@ -162,9 +185,7 @@ async def answered_before_eof(
                 await write_stream.send(item)
                 message = getattr(item, "message", None)
                 if getattr(message, "method", None) is None:  # an answer, now written
-                    pending.discard(getattr(message, "id", None))
-                    if not pending:
-                        idle.set()
+                    settle(getattr(message, "id", None))
         done.set()
 
     async with anyio.create_task_group() as tg:

@@ -45,9 +45,11 @@ async def test_eof_waits_for_the_answer_of_a_slow_request() -> None:
 
 
 async def test_eof_waits_no_longer_than_the_grace() -> None:
+    from structlog.testing import capture_logs
+
     client_send, transport_reads = anyio.create_memory_object_stream[object](4)
     transport_writes, _client_reads = anyio.create_memory_object_stream[object](4)
-    with anyio.fail_after(5):
+    with anyio.fail_after(5), capture_logs() as logs:
         async with answered_before_eof(transport_reads, transport_writes, grace=0.2) as (
             reads,
             writes,
@@ -58,6 +60,7 @@ async def test_eof_waits_no_longer_than_the_grace() -> None:
                 assert (await reads.receive()).message.id == 1
                 with pytest.raises(anyio.EndOfStream):
                     await reads.receive()  # never answered: EOF after the grace
+    assert [(e["event"], e["requests"]) for e in logs] == [("serve.eof_unanswered", 1)]
 
 
 _MESSAGES = [
@@ -82,3 +85,40 @@ def test_piped_requests_are_all_answered(home: Path) -> None:
         ids = [json.loads(line)["id"] for line in proc.stdout.splitlines() if line.strip()]
         assert sorted(ids) == [1, 2, 3], proc.stdout + proc.stderr
         assert proc.returncode == 0, proc.stderr
+
+
+async def test_an_id_sent_twice_waits_for_two_answers() -> None:
+    client_send, transport_reads = anyio.create_memory_object_stream[object](4)
+    transport_writes, client_reads = anyio.create_memory_object_stream[object](4)
+    async with answered_before_eof(transport_reads, transport_writes, grace=5) as (reads, writes):
+        await client_send.send(_request(1))
+        await client_send.send(_request(1))
+        await client_send.aclose()
+        async with writes:
+            first, second = await reads.receive(), await reads.receive()
+            await writes.send(_answer(first.message.id))
+            await anyio.sleep(0.2)
+            await writes.send(_answer(second.message.id))
+    ids = [client_reads.receive_nowait().message.id for _ in range(2)]  # type: ignore[attr-defined]
+    assert ids == [1, 1]
+
+
+async def test_a_cancelled_request_is_not_waited_for() -> None:
+    client_send, transport_reads = anyio.create_memory_object_stream[object](4)
+    transport_writes, _client_reads = anyio.create_memory_object_stream[object](4)
+    cancel = SimpleNamespace(
+        message=SimpleNamespace(method="notifications/cancelled", params={"requestId": 5})
+    )
+    with anyio.fail_after(3):  # the grace is 30 s: only the cancellation ends it sooner
+        async with answered_before_eof(transport_reads, transport_writes, grace=30) as (
+            reads,
+            writes,
+        ):
+            await client_send.send(_request(5))
+            await client_send.send(cancel)
+            await client_send.aclose()
+            async with writes:
+                assert (await reads.receive()).message.id == 5
+                assert (await reads.receive()).message.method == "notifications/cancelled"
+                with pytest.raises(anyio.EndOfStream):
+                    await reads.receive()
