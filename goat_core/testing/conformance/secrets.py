@@ -10,7 +10,8 @@ Its test class returns one factory per way from ``goat_connection_failures``. Th
 calls ``check``, ``recall`` and ``remember`` (and ``list_pages`` with ``pages``) on each, and
 fails if the credential shows in any error (its text, repr, causes and traceback), health
 reason, receipt, log line or the provider's repr, in any form
-(:func:`goat_core.logs.secret_forms`: raw, URL- or JSON-escaped, base64, ``Bearer``).
+(:func:`goat_core.logs.secret_forms`: raw, URL- or JSON-escaped, base64, ``Bearer``; and
+hex, or its first or last half, at least 8 characters).
 """
 
 from __future__ import annotations
@@ -183,16 +184,28 @@ class SecretTests(ConformanceBase):
         calls = [
             ("recall", lambda: provider.recall("probe", limit=5)),
             ("remember", lambda: provider.remember(MemoryWrite(text="probe", source="t"))),
+            ("check again", provider.check),  # a later check's reason counts too
         ]
         if spec.supports(Capability.PAGES):
-            calls.append(("list_pages", lambda: provider.list_pages(limit=5)))
+            calls += [
+                ("list_pages", lambda: provider.list_pages(limit=5)),
+                ("get_page", lambda: provider.get_page("probe")),
+                ("forget", lambda: provider.forget("probe")),
+            ]
+        if spec.supports(Capability.FEEDBACK):
+            write = MemoryWrite(kind="feedback", text="probe", source="t")
+            calls.append(("feedback", lambda: provider.feedback(write)))
         return calls
 
     @staticmethod
     def _assert_hidden(secret: str, text: str, failure: str) -> None:
         from goat_core.logs import secret_forms
 
-        for form in secret_forms(secret):
+        half = max(8, len(secret) // 2)
+        forms = {*secret_forms(secret), secret[:half], secret[-half:]}
+        raw = secret.encode()
+        forms |= {raw.hex(), raw.hex().upper()}
+        for form in sorted(forms, key=len, reverse=True):
             at = text.find(form)
             assert at < 0, (
                 f"a LEAK: under a {failure} connection the credential shows as {form!r}: "
