@@ -1466,3 +1466,22 @@ def test_a_note_larger_than_the_memo_bound_is_never_kept(
             assert ix.search("harbour").hits[0].snippet.startswith("harbour")
         assert ix._memo.shown_chars <= 100
         assert all(kept[5].words is None for kept in ix._memo.shown.values())
+
+
+@pytest.mark.parametrize("limit", [5, 20, 21, 22])
+def test_a_note_holding_some_terms_counts_whatever_the_limit(tmp_path: Path, limit: int) -> None:
+    """20 notes hold both terms, one holds only one: 21 match at every limit, so a limit
+    the both-terms notes fill is not complete (docs/design.md, Reads and truth)."""
+    root = tmp_path / "k"
+    for i in range(1, 21):
+        write(root, f"k{i}.md", f"note {i} about kappa twenty\n")
+    write(root, "k21.md", "only kappa here\n")
+    ix = SearchIndex(tmp_path / "home" / "search.sqlite")
+    try:
+        ix.sync(scan(root), loader(root))
+        res = ix.search("kappa twenty", limit=limit)
+        assert res.total == 21
+        assert res.complete is (limit >= 21)
+        assert len(res.hits) == min(limit, 21)
+    finally:
+        ix.close()

@@ -577,6 +577,11 @@ def _rank(
             ][:depth]
         candidates += more
         total = len(set().union(*notes)) if notes is not None else _count(db, count_sql, q_or)
+    elif len(terms) > 1:
+        # notes holding every term fill the limit, but a note holding some of them matches
+        # too: the total counts it, so `complete` never hides it (limit 20 and 21 agree)
+        union = len(set().union(*notes)) if notes is not None else None
+        total = union if union is not None else _count(db, count_sql, fts_query(terms, "OR"))
     scored = scorer.score(candidates)
     ranked = sorted(candidates, key=scored.order)
     marks = _marks(qterms)
