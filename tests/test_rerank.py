@@ -49,6 +49,8 @@ def test_fewer_hits_than_the_depth() -> None:
         ([1.0, "2"], "a score of type str"),
         ([1.0, None], "a score of type NoneType"),
         (3.0, "not a sequence"),
+        ({0.5: "a", 1.5: "b"}, "dict, not a sequence"),
+        ("12", "str, not a sequence"),
     ],
 )
 def test_scores_that_are_not_one_finite_number_per_text_are_refused(

@@ -11,7 +11,7 @@ scores (``--set reranker=NAME``; :class:`~goat_core.contract.RerankerSpec`).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -38,6 +38,8 @@ def checked_scores(scores: Any, count: int) -> list[float]:
     :param scores: what ``Reranker.rerank`` returned (a sequence or a 1-D NumPy array).
     :raises ValueError: not a sequence of ``count`` finite numbers (booleans refused).
     """
+    if isinstance(scores, Mapping | str | bytes):  # a dict's keys are no scores
+        raise ValueError(f"scores of type {type(scores).__name__}, not a sequence")
     try:
         values = list(scores)
     except TypeError:
