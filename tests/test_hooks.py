@@ -174,7 +174,7 @@ def test_hook_goat_register_rerankers(reg: Registry) -> None:
     add(reg, rerankers, "tests")
     add(reg, Two(), "two")
     add(reg, WrongType(), "wrong")
-    assert set(reg.rerankers()) == {"overlap", "reverse", "failing", "absent"}
+    assert set(reg.rerankers()) == {"overlap", "reverse", "failing", "slow", "absent"}
     failures = hook_failures(reg)
     assert "reranker 'overlap' is already declared" in failures["two"]
     assert "expected RerankerSpec, got str" in failures["wrong"]

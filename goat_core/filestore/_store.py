@@ -235,6 +235,8 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
         self._reranker: str | None = getattr(self._store_settings(context), "reranker", None)
         #: the reranker's loaded model, once a recall loaded it
         self._reranker_model: Reranker | None = None
+        self._rerank_pool: Any = None  # a one-thread pool, made at the first rerank
+        self._rerank_running: Any = None  # the last rerank's future
         #: the thread embedding this store's notes, in a host that embeds in the background
         self._background: BackgroundEmbedding | None = None
         # the vector index last synced completely, and the keyword index's token then
@@ -466,6 +468,9 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
             self._vectors = None
         self._vectors_synced = None
         self._reranker_model = None
+        if self._rerank_pool is not None:  # a hung reranker's thread is not waited for
+            self._rerank_pool.shutdown(wait=False, cancel_futures=True)
+            self._rerank_pool = None
 
     # -- hybrid recall (worker thread) --------------------------------------------------------
     def _vector_open(self) -> VectorIndex:
@@ -654,6 +659,34 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
         complete = results.complete and results.total <= len(hits)
         return dataclasses.replace(results, hits=hits, complete=complete)
 
+    def _rerank_within(self, query: str, texts: list[str]) -> Any:
+        """The reranker's scores, on a thread of its own, within
+        :data:`~goat_core.filestore.search.RERANK_SECONDS`.
+
+        :raises TimeoutError: no answer in time, or an earlier call still runs (a thread
+            cannot be stopped: a hung reranker is asked again only once it returned).
+        """
+        import concurrent.futures
+
+        from goat_core.filestore.search import RERANK_SECONDS
+
+        running = self._rerank_running
+        if running is not None and not running.done():
+            raise TimeoutError(
+                f"an earlier call has not returned after more than {RERANK_SECONDS:g} s"
+            )
+        model = self._reranker_open()
+        if self._rerank_pool is None:
+            self._rerank_pool = concurrent.futures.ThreadPoolExecutor(
+                max_workers=1, thread_name_prefix="goat-rerank"
+            )
+        future = self._rerank_pool.submit(model.rerank, query, texts)
+        self._rerank_running = future
+        try:
+            return future.result(timeout=RERANK_SECONDS)
+        except concurrent.futures.TimeoutError:
+            raise TimeoutError(f"no answer within {RERANK_SECONDS:g} s") from None
+
     def _reranker_open(self) -> Reranker:
         """The store's reranker, loaded on first use (a failed load is tried again at the next
         recall).
@@ -715,7 +748,7 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
             note = self._hit_note(hit.path)
             texts.append(rerank_text(hit.title, note.body if note is not None else hit.snippet))
         try:
-            scores = checked_scores(self._reranker_open().rerank(query, texts), len(texts))
+            scores = checked_scores(self._rerank_within(query, texts), len(texts))
         except Exception as exc:  # typed or not, it never loses the recall
             reason = (
                 f"reranking with reranker {self._reranker!r} failed ({type(exc).__name__}: "

@@ -99,6 +99,7 @@ from goat_core.filestore.search._records import (
 from goat_core.filestore.search._rerank import (
     RERANK_CHARS,
     RERANK_DEPTH,
+    RERANK_SECONDS,
     checked_scores,
     rerank_text,
     reranked,
@@ -124,6 +125,7 @@ __all__ = [
     "NOTE_WEIGHT",
     "RERANK_CHARS",
     "RERANK_DEPTH",
+    "RERANK_SECONDS",
     "SCHEMA_VERSION",
     "SNIPPET_CLOSE",
     "SNIPPET_OPEN",

@@ -21,6 +21,10 @@ from goat_core.filestore.search._records import SearchHit
 #: ranking's first 20 for 87 of 90 held-out vault questions (benchmarks/README.md).
 RERANK_DEPTH = 20
 
+#: How long a recall waits for a reranker's scores, in seconds; past it the hits keep
+#: their order, ``degraded`` says why (a cross-encoder on CPU takes about 0.5-3 s for 20).
+RERANK_SECONDS = 10.0
+
 #: How many characters of each candidate (its title, a blank line, its body) a reranker
 #: reads: about 512 tokens, what MS MARCO cross-encoders take.
 RERANK_CHARS = 2000

@@ -107,7 +107,7 @@ def test_cli_bind_refuses_a_reranker_it_cannot_use(goat_home: Path, tmp_path: Pa
     typo = bind(vault, "reranker=revrese")
     assert typo.exit_code == 2, typo.output
     assert (
-        "reranker 'revrese' is not installed (installed: absent, failing, overlap, reverse)"
+        "reranker 'revrese' is not installed (installed: absent, failing, overlap, reverse, slow)"
         in typo.stderr
     )
     absent = bind(vault, "reranker=absent")
@@ -228,3 +228,34 @@ def test_api_a_failing_reranker_never_loses_the_recall(tmp_path: Path) -> None:
         assert failed.complete is True and failed.degraded == (FAILED,)
         health = ctx.check()
     assert health.ok and "reranked by reranker 'failing'" in (health.reason or "")
+
+
+def test_api_a_reranker_past_its_deadline_keeps_the_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A reranker that does not answer within RERANK_SECONDS leaves the order, degraded; a
+    recall while it still runs does not wait for it again."""
+    import time
+
+    import goat_core.filestore.search as search
+
+    monkeypatch.setattr(search, "RERANK_SECONDS", 0.2)
+    home = GoatHome.at(tmp_path / "home")
+    root = write_vault(tmp_path / "vault")
+    with _host(home) as host:
+        host.bind(Scope.pen("m"), "markdown", {"root": str(root)})
+        base = host.context_for(Chat("m")).recall("zqrank", limit=COUNT)
+        host.bind(Scope.pen("m"), "markdown", {"root": str(root), "reranker": "slow"})
+        ctx = host.context_for(Chat("m"))
+        started = time.monotonic()
+        late = ctx.recall("zqrank", limit=COUNT)
+        again = ctx.recall("zqrank", limit=COUNT)
+        took = time.monotonic() - started
+    assert [i.path for i in late.items] == [i.path for i in base.items]
+    assert late.complete is base.complete
+    assert late.degraded == (
+        "reranking with reranker 'slow' failed (TimeoutError: no answer within 0.2 s); "
+        "these are in their unreranked order",
+    )
+    assert "an earlier call has not returned" in again.degraded[0]
+    assert took < rerankers.SLOW_SECONDS  # neither recall waited for the slow one
