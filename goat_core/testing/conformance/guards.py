@@ -37,6 +37,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from goat_core.host import canonical_host
+from goat_core.host._egress_audit import defer_to_suite
 from goat_core.testing.conformance import sockets
 
 __all__ = ["LAG_BOUND_S", "Guard", "Violation", "lag_bound", "record_lag"]
@@ -114,6 +115,7 @@ class Guard:
         global _current
         self.loop_thread = threading.get_ident()
         _install()
+        defer_to_suite(True)  # the host's own egress hook stands aside: this guard judges
         watch = sockets.available()
         if watch:  # before the audit starts: reading /proc is not the provider's work
             self._before = {t.inode for t in sockets.tcp_sockets()}
@@ -132,6 +134,7 @@ class Guard:
 
     def stop(self) -> None:
         global _current
+        defer_to_suite(False)
         if self._sampler is not None:
             self._stop_sampling.set()
             self._sampler.join()
