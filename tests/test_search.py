@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import re
 import sqlite3
 import time
 from pathlib import Path
@@ -1369,17 +1370,19 @@ def test_candidates_from_the_memo_rank_as_those_fts5_finds(
 def test_a_needle_scanned_by_its_pattern_matches_as_scanned_character_by_character(
     monkeypatch: pytest.MonkeyPatch, text: str, term: str, stem: str | None
 ) -> None:
-    # the first time a needle is looked for its occurrences are found one by one; from the
-    # second on by its compiled pattern: the same matches (first 64 of each needle)
+    # the first COMPILE_AFTER times a needle is looked for its occurrences are found one by
+    # one; from then on by its compiled pattern: the same matches (first 64 of each needle)
     from goat_core.filestore.search import _snippets
 
     monkeypatch.setattr(_snippets, "_PATTERNS", {})
     mark = _snippets._Mark(term, stem)
     folded = text.lower()
     first = _snippets._find_matches(folded, [mark])
-    assert _snippets._PATTERNS and set(_snippets._PATTERNS.values()) == {None}
+    for _ in range(_snippets.COMPILE_AFTER - 1):
+        assert _snippets._find_matches(folded, [mark]) == first
+    assert _snippets._PATTERNS and all(isinstance(p, int) for p in _snippets._PATTERNS.values())
     second = _snippets._find_matches(folded, [mark])
-    assert all(p is not None for p in _snippets._PATTERNS.values())
+    assert all(isinstance(p, re.Pattern) for p in _snippets._PATTERNS.values())
     assert first == second and first
 
 

@@ -194,6 +194,8 @@ _PER_NEEDLE = 64
 #: A word as :func:`_find_matches` sees one: a run of ``str.isalnum`` characters (``[^\W_]``
 #: is exactly ``str.isalnum``: both test ``Py_UNICODE_ISALNUM`` per character).
 _WORD = re.compile(r"[^\W_]+")
+#: :data:`_WORD` as the separator of ``re.split`` that keeps what it splits on.
+_WORD_SPLIT = re.compile(r"([^\W_]+)")
 
 
 class _Prepared:
@@ -217,10 +219,14 @@ class _Prepared:
         self.shows = 0  # counted by the keeper
 
     def index_words(self) -> None:
+        # split around the words (separators and words alternate, a separator first), so the
+        # words' starts are running sums of the parts' lengths (in C; no match objects)
+        parts = _WORD_SPLIT.split(self.folded)
+        starts = itertools.islice(itertools.accumulate(map(len, parts)), 0, None, 2)
         words: dict[str, list[int]] = {}
         add = words.setdefault
-        for m in _WORD.finditer(self.folded):
-            add(m[0], []).append(m.start())
+        for word, start in zip(parts[1::2], starts, strict=False):  # one start more
+            add(word, []).append(start)
         self.words = words
 
 
@@ -351,8 +357,16 @@ def _scan(folded: str, needle: str, mark: _Mark, ft: str) -> list[tuple[int, int
     return found
 
 
-#: Needles seen once (``None``) or more (their pattern), for :func:`_word_start`.
-_PATTERNS: dict[str, re.Pattern[str] | None] = {}
+#: Needles by how many times each was scanned for (an ``int``) until it has its pattern,
+#: for :func:`_word_start`.
+_PATTERNS: dict[str, re.Pattern[str] | int] = {}
+
+COMPILE_AFTER = 8
+"""How many scans of a needle are done occurrence by occurrence (``str.find``) before it
+gets a regular expression (:func:`_word_start`). Compiling one costs about 90 us; on the
+obsidian-help-en vault a scan either way costs about 10 us a note (the pattern's matches
+still go through Python one by one), so a pattern compiled on a needle's second scan (as
+before) mostly cost a new query its compiles: about 0.3 ms of a 4 ms search."""
 
 
 def _word_start(needle: str) -> re.Pattern[str] | None:
@@ -362,15 +376,16 @@ def _word_start(needle: str) -> re.Pattern[str] | None:
     precedes an occurrence inside a word of such a needle, so these are exactly the
     occurrences the character-by-character scan keeps, none overlapping.
 
-    ``None`` the first time a needle is seen: compiling costs about 0.1 ms, a scan of one
-    note for a needle tens of microseconds, so only a needle looked for again gets one."""
-    if needle not in _PATTERNS:
-        if len(_PATTERNS) >= 4096:
-            _PATTERNS.clear()
-        _PATTERNS[needle] = None
-        return None
-    got = _PATTERNS[needle]
-    if got is None:
+    ``None`` for the needle's first :data:`COMPILE_AFTER` scans (they scan occurrence by
+    occurrence)."""
+    got = _PATTERNS.get(needle)
+    if got is None or isinstance(got, int):
+        seen = 1 if got is None else got + 1
+        if seen <= COMPILE_AFTER:
+            if got is None and len(_PATTERNS) >= 4096:
+                _PATTERNS.clear()
+            _PATTERNS[needle] = seen
+            return None
         lit = re.escape(needle)
         got = _PATTERNS[needle] = re.compile(lit + r"(?<![^\W_]" + lit + r")[^\W_]*")
     return got
