@@ -488,26 +488,13 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
                 self._vectors, self._vectors_synced = fresh, None
         if self._vectors is None:
             from goat_core.contract import embedder_cache_dir
-            from goat_core.errors import GoatError
             from goat_core.filestore.search import VectorIndex
 
             name = self._embedder
             assert name is not None
-            lookup = self.context.embedders
-            if lookup is None:  # the host hands its registry's lookup over; filestore loads none
-                raise ProviderUnavailable(
-                    f"embedder {name!r} cannot be looked up: this store's context has no "
-                    "embedders (ProviderContext.embedders)"
-                )
-            spec = lookup(name)
-            try:
-                embedder = spec.factory(embedder_cache_dir(self.context.home.data_dir, name))
-            except GoatError:
-                raise
-            except Exception as exc:  # a plugin's bug or its runtime's: typed, named
-                raise ProviderUnavailable(
-                    f"embedder {name!r} failed to load ({type(exc).__name__}: {exc})"
-                ) from exc
+            spec, embedder = self._load_model(
+                "embedder", name, self.context.embedders, embedder_cache_dir
+            )
             # one file per embedder name: switching a binding's embedder back and forth does
             # not re-embed; a new model under the same name (identity) rebuilds it
             path = self.context.home.index_path(self.root, f"{self.index_name}-vectors-{name}")
@@ -687,6 +674,37 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
         except concurrent.futures.TimeoutError:
             raise TimeoutError(f"no answer within {RERANK_SECONDS:g} s") from None
 
+    def _load_model(
+        self,
+        kind: str,
+        name: str,
+        lookup: Callable[[str], Any] | None,
+        cache_dir: Callable[[Path, str], Path],
+    ) -> tuple[Any, Any]:
+        """``(spec, model)`` of the embedder or reranker ``name`` (``kind``): the model built
+        by the spec's factory from ``cache_dir(data_dir, name)``.
+
+        :raises GoatError: not installed, or the factory's own typed error (weights missing
+            or not matching). :raises ProviderUnavailable: no lookup in the context, or any
+            other exception of the factory, naming the model.
+        """
+        from goat_core.errors import GoatError
+
+        if lookup is None:  # the host hands its registry's lookup over; filestore loads none
+            raise ProviderUnavailable(
+                f"{kind} {name!r} cannot be looked up: this store's context has no "
+                f"{kind}s (ProviderContext.{kind}s)"
+            )
+        spec = lookup(name)
+        try:
+            return spec, spec.factory(cache_dir(self.context.home.data_dir, name))
+        except GoatError:
+            raise
+        except Exception as exc:  # a plugin's bug or its runtime's: typed, named
+            raise ProviderUnavailable(
+                f"{kind} {name!r} failed to load ({type(exc).__name__}: {exc})"
+            ) from exc
+
     def _reranker_open(self) -> Reranker:
         """The store's reranker, loaded on first use (a failed load is tried again at the next
         recall).
@@ -698,25 +716,10 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
         if self._reranker_model is not None:
             return self._reranker_model
         from goat_core.contract import Reranker, reranker_cache_dir
-        from goat_core.errors import GoatError
 
         name = self._reranker
         assert name is not None
-        lookup = self.context.rerankers
-        if lookup is None:  # the host hands its registry's lookup over; filestore loads none
-            raise ProviderUnavailable(
-                f"reranker {name!r} cannot be looked up: this store's context has no "
-                "rerankers (ProviderContext.rerankers)"
-            )
-        spec = lookup(name)
-        try:
-            model = spec.factory(reranker_cache_dir(self.context.home.data_dir, name))
-        except GoatError:
-            raise
-        except Exception as exc:  # a plugin's bug or its runtime's: typed, named
-            raise ProviderUnavailable(
-                f"reranker {name!r} failed to load ({type(exc).__name__}: {exc})"
-            ) from exc
+        _, model = self._load_model("reranker", name, self.context.rerankers, reranker_cache_dir)
         if not isinstance(model, Reranker):
             raise ProviderUnavailable(
                 f"reranker {name!r} loaded a {type(model).__name__}, which has no rerank()"
