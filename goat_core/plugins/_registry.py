@@ -8,7 +8,7 @@ plugin's exception is recorded against it instead of aborting everyone's call.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from goat_core.contract import (
@@ -206,11 +206,7 @@ class Registry:
 
         :raises NotFound: no installed plugin declares it (the message lists those that do).
         """
-        embedders = self.embedders()
-        if name in embedders:
-            return embedders[name]
-        known = ", ".join(sorted(embedders)) or "none"
-        raise NotFound(f"no embedder named {name!r} is installed (installed: {known})")
+        return _named_one(self.embedders(), "embedder", name)
 
     def rerankers(self) -> dict[str, RerankerSpec]:
         """All declared rerankers by name (cached). Bad declarations and duplicate names
@@ -224,11 +220,7 @@ class Registry:
 
         :raises NotFound: no installed plugin declares it (the message lists those that do).
         """
-        rerankers = self.rerankers()
-        if name in rerankers:
-            return rerankers[name]
-        known = ", ".join(sorted(rerankers)) or "none"
-        raise NotFound(f"no reranker named {name!r} is installed (installed: {known})")
+        return _named_one(self.rerankers(), "reranker", name)
 
     def provider_owner(self, name: str) -> str | None:
         self.providers()
@@ -357,3 +349,11 @@ class Registry:
             if out is True:
                 allowed = True
         return allowed
+
+
+def _named_one(table: Mapping[str, _Spec], kind: str, name: str) -> _Spec:
+    """``table[name]``. :raises NotFound: naming ``kind`` and every installed name."""
+    if name in table:
+        return table[name]
+    known = ", ".join(sorted(table)) or "none"
+    raise NotFound(f"no {kind} named {name!r} is installed (installed: {known})")
