@@ -57,6 +57,7 @@ from pathlib import Path
 from typing import Any
 
 from _blocking import Blocking
+from eval_recall import bm25s_rankings
 
 from goat_core.contract import Binding, ProviderContext, Scope, embedder_cache_dir
 from goat_core.filestore.search import FUSION, Fusion, SearchIndex, VectorIndex, fuse
@@ -313,28 +314,6 @@ class Store:
             self.vectors.close()
 
 
-def bm25s_search(root: Path) -> Callable[[str], list[str]] | None:
-    try:
-        import bm25s
-    except ImportError:
-        return None
-    paths = sorted(str(p.relative_to(root)) for p in root.rglob("*.md"))
-    corpus = [Path(p).stem + "\n" + (root / p).read_text(encoding="utf-8") for p in paths]
-    retriever = bm25s.BM25()
-    retriever.index(
-        bm25s.tokenize(corpus, stopwords="en", show_progress=False), show_progress=False
-    )
-
-    def search(q: str) -> list[str]:
-        tokens = bm25s.tokenize([q], stopwords="en", show_progress=False)
-        if not tokens.vocab:
-            return []
-        docs, _ = retriever.retrieve(tokens, k=min(10, len(paths)), show_progress=False)
-        return [paths[int(i)] for i in docs[0]]
-
-    return search
-
-
 # -- figures ----------------------------------------------------------------------------------
 
 
@@ -579,7 +558,7 @@ def collect(
                 stores[key[group]] = Store(home, root, model)
                 s = stores[key[group]]
                 print(f"  {group} ({model}): indexes up to date in {s.sync_seconds:.1f} s")
-        bms = {g: bm25s_search(r) for g, r in corpus.roots.items()}
+        bms = {g: bm25s_rankings(r) for g, r in corpus.roots.items()}
         for half in ("tune", "report"):
             qs = [q for q in corpus.questions if q.half == half]
             if not qs:

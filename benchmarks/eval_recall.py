@@ -203,7 +203,7 @@ def bm25s_rankings(vault: Path) -> Callable[[str], list[str]] | None:
         tokens = bm25s.tokenize([q], stopwords="en", show_progress=False)
         if not tokens.vocab:
             return []
-        docs, _scores = retriever.retrieve(tokens, k=10, show_progress=False)
+        docs, _scores = retriever.retrieve(tokens, k=min(10, len(paths)), show_progress=False)
         return [paths[int(i)] for i in docs[0]]
 
     return search
