@@ -50,7 +50,7 @@ import re
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -84,6 +84,9 @@ class Question:
     relevant: frozenset[str]  # note paths relative to the store's root
     half: str  # "tune" or "report"
     group: str = ""  # the store (conversation) it is asked of
+    #: For a store of fact notes: each note's path -> the turn notes it cites (``relevant``
+    #: then names turns, and a fact counts for the turns it cites).
+    cites: Mapping[str, frozenset[str]] | None = None
 
 
 @dataclass
@@ -202,31 +205,83 @@ def write_conversation(data: dict[str, Any], root: Path) -> int:
     return n
 
 
-def locomo_corpus(src: Path, work: Path, conversations: Sequence[str]) -> Corpus:
+def write_facts(data: dict[str, Any], root: Path) -> dict[str, frozenset[str]]:
+    """One note per fact of LoCoMo's ``session_N_observation`` lists under ``root`` (facts its
+    authors drew from the turns with a language model, each citing its turns); returns each
+    fact note's path -> the turn notes it cites."""
+    root.mkdir(parents=True, exist_ok=True)
+    cites: dict[str, frozenset[str]] = {}
+    for key in sorted(k for k in data if re.fullmatch(r"session_\d+", k)):
+        when = session_date(data[f"{key}_date_time"])
+        day = f"{when.day} {when.strftime('%B %Y')}"
+        n = 0
+        for speaker, facts in (data.get(f"{key}_observation") or {}).items():
+            for fact, source in facts:
+                ids = re.findall(
+                    r"D\d+:\d+", source if isinstance(source, str) else " ".join(source)
+                )
+                n += 1
+                text = (
+                    "---\n"
+                    f"title: {_yaml(speaker + ', ' + day + ' (' + ', '.join(ids) + ')')}\n"
+                    f"speaker: {_yaml(speaker)}\n"
+                    f"created: {when.isoformat()}\n"
+                    f"source: {_yaml(', '.join(ids))}\n"
+                    "---\n"
+                    f"{fact.strip()}\n"
+                )
+                name = f"F{int(key.split('_')[1]):02d}-{n:03d}.md"
+                path = root / name
+                if not path.exists() or path.read_text(encoding="utf-8") != text:
+                    path.write_text(text, encoding="utf-8")
+                cites[name] = frozenset(note_name(i) for i in ids)
+    return cites
+
+
+def locomo_corpus(
+    src: Path, work: Path, conversations: Sequence[str], unit: str = "turn"
+) -> Corpus:
+    """LoCoMo's questions of categories 1-4 asked of one store per conversation: one note per
+    turn (``unit="turn"``), per fact (``"fact"``, see :func:`write_facts`), or both in one
+    store (``"turn and fact"``)."""
     roots: dict[str, Path] = {}
     qs: list[Question] = []
-    turns = 0
+    notes = 0
     for conv in conversations:
         data = json.loads((src / f"{conv}.json").read_text(encoding="utf-8"))
-        root = work / "locomo" / conv
-        turns += write_conversation(data, root)
+        cites: dict[str, frozenset[str]] | None = None
+        if unit == "fact":
+            root = work / "locomo-facts" / conv
+            cites = write_facts(data, root)
+            notes += len(cites)
+        elif unit == "turn and fact":
+            root = work / "locomo-both" / conv
+            write_conversation(data, root)
+            cites = {p.name: frozenset([p.name]) for p in root.glob("D*.md")}
+            cites.update(write_facts(data, root))
+            notes += len(cites)
+        else:
+            root = work / "locomo" / conv
+            notes += write_conversation(data, root)
         roots[conv] = root
-        have = {p.name for p in root.glob("*.md")}
+        turns = {
+            note_name(t["dia_id"]) for k in data if re.fullmatch(r"session_\d+", k) for t in data[k]
+        }
         for qa in data["qa"]:
             if qa.get("category") not in (1, 2, 3, 4):
                 continue
             ids = re.findall(r"D\d+:\d+", " ".join(qa.get("evidence") or []))
-            relevant = frozenset(note_name(i) for i in ids if note_name(i) in have)
+            relevant = frozenset(note_name(i) for i in ids if note_name(i) in turns)
             if relevant:
                 half = "tune" if conv in LOCOMO_TUNE else "report"
-                qs.append(Question(qa["question"], relevant, half, conv))
+                qs.append(Question(qa["question"], relevant, half, conv, cites))
     tune = [c for c in conversations if c in LOCOMO_TUNE]
     report = [c for c in conversations if c not in LOCOMO_TUNE]
     return Corpus(
-        "locomo dev",
+        {"turn": "locomo dev", "fact": "locomo dev, per fact"}.get(unit, f"locomo dev, per {unit}"),
         roots,
         qs,
-        f"{len(conversations)} conversations, {turns} turns; tune {','.join(tune) or '-'},"
+        f"{len(conversations)} conversations, {notes} notes; tune {','.join(tune) or '-'},"
         f" report {','.join(report) or '-'}",
     )
 
@@ -317,16 +372,25 @@ class Store:
 # -- figures ----------------------------------------------------------------------------------
 
 
-def per_question(ranked: Sequence[str], relevant: frozenset[str]) -> tuple[float, float, float]:
-    """(reciprocal rank within 10, recall at 5, recall at 10)."""
+def per_question(
+    ranked: Sequence[str],
+    relevant: frozenset[str],
+    cites: Mapping[str, frozenset[str]] | None = None,
+) -> tuple[float, float, float]:
+    """(reciprocal rank within 10, recall at 5, recall at 10); with ``cites``, a ranked note
+    stands for the notes it cites (a fact for its turns)."""
+
+    def covers(p: str) -> frozenset[str]:
+        return cites.get(p, frozenset()) if cites is not None else frozenset([p])
+
     rr = 0.0
     for i, p in enumerate(ranked[:10]):
-        if p in relevant:
+        if covers(p) & relevant:
             rr = 1.0 / (i + 1)
             break
-    r5 = len(relevant & set(ranked[:5])) / len(relevant)
-    r10 = len(relevant & set(ranked[:10])) / len(relevant)
-    return rr, r5, r10
+    top5 = frozenset().union(*(covers(p) for p in ranked[:5]))
+    top10 = frozenset().union(*(covers(p) for p in ranked[:10]))
+    return rr, len(relevant & top5) / len(relevant), len(relevant & top10) / len(relevant)
 
 
 def resamples(n: int, seed: int = 26) -> list[list[int]]:
@@ -367,7 +431,10 @@ class Runs:
     bm: list[list[str]] | None
 
     def metrics(self, ranked: list[list[str]]) -> list[tuple[float, float, float]]:
-        return [per_question(r, q.relevant) for r, q in zip(ranked, self.questions, strict=True)]
+        return [
+            per_question(r, q.relevant, q.cites)
+            for r, q in zip(ranked, self.questions, strict=True)
+        ]
 
     def fused(self, rule: Callable[[Ranked, Ranked], Ranked]) -> list[list[str]]:
         return [[p for p, _ in rule(k, v)] for k, v in zip(self.kw, self.vec, strict=True)]
@@ -398,6 +465,14 @@ def report(name: str, runs: Runs, hybrid: dict[str, Callable[[Ranked, Ranked], R
         rows.append([label, *cols, d])
     print(f"\n{name} ({n} questions):")
     print(table(rows, ["system", "MRR@10", "R@5", "R@10", "MRR@10 minus keyword"]))
+    covered = [
+        len(q.relevant & frozenset().union(*q.cites.values())) / len(q.relevant)
+        for q in runs.questions
+        if q.cites is not None
+    ]
+    if covered and min(covered) < 1.0:
+        ceiling = fmt(interval(covered, draws))
+        print(f"(evidence turns cited by some fact, the most any R@k can be: {ceiling})")
 
 
 # -- fusion rules tried (--explore) -----------------------------------------------------------
@@ -613,6 +688,8 @@ def main(argv: list[str] | None = None) -> int:
             p.stem for p in src.glob("*.json")
         )
         corpora.append(locomo_corpus(src, work, convs))
+        corpora.append(locomo_corpus(src, work, convs, unit="fact"))
+        corpora.append(locomo_corpus(src, work, convs, unit="turn and fact"))
     else:
         print(f"locomo: skipped ({src} not found; --locomo or GOAT_LOCOMO_DIR)")
 
