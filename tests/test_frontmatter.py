@@ -66,6 +66,11 @@ def test_no_frontmatter(text: str) -> None:
         ("---\na: b: c\n---\nbody words\n", "does not parse"),
         ("---\n- just\n- a list\n---\nbody words\n", "not a mapping"),
         ("---\n\tindent: tab\n---\nbody words\n", "does not parse"),
+        # YAML timestamps naming no real date or time: PyYAML builds them and Python refuses
+        ("---\ncreated: 2023-02-30\n---\nbody words\n", "day is out of range for month"),
+        ("---\ndue: 2023-13-01\n---\nbody words\n", "month must be in 1..12"),
+        ("---\nat: 2023-01-01T25:00:00\n---\nbody words\n", "hour must be in 0..23"),
+        ("---\ny: 0000-01-01\n---\nbody words\n", "year 0 is out of range"),
     ],
 )
 def test_unparsable_frontmatter_is_all_body(text: str, message: str) -> None:

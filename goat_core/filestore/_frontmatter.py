@@ -131,7 +131,7 @@ def parse_note(text: str) -> ParsedNote:
 
     Never raises for bad YAML: the result then has ``data == {}``, ``body == text`` and
     ``error`` set (e.g. ``"frontmatter does not parse: mapping values are not allowed here
-    (line 2)"``).
+    (line 2)"``, or ``"... : day is out of range for month"`` for ``created: 2023-02-30``).
     """
     fences = _fences(text)
     if fences is None:
@@ -149,6 +149,10 @@ def parse_note(text: str) -> ParsedNote:
         return ParsedNote(
             text=text, body=text, error=f"frontmatter does not parse: {problem}{where}"
         )
+    except (ValueError, OverflowError) as exc:
+        # a YAML timestamp that names no real date or time ("2023-02-30", "2023-13-01"):
+        # the loader builds the datetime and Python refuses it
+        return ParsedNote(text=text, body=text, error=f"frontmatter does not parse: {exc}")
     if data is None:
         data = {}
     if not isinstance(data, dict):
