@@ -333,6 +333,43 @@ def test_indexed_doc_description_and_extra(tmp_path: Path) -> None:
     assert wiki.tags == ("x",) and wiki.ident is None
 
 
+@pytest.mark.parametrize(
+    ("value", "words"),
+    [
+        (datetime(2023, 3, 27, 13, 10), "27 March 2023"),
+        (datetime(2023, 12, 31, 23, 30, tzinfo=UTC), "31 December 2023"),
+        (datetime(2022, 7, 9).date(), "9 July 2022"),
+        ("2023-03-27T13:10:00Z", "27 March 2023"),
+        ("  2024-01-05", "5 January 2024"),
+        ("2023-02-30", ""),  # no such day
+        ("2023-03-271", ""),  # not a date followed by something else
+        ("27 March 2023", ""),
+        ("", ""),
+        (2023, ""),
+        (True, ""),
+        (None, ""),
+    ],
+)
+def test_date_words(value: object, words: str) -> None:
+    assert filestore.date_words(value) == words
+
+
+def test_indexed_doc_dates_in_words(tmp_path: Path) -> None:
+    text = (
+        "---\ntitle: T\ncreated: 2023-03-27T13:10:00\nupdated: 2024-05-01T00:00:00Z\n"
+        "date: 2022-07-09\ndue: '2024-01-05'\nowner: ann\n---\nb\n"
+    )
+    (tmp_path / "n.md").write_text(text, "utf-8")
+    note = filestore.read_note(tmp_path, "n.md")
+    assert note is not None
+    extra = filestore.indexed_doc(note).extra
+    # created and every other date in words; a date string also as written; updated never
+    assert extra == "27 March 2023 9 July 2022 2024-01-05 5 January 2024 ann"
+    (tmp_path / "m.md").write_text("---\ncreated: 2023-02-30\n---\nb\n", "utf-8")
+    odd = filestore.read_note(tmp_path, "m.md")
+    assert odd is not None and filestore.indexed_doc(odd).extra == ""
+
+
 def test_index_loader_and_index_note(tmp_path: Path) -> None:
     (tmp_path / "n.md").write_text("---\ntitle: Old\n---\nhello world\n", "utf-8")
     old = filestore.read_note(tmp_path, "n.md")

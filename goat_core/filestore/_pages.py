@@ -31,7 +31,7 @@ import re
 import unicodedata
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -63,6 +63,29 @@ N = TypeVar("N", bound="StoredNote")
 
 #: Frontmatter keys never copied into an indexed document's ``extra`` text.
 _NOT_EXTRA = frozenset({"title", "aliases", "tags", "id", "created", "updated"})
+#: English month names, for dates written out in words (:func:`date_words`).
+_MONTHS = (
+    "January February March April May June July August September October November December"
+).split()
+_ISO_DATE = re.compile(r"(\d{4})-(\d{2})-(\d{2})(?![\d])")
+
+
+def date_words(value: object) -> str:
+    """A date in words, ``27 March 2023``, for a ``date``, a ``datetime`` or a string that
+    starts with an ISO 8601 date (``2023-03-27``, ``2023-03-27T13:10:00Z``); ``""`` for
+    anything else, an impossible date included. The calendar date is the one written: no
+    time zone is applied."""
+    when: date | None = None
+    if isinstance(value, date):
+        when = value
+    elif isinstance(value, str) and (m := _ISO_DATE.match(value.strip())):
+        try:
+            when = date(int(m.group(1)), int(m.group(2)), int(m.group(3)))
+        except ValueError:
+            return ""
+    if when is None:
+        return ""
+    return f"{when.day} {_MONTHS[when.month - 1]} {when.year}"
 
 
 def nfc(text: str) -> str:
@@ -429,16 +452,22 @@ def indexed_doc(
     ``tags``/``tag``, frontmatter ``id`` and the parse problem; ``description`` from the
     first of ``description_keys`` with a value (a string, else empty); ``extra``: the other
     scalar frontmatter values as text (never ``title``, ``aliases``, ``tags``, ``id``,
-    ``created``, ``updated`` or ``description_keys[0]``)."""
+    ``created``, ``updated`` or ``description_keys[0]``), and every date among them and in
+    ``created`` also in words (:func:`date_words`), so ``March 2023`` finds a note created
+    on 27 March 2023."""
     from goat_core.filestore.search import IndexedDoc
 
     data = note.data
     skip = _NOT_EXTRA | set(description_keys[:1])
-    extra = [
-        str(v)
-        for k, v in data.items()
-        if k not in skip and isinstance(v, str | int | float) and not isinstance(v, bool)
-    ]
+    extra: list[str] = []
+    for k, v in data.items():
+        if k == "created" or (k not in skip and isinstance(v, date)):
+            if words := date_words(v):
+                extra.append(words)
+        elif k not in skip and isinstance(v, str | int | float) and not isinstance(v, bool):
+            extra.append(str(v))
+            if isinstance(v, str) and (words := date_words(v)):
+                extra.append(words)
     description: Any = None
     for key in description_keys:
         description = data.get(key)

@@ -7,9 +7,10 @@ import sqlite3
 from goat_core.filestore.search._query import _TOKENIZER
 from goat_core.filestore.search._records import IndexedDoc
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 """Bump when the tables, the tokenizer or the text preprocessing change: old indexes rebuild.
-3: Porter stemming, aliases in a column of their own. 4: per-folder digests of the files."""
+3: Porter stemming, aliases in a column of their own. 4: per-folder digests of the files.
+5: frontmatter dates also in words (``goat_core/filestore/_pages.py``, ``date_words``)."""
 
 
 def _meta_text(doc: IndexedDoc) -> str:

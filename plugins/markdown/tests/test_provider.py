@@ -7,6 +7,7 @@ import stat
 import threading
 import unicodedata
 from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -378,10 +379,18 @@ async def test_obsidian_note_bytes_preserved_after_append(store: MakeStore, vaul
     assert page.frontmatter["aliases"] == ["How to/Internal link"]
 
 
+@pytest.mark.parametrize(
+    "frontmatter",
+    [
+        "title: [unclosed",
+        # a date that does not exist: PyYAML builds it, Python refuses it
+        "title: Broken\ncreated: 2023-02-30",
+    ],
+)
 async def test_unparsable_frontmatter_listed_searchable_never_rewritten(
-    store: MakeStore, vault: Path
+    store: MakeStore, vault: Path, frontmatter: str
 ) -> None:
-    broken = "---\ntitle: [unclosed\n---\nzqbrokenword text\n"
+    broken = f"---\n{frontmatter}\n---\nzqbrokenword text\n"
     (vault / "Broken.md").write_text(broken)
     (vault / "Fine.md").write_text("zqbrokenword too")
     p = store(root=vault)
@@ -398,6 +407,24 @@ async def test_unparsable_frontmatter_listed_searchable_never_rewritten(
     with pytest.raises(Conflict, match="never rewritten"):
         await p.feedback(MemoryWrite(kind="feedback", text="more", on="Broken"))
     assert (vault / "Broken.md").read_text() == broken
+
+
+async def test_frontmatter_dates_are_recalled_in_words(store: MakeStore, vault: Path) -> None:
+    (vault / "Spring.md").write_text("---\ncreated: 2023-03-27T13:10:00\n---\nzqdated walk\n")
+    (vault / "Summer.md").write_text("---\ndate: 2022-07-09\n---\nzqdated swim\n")
+    (vault / "Edited.md").write_text("---\nupdated: 2023-03-28\n---\nzqdated edit\n")
+    p = store(root=vault)
+    march = await p.recall("zqdated March 2023")
+    assert march.items[0].path == "Spring.md"
+    assert (await p.recall("what happened in March 2023")).items[0].path == "Spring.md"
+    assert [i.path for i in (await p.recall("9 July 2022")).items] == ["Summer.md"]
+    # ``updated`` is when a file was edited, not what it remembers: never searched
+    assert [i.path for i in (await p.recall("28")).items] == []
+    now = datetime.now(UTC)
+    r = await p.remember(MemoryWrite(text="zqtoday standup notes", title="Standup"))
+    month = f"{now.strftime('%B')} {now.year}"  # a month name in English
+    got = await p.recall(f"standup {month}")
+    assert [i.path for i in got.items] == [r.path]
 
 
 # -- feedback and forget ---------------------------------------------------------------------------
