@@ -71,6 +71,28 @@ def test_no_frontmatter(text: str) -> None:
         ("---\ndue: 2023-13-01\n---\nbody words\n", "month must be in 1..12"),
         ("---\nat: 2023-01-01T25:00:00\n---\nbody words\n", "hour must be in 0..23"),
         ("---\ny: 0000-01-01\n---\nbody words\n", "year 0 is out of range"),
+        # malformed explicit tags: PyYAML's constructors fail with other exceptions
+        ("---\nx: !!timestamp 'hello'\n---\nbody words\n", "AttributeError"),
+        ("---\nx: !!bool 'maybe'\n---\nbody words\n", "KeyError"),
+        ("---\n? !!bool maybe\n: v\n---\nbody words\n", "KeyError"),
+        ("---\nx: !!int ''\n---\nbody words\n", "IndexError"),
+        ("---\nx: !!float ''\n---\nbody words\n", "IndexError"),
+        # integers no later step could print (Python's 4,300-digit limit is for decimal)
+        ("---\nn: 0x" + "f" * 5000 + "\n---\nbody words\n", "an integer of over 10000 bits"),
+        ("---\n? 0b" + "1" * 20000 + "\n: a\n---\nbody words\n", "an integer of over"),
+        # nesting that every later walk would have to recurse through
+        ("---\nx: " + "[" * 990 + "]" * 990 + "\n---\nbody words\n", "over 64 levels deep"),
+        (
+            "---\nd: &a "
+            + "[" * 40
+            + "]" * 40
+            + "\ne: "
+            + "[" * 40
+            + "*a"
+            + "]" * 40
+            + "\n---\nb\n",
+            "over 64 levels deep",
+        ),
     ],
 )
 def test_unparsable_frontmatter_is_all_body(text: str, message: str) -> None:

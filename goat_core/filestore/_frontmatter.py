@@ -99,31 +99,54 @@ def _fences(text: str) -> tuple[int, int, int, str] | None:
 MAX_FRONTMATTER_VALUES = 100_000
 
 
+#: The deepest nesting of lists and mappings a note's frontmatter may have (aliases followed).
+MAX_FRONTMATTER_DEPTH = 64
+#: The longest integer a note's frontmatter may hold, in bits (about 3,000 decimal digits):
+#: Python refuses to print an integer of over 4,300 digits, and YAML writes them in hex too.
+MAX_FRONTMATTER_INT_BITS = 10_000
+
+
+class _Unfit(Exception):
+    """Frontmatter YAML that loads but that no later step could render (the reason)."""
+
+
 def _expanded_size(value: Any, limit: int) -> int:
     """How many values ``value`` holds with every shared (aliased) node counted each time it is
-    used; counting stops just past ``limit``."""
-    sizes: dict[int, int] = {}
+    used; counting stops just past ``limit``.
 
-    def size(v: Any) -> int:
+    :raises _Unfit: nesting deeper than :data:`MAX_FRONTMATTER_DEPTH`, or an integer longer
+        than :data:`MAX_FRONTMATTER_INT_BITS`.
+    """
+    seen: dict[int, tuple[int, int]] = {}  # a node's id -> (values, levels below it)
+
+    def size(v: Any, depth: int) -> tuple[int, int]:
         if isinstance(v, dict):
             items: Any = [*v.keys(), *v.values()]
-        elif isinstance(v, list | tuple):
+        elif isinstance(v, list | tuple | set | frozenset):
             items = v
         else:
-            return 1
-        known = sizes.get(id(v))
+            if isinstance(v, int) and v.bit_length() > MAX_FRONTMATTER_INT_BITS:
+                raise _Unfit(f"an integer of over {MAX_FRONTMATTER_INT_BITS} bits")
+            return 1, 0
+        known = seen.get(id(v))
         if known is not None:
+            if depth + known[1] > MAX_FRONTMATTER_DEPTH:  # a shared node used deeper down
+                raise _Unfit(f"it nests over {MAX_FRONTMATTER_DEPTH} levels deep")
             return known
-        sizes[id(v)] = limit + 1  # a self-referencing alias counts as too large
-        total = 1
+        if depth >= MAX_FRONTMATTER_DEPTH:
+            raise _Unfit(f"it nests over {MAX_FRONTMATTER_DEPTH} levels deep")
+        seen[id(v)] = (limit + 1, 0)  # a self-referencing alias counts as too large
+        total, below = 1, 0
         for item in items:
-            total += size(item)
+            count, levels = size(item, depth + 1)
+            total += count
+            below = max(below, levels + 1)
             if total > limit:
                 break
-        sizes[id(v)] = min(total, limit + 1)
-        return sizes[id(v)]
+        seen[id(v)] = (min(total, limit + 1), below)
+        return seen[id(v)]
 
-    return size(value)
+    return size(value, 0)[0]
 
 
 def parse_note(text: str) -> ParsedNote:
@@ -153,6 +176,11 @@ def parse_note(text: str) -> ParsedNote:
         # a YAML timestamp that names no real date or time ("2023-02-30", "2023-13-01"):
         # the loader builds the datetime and Python refuses it
         return ParsedNote(text=text, body=text, error=f"frontmatter does not parse: {exc}")
+    except (AttributeError, KeyError, IndexError, TypeError, RecursionError) as exc:
+        # PyYAML's constructors fail so on a malformed explicit tag: ``!!timestamp 'x'``,
+        # ``!!bool 'maybe'``, ``!!int ''``
+        why = f"{type(exc).__name__}: {exc}"
+        return ParsedNote(text=text, body=text, error=f"frontmatter does not parse: {why}")
     if data is None:
         data = {}
     if not isinstance(data, dict):
@@ -161,7 +189,11 @@ def parse_note(text: str) -> ParsedNote:
             body=text,
             error=f"frontmatter is a {type(data).__name__}, not a mapping of keys",
         )
-    if _expanded_size(data, MAX_FRONTMATTER_VALUES) > MAX_FRONTMATTER_VALUES:
+    try:
+        expanded = _expanded_size(data, MAX_FRONTMATTER_VALUES)
+    except _Unfit as exc:
+        return ParsedNote(text=text, body=text, error=f"frontmatter does not parse: {exc}")
+    if expanded > MAX_FRONTMATTER_VALUES:
         return ParsedNote(
             text=text,
             body=text,
