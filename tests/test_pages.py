@@ -344,6 +344,8 @@ def test_indexed_doc_description_and_extra(tmp_path: Path) -> None:
         ("2023-02-30", ""),  # no such day
         ("2023-03-271", ""),  # not a date followed by something else
         ("27 March 2023", ""),
+        ("\u0662\u0660\u0662\u0663-\u0660\u0663-\u0662\u0667", ""),  # Arabic-Indic digits
+        ("\uff12\uff10\uff12\uff13-\uff10\uff13-\uff12\uff17", ""),  # full-width digits
         ("", ""),
         (2023, ""),
         (True, ""),
@@ -364,7 +366,9 @@ def test_indexed_doc_dates_in_words(tmp_path: Path) -> None:
     assert note is not None
     extra = filestore.indexed_doc(note).extra
     # created and every other date in words; a date string also as written; updated never
-    assert extra == "27 March 2023 9 July 2022 2024-01-05 5 January 2024 ann"
+    assert extra == (
+        "27 March 2023 2023-03-27 9 July 2022 2022-07-09 2024-01-05 5 January 2024 ann"
+    )
     (tmp_path / "m.md").write_text("---\ncreated: 2023-02-30\n---\nb\n", "utf-8")
     odd = filestore.read_note(tmp_path, "m.md")
     assert odd is not None and filestore.indexed_doc(odd).extra == ""

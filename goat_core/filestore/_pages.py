@@ -67,22 +67,28 @@ _NOT_EXTRA = frozenset({"title", "aliases", "tags", "id", "created", "updated"})
 _MONTHS = (
     "January February March April May June July August September October November December"
 ).split()
-_ISO_DATE = re.compile(r"(\d{4})-(\d{2})-(\d{2})(?![\d])")
+_ISO_DATE = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})(?![0-9])")
+
+
+def calendar_date(value: object) -> date | None:
+    """The calendar date of a ``date``, a ``datetime`` or a string that starts with an ISO
+    8601 date (``2023-03-27``, ``2023-03-27T13:10:00Z``); ``None`` for anything else, an
+    impossible date included. The date is the one written: no time zone is applied."""
+    if isinstance(value, datetime):
+        return value.date()
+    if isinstance(value, date):
+        return value
+    if isinstance(value, str) and (m := _ISO_DATE.match(value.strip())):
+        try:
+            return date(int(m.group(1)), int(m.group(2)), int(m.group(3)))
+        except ValueError:
+            return None
+    return None
 
 
 def date_words(value: object) -> str:
-    """A date in words, ``27 March 2023``, for a ``date``, a ``datetime`` or a string that
-    starts with an ISO 8601 date (``2023-03-27``, ``2023-03-27T13:10:00Z``); ``""`` for
-    anything else, an impossible date included. The calendar date is the one written: no
-    time zone is applied."""
-    when: date | None = None
-    if isinstance(value, date):
-        when = value
-    elif isinstance(value, str) and (m := _ISO_DATE.match(value.strip())):
-        try:
-            when = date(int(m.group(1)), int(m.group(2)), int(m.group(3)))
-        except ValueError:
-            return ""
+    """:func:`calendar_date` in words, ``27 March 2023``; ``""`` where it is ``None``."""
+    when = calendar_date(value)
     if when is None:
         return ""
     return f"{when.day} {_MONTHS[when.month - 1]} {when.year}"
@@ -453,8 +459,8 @@ def indexed_doc(
     first of ``description_keys`` with a value (a string, else empty); ``extra``: the other
     scalar frontmatter values as text (never ``title``, ``aliases``, ``tags``, ``id``,
     ``created``, ``updated`` or ``description_keys[0]``), and every date among them and in
-    ``created`` also in words (:func:`date_words`), so ``March 2023`` finds a note created
-    on 27 March 2023."""
+    ``created`` in words and as an ISO date (:func:`date_words`: ``27 March 2023
+    2023-03-27``), so ``March 2023`` and ``2023-03-27`` find a note created then."""
     from goat_core.filestore.search import IndexedDoc
 
     data = note.data
@@ -462,10 +468,10 @@ def indexed_doc(
     extra: list[str] = []
     for k, v in data.items():
         if k == "created" or (k not in skip and isinstance(v, date)):
-            if words := date_words(v):
-                extra.append(words)
+            if when := calendar_date(v):
+                extra += [date_words(when), when.isoformat()]
         elif k not in skip and isinstance(v, str | int | float) and not isinstance(v, bool):
-            extra.append(str(v))
+            extra.append(str(v))  # an ISO date string is there as written
             if isinstance(v, str) and (words := date_words(v)):
                 extra.append(words)
     description: Any = None
