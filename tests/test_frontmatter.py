@@ -9,6 +9,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from goat_core.errors import Conflict
 from goat_core.filestore import (
     FrontmatterError,
     append_entry,
@@ -101,6 +102,26 @@ def test_unparsable_frontmatter_is_all_body(text: str, message: str) -> None:
     assert note.error is not None and message in note.error
     with pytest.raises(FrontmatterError, match="not edited"):
         set_keys(text, {"updated": "x"})
+
+
+UNEDITABLE = [
+    # an anchor on the line replaced: the alias after it would point nowhere
+    "---\nupdated: &u 2020-01-01\nlast_seen: *u\n---\nb\n",
+    # a flow mapping as the whole block: a line appended after it is not YAML
+    "---\n{a: 1, b: 2023-03-27}\n---\nb\n",
+    # a line separator inside a quoted value: the line-by-line view cuts the string
+    '---\ntitle: "abc\u2028updated: x"\n---\nb\n',
+    # the key written quoted or as a complex key: a new line would duplicate it
+    '---\n"updated": 2020-01-01\n---\nb\n',
+    "---\n? updated\n: 2020-01-01\n---\nb\n",
+]
+
+
+@pytest.mark.parametrize("text", UNEDITABLE)
+def test_frontmatter_that_cannot_be_edited_line_by_line_is_a_conflict(text: str) -> None:
+    assert parse_note(text).error is None  # it parses: the note is fine, the edit is not
+    with pytest.raises(Conflict, match="note not edited"):
+        set_keys(text, {"updated": "2026-12-02T00:00:00Z"})
 
 
 def test_crlf_bom_and_empty_frontmatter() -> None:

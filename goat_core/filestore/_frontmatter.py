@@ -22,7 +22,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from goat_core.errors import BadInput
+from goat_core.errors import BadInput, Conflict
 
 _BOM = "\ufeff"
 _FENCE = re.compile(r"---[ \t]*(\r?\n|$)")
@@ -303,6 +303,9 @@ def set_keys(text: str, updates: Mapping[str, Any]) -> str:
     :param updates: keys to values (one-line YAML via :func:`format_scalar`).
     :raises FrontmatterError: the frontmatter does not parse (such notes are never
         rewritten), a key is not a plain name, or a key appears twice.
+    :raises Conflict: the note parses but cannot be edited line by line: a key to set is
+        written in another form (``"updated":``, ``? updated``), or the edit would break the
+        YAML (an anchor on the replaced line, a flow mapping as the whole block).
     """
     for key in updates:
         if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_-]*", key):
@@ -321,6 +324,11 @@ def set_keys(text: str, updates: Mapping[str, Any]) -> str:
     appended: list[str] = []
     for key, value in updates.items():
         line = f"{key}: {format_scalar(value)}"
+        if key not in spans and key in note.data:  # quoted, or a complex key: not a line
+            raise Conflict(
+                f"note not edited: its frontmatter key {key!r} is not written as a plain "
+                f"`{key}:` line, so it cannot be changed line by line"
+            )
         if key in spans:
             start, end = spans[key]
             if start < 0:
@@ -339,8 +347,8 @@ def set_keys(text: str, updates: Mapping[str, Any]) -> str:
         new_raw += "".join(appended)
     result = text[: note.fm_start] + new_raw + text[note.fm_end :]
     check = parse_note(result)
-    if check.error is not None:  # pragma: no cover - a bug here must never reach disk
-        raise FrontmatterError(f"editing the frontmatter would break it: {check.error}")
+    if check.error is not None:  # the YAML parsed, but not line by line: never on disk
+        raise Conflict(f"note not edited: editing its frontmatter would break it: {check.error}")
     return result
 
 

@@ -409,6 +409,23 @@ async def test_unparsable_frontmatter_listed_searchable_never_rewritten(
     assert (vault / "Broken.md").read_text() == broken
 
 
+@pytest.mark.parametrize(
+    "frontmatter",
+    ["title: Odd\nupdated: &u 2020-01-01\nlast_seen: *u", 'title: Odd\n"updated": 2020-01-01'],
+)
+async def test_frontmatter_not_editable_line_by_line_is_never_rewritten(
+    store: MakeStore, vault: Path, frontmatter: str
+) -> None:
+    text = f"---\n{frontmatter}\n---\nbody\n"
+    (vault / "Odd.md").write_text(text)
+    p = store(root=vault)
+    with pytest.raises(Conflict, match="note not edited"):
+        await p.remember(MemoryWrite(text="more", title="Odd"))
+    with pytest.raises(Conflict, match="note not edited"):
+        await p.feedback(MemoryWrite(kind="feedback", text="more", on="Odd"))
+    assert (vault / "Odd.md").read_text() == text
+
+
 async def test_frontmatter_dates_are_recalled_in_words(store: MakeStore, vault: Path) -> None:
     (vault / "Spring.md").write_text("---\ncreated: 2023-03-27T13:10:00\n---\nzqdated walk\n")
     (vault / "Summer.md").write_text("---\ndate: 2022-07-09\n---\nzqdated swim\n")
