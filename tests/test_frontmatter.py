@@ -203,6 +203,16 @@ def test_render_note_and_jsonable() -> None:
     assert jsonable(value) == {"d": "2020-01-02", "1": ["2020-01-02T03:04:00"], "b": "x"}
 
 
+def test_non_finite_floats_become_their_yaml_spelling() -> None:
+    """JSON has no number for them: ``json.dumps`` would print ``-Infinity``, not JSON."""
+    import json
+
+    note = parse_note("---\na: .inf\nb: -.inf\nc: .nan\nd: [1.5, -.INF]\n---\nb\n")
+    out = jsonable(note.data)
+    assert out == {"a": ".inf", "b": "-.inf", "c": ".nan", "d": [1.5, "-.inf"]}
+    json.loads(json.dumps(out, allow_nan=False))  # strict JSON
+
+
 # -- property tests ---------------------------------------------------------------------------
 
 keys = st.from_regex(r"[a-z][a-z0-9_]{0,8}", fullmatch=True)

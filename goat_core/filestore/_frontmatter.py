@@ -17,6 +17,7 @@ endings and the body stay byte-for-byte.
 from __future__ import annotations
 
 import datetime as _dt
+import math
 import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
@@ -216,7 +217,10 @@ def parse_note(text: str) -> ParsedNote:
 
 def jsonable(value: Any) -> Any:
     """``value`` with YAML-only types made JSON-safe: dates and datetimes become ISO 8601
-    strings, keys become strings, sets and tuples become lists, bytes become text."""
+    strings, keys become strings, sets and tuples become lists, bytes become text, and the
+    floats JSON has no number for become their YAML spelling (``.inf``, ``-.inf``, ``.nan``)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return ".nan" if math.isnan(value) else (".inf" if value > 0 else "-.inf")
     if isinstance(value, dict):
         return {str(k): jsonable(v) for k, v in value.items()}
     if isinstance(value, list | tuple | set | frozenset):

@@ -426,6 +426,17 @@ async def test_frontmatter_not_editable_line_by_line_is_never_rewritten(
     assert (vault / "Odd.md").read_text() == text
 
 
+async def test_non_finite_frontmatter_floats_reach_json_as_text(
+    store: MakeStore, vault: Path
+) -> None:
+    import json
+
+    (vault / "Inf.md").write_text("---\nm: -.inf\nn: .nan\n---\nbody\n")
+    page = await store(root=vault).get_page("Inf")
+    assert (page.frontmatter["m"], page.frontmatter["n"]) == ("-.inf", ".nan")
+    json.dumps(page.model_dump(mode="json"), allow_nan=False)  # strict JSON on every surface
+
+
 async def test_frontmatter_dates_are_recalled_in_words(store: MakeStore, vault: Path) -> None:
     (vault / "Spring.md").write_text("---\ncreated: 2023-03-27T13:10:00\n---\nzqdated walk\n")
     (vault / "Summer.md").write_text("---\ndate: 2022-07-09\n---\nzqdated swim\n")
