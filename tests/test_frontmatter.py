@@ -9,9 +9,9 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from goat_core.errors import Conflict
 from goat_core.filestore import (
     FrontmatterError,
+    UneditableFrontmatter,
     append_entry,
     format_scalar,
     jsonable,
@@ -114,13 +114,17 @@ UNEDITABLE = [
     # the key written quoted or as a complex key: a new line would duplicate it
     '---\n"updated": 2020-01-01\n---\nb\n',
     "---\n? updated\n: 2020-01-01\n---\nb\n",
+    # the key twice, or a later form of it that would still win over the edited line
+    "---\nupdated: 1\nupdated: 2\n---\nb\n",
+    '---\nupdated: 1\n"updated": 2\n---\nb\n',
+    "---\nupdated: 1\n? updated\n: 2\n---\nb\n",
 ]
 
 
 @pytest.mark.parametrize("text", UNEDITABLE)
-def test_frontmatter_that_cannot_be_edited_line_by_line_is_a_conflict(text: str) -> None:
+def test_frontmatter_that_cannot_be_edited_line_by_line_is_refused(text: str) -> None:
     assert parse_note(text).error is None  # it parses: the note is fine, the edit is not
-    with pytest.raises(Conflict, match="note not edited"):
+    with pytest.raises(UneditableFrontmatter, match="note not edited"):
         set_keys(text, {"updated": "2026-12-02T00:00:00Z"})
 
 

@@ -48,6 +48,7 @@ from goat_core.filestore._files import (
 from goat_core.filestore._frontmatter import (
     FrontmatterError,
     ParsedNote,
+    UneditableFrontmatter,
     append_entry,
     drop_keys,
     format_scalar,
@@ -142,6 +143,7 @@ __all__ = [
     "StoreRoot",
     "StoreWorker",
     "StoredNote",
+    "UneditableFrontmatter",
     "WalkResult",
     "absolute_store_root",
     "ambiguous_pages",

@@ -23,7 +23,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from goat_core.errors import BadInput, Conflict
+from goat_core.errors import BadInput
 
 _BOM = "\ufeff"
 _FENCE = re.compile(r"---[ \t]*(\r?\n|$)")
@@ -33,6 +33,13 @@ _KEY_LINE = re.compile(r"(?P<key>[^\s#:'\"\-?\[\]{},&*!|>%@`][^:]*?)[ \t]*:(?:[ 
 class FrontmatterError(BadInput):
     """A note's frontmatter cannot be edited safely (it does not parse, or a key to set is
     not a simple top-level key); the note was not changed."""
+
+
+class UneditableFrontmatter(FrontmatterError):
+    """A note's frontmatter parses but cannot be edited line by line (a key written twice or
+    quoted, an anchor on the edited line, a flow mapping as the whole block); the note was not
+    changed. Writers that append to a note report it as a conflict with that note; exports and
+    imports render the parsed keys instead."""
 
 
 @dataclass(frozen=True)
@@ -306,10 +313,11 @@ def set_keys(text: str, updates: Mapping[str, Any]) -> str:
     :param text: the note.
     :param updates: keys to values (one-line YAML via :func:`format_scalar`).
     :raises FrontmatterError: the frontmatter does not parse (such notes are never
-        rewritten), a key is not a plain name, or a key appears twice.
-    :raises Conflict: the note parses but cannot be edited line by line: a key to set is
-        written in another form (``"updated":``, ``? updated``), or the edit would break the
-        YAML (an anchor on the replaced line, a flow mapping as the whole block).
+        rewritten), or a key is not a plain name.
+    :raises UneditableFrontmatter: the note parses but cannot be edited line by line: a key
+        to set appears twice or is written in another form (``"updated":``, ``? updated``),
+        or the edit would break the YAML or not change the key's value (an anchor on the
+        replaced line, a flow mapping as the whole block).
     """
     for key in updates:
         if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_-]*", key):
@@ -329,14 +337,16 @@ def set_keys(text: str, updates: Mapping[str, Any]) -> str:
     for key, value in updates.items():
         line = f"{key}: {format_scalar(value)}"
         if key not in spans and key in note.data:  # quoted, or a complex key: not a line
-            raise Conflict(
+            raise UneditableFrontmatter(
                 f"note not edited: its frontmatter key {key!r} is not written as a plain "
                 f"`{key}:` line, so it cannot be changed line by line"
             )
         if key in spans:
             start, end = spans[key]
             if start < 0:
-                raise FrontmatterError(f"frontmatter key {key!r} appears more than once")
+                raise UneditableFrontmatter(
+                    f"note not edited: frontmatter key {key!r} appears more than once"
+                )
             chunk = raw[start:end]
             ending = "\r\n" if chunk.endswith("\r\n") else ("\n" if chunk.endswith("\n") else "")
             edits.append((start, end, line + ending))
@@ -352,7 +362,15 @@ def set_keys(text: str, updates: Mapping[str, Any]) -> str:
     result = text[: note.fm_start] + new_raw + text[note.fm_end :]
     check = parse_note(result)
     if check.error is not None:  # the YAML parsed, but not line by line: never on disk
-        raise Conflict(f"note not edited: editing its frontmatter would break it: {check.error}")
+        raise UneditableFrontmatter(
+            f"note not edited: editing its frontmatter would break it: {check.error}"
+        )
+    for key, value in updates.items():  # a later form of the key would still win
+        want = parse_note(f"---\nv: {format_scalar(value)}\n---\n").data.get("v")
+        if check.data.get(key) != want:
+            raise UneditableFrontmatter(
+                f"note not edited: its frontmatter key {key!r} is written again further down"
+            )
     return result
 
 
@@ -376,7 +394,7 @@ def drop_keys(text: str, keys: Collection[str]) -> str:
     for key in present:
         start, end = spans.get(key, (-1, -1))
         if start < 0:
-            raise FrontmatterError(f"frontmatter key {key!r} cannot be dropped line by line")
+            raise UneditableFrontmatter(f"frontmatter key {key!r} cannot be dropped line by line")
         cuts.append((start, end))
     new_raw = raw
     for start, end in sorted(cuts, reverse=True):
@@ -384,7 +402,7 @@ def drop_keys(text: str, keys: Collection[str]) -> str:
     result = text[: note.fm_start] + new_raw + text[note.fm_end :]
     check = parse_note(result)
     if check.error is not None or any(k in check.data for k in present):
-        raise FrontmatterError(f"dropping {', '.join(present)} would break the frontmatter")
+        raise UneditableFrontmatter(f"dropping {', '.join(present)} would break the frontmatter")
     return result
 
 

@@ -16,7 +16,7 @@ from conftest import REPO
 
 from goat_core.cli import cli
 from goat_core.contract import Scope, TransferOutcome
-from goat_core.filestore import parse_note
+from goat_core.filestore import jsonable, parse_note
 from goat_core.host import Chat, GoatHome, SyncMemoryHost
 from goat_core.testing.fixtures import copy_test_vault
 
@@ -239,6 +239,47 @@ def test_copy_and_export_keep_yaml_types_as_written(tmp_path: Path, host: SyncMe
     assert got.pop("imported_from")["id"] == "Typed.md"
     got.pop("type"), got.pop("timestamp")
     assert got == want
+
+
+@pytest.mark.parametrize(
+    "frontmatter",
+    [
+        "{title: Odd note, b: 2023-03-27}",  # a flow mapping as the whole block
+        'title: Odd note\n"updated": 2020-01-01',  # a key written quoted
+        "title: Odd note\nupdated: &u 2020-01-01\nlast_seen: *u",  # an anchor on a line
+    ],
+)
+def test_frontmatter_not_editable_line_by_line_is_copied_exported_imported(
+    tmp_path: Path, host: SyncMemoryHost, frontmatter: str
+) -> None:
+    """Such a page cannot take provenance or OKF keys line by line: it is written again from
+    its parsed keys, on copy, export and import alike, and keeps its values (as JSON has
+    them: a date rendered again is its ISO text)."""
+    home, bundle = tmp_path / "home", tmp_path / "bundle"
+    g = host.context_for(Chat())
+    g.remember("seed", title="Seed")
+    global_root = Path(g._provider.root)  # type: ignore[union-attr]
+    (global_root / "Odd.md").write_text(f"---\n{frontmatter}\n---\nodd body\n", "utf-8")
+    want = jsonable(_yaml((global_root / "Odd.md").read_text("utf-8")))
+    host.bind(Scope.pen("team"), "markdown", {})
+    host.bind(Scope.pen("fresh"), "markdown", {})
+
+    code, out = _goat(home, "copy", "Odd note", "--to-pen", "team")
+    assert code == 0, out
+    team_root = Path(host.context_for(Chat("team"))._provider.root)  # type: ignore[union-attr]
+    got = jsonable(_yaml((team_root / "Odd.md").read_text("utf-8")))
+    assert got.pop("copied_from")["id"] == "Odd.md" and got == want
+
+    code, out = _goat(home, "export", str(bundle), "--json")
+    assert code == 0, out
+    code, out = _goat(home, "import", str(bundle), "--pen", "fresh")
+    assert code == 0, out
+    fresh_root = Path(host.context_for(Chat("fresh"))._provider.root)  # type: ignore[union-attr]
+    got = jsonable(_yaml((fresh_root / "Odd.md").read_text("utf-8")))
+    assert got.pop("imported_from")["id"] == "Odd.md"
+    got.pop("type"), got.pop("timestamp", None)
+    assert got == want
+    assert parse_note((fresh_root / "Odd.md").read_text("utf-8")).body == "odd body\n"
 
 
 def test_export_imported_back_into_its_own_scope_adds_nothing(

@@ -619,3 +619,27 @@ async def test_a_symlink_out_of_the_wiki_makes_its_page_list_incomplete(
     assert [p.id for p in listing.items] == ["Projects/Plan.md"]
     assert listing.complete is False
     assert "leak.md: skipped, symlink points outside the store" in listing.degraded
+
+
+@pytest.mark.parametrize(
+    "frontmatter",
+    ["title: Odd\nupdated: &u 2020-01-01\nlast_seen: *u", 'title: Odd\n"updated": 2020-01-01'],
+)
+async def test_a_page_not_editable_line_by_line_is_a_conflict(
+    wiki: MakeWiki, frontmatter: str
+) -> None:
+    """Remember, feedback and a page write onto a page whose frontmatter parses but cannot be
+    edited line by line are refused as conflicts; the page keeps every byte."""
+    w = wiki()
+    path = w.root / "syntheses" / "Odd.md"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = f"---\n{frontmatter}\n---\nbody\n"
+    path.write_text(text, "utf-8")
+    with pytest.raises(Conflict, match="was not changed: note not edited"):
+        await w.remember(MemoryWrite(text="more", title="Odd"))
+    with pytest.raises(Conflict, match="was not changed: note not edited"):
+        await w.feedback(MemoryWrite(kind="feedback", text="more", on="Odd"))
+    page = await w.get_page("Odd")
+    with pytest.raises(Conflict, match="was not changed: note not edited"):
+        await w.write_page(PageWrite("Odd", "new body", folder="syntheses", etag=page.etag))
+    assert path.read_text("utf-8") == text

@@ -59,6 +59,7 @@ from goat_core.filestore import (
     MISSING_ETAG,
     FolderStoreProvider,
     NoteFile,
+    UneditableFrontmatter,
     WalkResult,
     append_entry,
     atomic_write,
@@ -580,7 +581,13 @@ class MarkdownProvider(FolderStoreProvider[filestore.StoredNote]):
         current = raw.decode("utf-8")
         updated = current
         if parse_note(current).has_frontmatter:
-            updated = set_keys(current, {"updated": _now()})
+            try:
+                updated = set_keys(current, {"updated": _now()})
+            except UneditableFrontmatter as exc:
+                raise Conflict(
+                    f"{note.path} was not changed: {exc}; such notes are never rewritten "
+                    "(fix the note or choose another title)"
+                ) from None
         new = append_entry(updated, heading, text)
         atomic_write(path, new.encode("utf-8"), expected_etag=etag(raw))
         self._index_note(note.path)

@@ -31,6 +31,7 @@ from goat_core.contract import (
 from goat_core.errors import BadInput, Conflict, NotFound, PathError, Rejected, TooLarge
 from goat_core.filestore import (
     MISSING_ETAG,
+    UneditableFrontmatter,
     append_entry,
     atomic_write,
     contain,
@@ -145,7 +146,12 @@ def _page_text(
         data = {**managed, "created": now, **extra}
         text = render_note(data, content if content.endswith("\n") else content + "\n")
         return text, MISSING_ETAG, "write"
-    updated = set_keys(note.text, {**managed, **extra})
+    try:
+        updated = set_keys(note.text, {**managed, **extra})
+    except UneditableFrontmatter as exc:
+        raise Conflict(
+            f"{note.path} was not changed: {exc}; such pages are never rewritten"
+        ) from None
     split = parse_note(updated)
     new_text = updated[: split.body_start] + content
     if not new_text.endswith("\n"):
@@ -419,7 +425,12 @@ class WikiPages(WikiLint):
         if note.error is not None:
             raise Conflict(f"{rel} was not changed: {note.error}; such pages are never rewritten")
         raw = note.text
-        updated = set_keys(raw, {"updated": _now()}) if parse_note(raw).has_frontmatter else raw
+        try:
+            updated = set_keys(raw, {"updated": _now()}) if parse_note(raw).has_frontmatter else raw
+        except UneditableFrontmatter as exc:
+            raise Conflict(
+                f"{rel} was not changed: {exc}; such pages are never rewritten"
+            ) from None
         new = append_entry(updated, heading, text).encode("utf-8")
 
         def change() -> dict[str, str]:
