@@ -18,10 +18,14 @@ Corpora:
 - **locomo**: LoCoMo (Maharana et al., ACL 2024), the development half in
   ``--locomo`` (default ``$GOAT_LOCOMO_DIR``, else ``../shared/data/locomo-dev`` beside the
   repository). It is read from there and written as notes under ``--work`` only: never into
-  the repository. One store per conversation, one note per turn: title like ``Audrey, 27
+  the repository. One store per conversation, one note per turn: title like ``Sam, 27
   March 2023 (D1:3)``, frontmatter ``speaker`` and ``created`` (the session's date), body the
   turn's text and a shared photo's caption. Questions of categories 1-4; a hit is a note
   whose turn is in the question's evidence. Conversations 44 and 47 tune, the others report.
+- **locomo dev, per fact**: the same questions asked of one note per fact of the data set's
+  ``session_N_observation`` lists (facts its authors drew from the turns with a language
+  model, each citing its turns); a fact counts for the turns it cites.
+- **locomo dev, per turn and fact**: both kinds of note in one store per conversation.
 
 Every store is the shipped ``markdown`` provider with ``embedder=NAME`` (``minilm-en`` by
 default), built through its spec's factory as a host builds it; one ``recall`` brings its
@@ -70,6 +74,8 @@ QUESTIONS = HERE / "questions"
 DEPTH = FUSION.depth
 BOOT = 2000
 LOCOMO_TUNE = ("44", "47")
+#: The corpora whose tuning halves choose the fusion rule (``--explore``).
+CHOOSING = ("vault questions", "vault translated", "locomo dev")
 #: The fusion shipped before this benchmark: fitted on the vault alone.
 PREVIOUS = Fusion(keyword=0.2, vector=0.8, depth=50, mode="cc")
 Ranked = list[tuple[str, float]]
@@ -540,9 +546,10 @@ def candidates() -> dict[str, Rule]:
 
 
 def explore(runs: dict[str, dict[str, Runs]]) -> None:
-    """Every candidate's MRR@10 on each corpus's tuning half, the picks by each criterion,
-    then those picks on the held-out halves."""
-    tune = {c: r["tune"] for c, r in runs.items() if "tune" in r}
+    """Every candidate's MRR@10 on the tuning half of each corpus of :data:`CHOOSING`, the
+    picks by each criterion, then those picks on every corpus's held-out half."""
+    # the fact views share LoCoMo's conversations: they check the rule, they do not choose it
+    tune = {c: r["tune"] for c, r in runs.items() if "tune" in r and c in CHOOSING}
     held = {c: r["report"] for c, r in runs.items() if "report" in r}
     cands = candidates()
     kw_t = {c: r.mrr(lambda k, v: k) for c, r in tune.items()}
