@@ -138,7 +138,7 @@ def _expanded_size(value: Any, limit: int) -> int:
             return 1, 0
         known = seen.get(id(v))
         if known is not None:
-            if depth + known[1] > MAX_FRONTMATTER_DEPTH:  # a shared node used deeper down
+            if depth + known[1] >= MAX_FRONTMATTER_DEPTH:  # a shared node used deeper down
                 raise _Unfit(f"it nests over {MAX_FRONTMATTER_DEPTH} levels deep")
             return known
         if depth >= MAX_FRONTMATTER_DEPTH:
@@ -182,13 +182,20 @@ def parse_note(text: str) -> ParsedNote:
         )
     except (ValueError, OverflowError) as exc:
         # a YAML timestamp that names no real date or time ("2023-02-30", "2023-13-01"):
-        # the loader builds the datetime and Python refuses it
-        return ParsedNote(text=text, body=text, error=f"frontmatter does not parse: {exc}")
-    except (AttributeError, KeyError, IndexError, TypeError, RecursionError) as exc:
+        # the loader builds the datetime and Python refuses it; or a decimal integer past
+        # Python's digit limit for conversions
+        why = str(exc)
+        if "integer string conversion" in why:
+            why = "an integer too long to read"
+        return ParsedNote(text=text, body=text, error=f"frontmatter does not parse: {why}")
+    except (AttributeError, KeyError, IndexError, TypeError, RecursionError):
         # PyYAML's constructors fail so on a malformed explicit tag: ``!!timestamp 'x'``,
         # ``!!bool 'maybe'``, ``!!int ''``
-        why = f"{type(exc).__name__}: {exc}"
-        return ParsedNote(text=text, body=text, error=f"frontmatter does not parse: {why}")
+        return ParsedNote(
+            text=text,
+            body=text,
+            error="frontmatter does not parse: a value does not fit its explicit tag (!!...)",
+        )
     if data is None:
         data = {}
     if not isinstance(data, dict):
@@ -229,7 +236,7 @@ def jsonable(value: Any) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         return ".nan" if math.isnan(value) else (".inf" if value > 0 else "-.inf")
     if isinstance(value, dict):
-        return {str(k): jsonable(v) for k, v in value.items()}
+        return {str(jsonable(k)): jsonable(v) for k, v in value.items()}
     if isinstance(value, list | tuple | set | frozenset):
         return [jsonable(v) for v in value]
     if isinstance(value, _dt.datetime | _dt.date | _dt.time):
