@@ -359,7 +359,7 @@ def test_date_words(value: object, words: str) -> None:
 def test_indexed_doc_dates_in_words(tmp_path: Path) -> None:
     text = (
         "---\ntitle: T\ncreated: 2023-03-27T13:10:00\nupdated: 2024-05-01T00:00:00Z\n"
-        "date: 2022-07-09\ndue: '2024-01-05'\nowner: ann\n---\nb\n"
+        "date: 2022-07-09\ndue: '2024-01-05'\nat: '2024-02-01T10:00'\nowner: ann\n---\nb\n"
     )
     (tmp_path / "n.md").write_text(text, "utf-8")
     note = filestore.read_note(tmp_path, "n.md")
@@ -367,7 +367,8 @@ def test_indexed_doc_dates_in_words(tmp_path: Path) -> None:
     extra = filestore.indexed_doc(note).extra
     # created and every other date in words; a date string also as written; updated never
     assert extra == (
-        "27 March 2023 2023-03-27 9 July 2022 2022-07-09 2024-01-05 5 January 2024 ann"
+        "27 March 2023 2023-03-27 9 July 2022 2022-07-09 2024-01-05 5 January 2024"
+        " 2024-02-01T10:00 1 February 2024 2024-02-01 ann"
     )
     (tmp_path / "m.md").write_text("---\ncreated: 2023-02-30\n---\nb\n", "utf-8")
     odd = filestore.read_note(tmp_path, "m.md")

@@ -471,9 +471,11 @@ def indexed_doc(
             if when := calendar_date(v):
                 extra += [date_words(when), when.isoformat()]
         elif k not in skip and isinstance(v, str | int | float) and not isinstance(v, bool):
-            extra.append(str(v))  # an ISO date string is there as written
-            if isinstance(v, str) and (words := date_words(v)):
-                extra.append(words)
+            extra.append(str(v))
+            if isinstance(v, str) and (when := calendar_date(v)):
+                extra.append(date_words(when))
+                if v.strip() != when.isoformat():  # "2024-01-05T10:00": the date alone too
+                    extra.append(when.isoformat())
     description: Any = None
     for key in description_keys:
         description = data.get(key)

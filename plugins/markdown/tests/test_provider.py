@@ -437,6 +437,30 @@ async def test_non_finite_frontmatter_floats_reach_json_as_text(
     json.dumps(page.model_dump(mode="json"), allow_nan=False)  # strict JSON on every surface
 
 
+def test_goat_show_json_of_non_finite_floats_is_strict_json(tmp_path: Path, vault: Path) -> None:
+    import json
+
+    from click.testing import CliRunner
+
+    from goat_core.cli import cli
+
+    (vault / "Inf.md").write_text("---\nm: -.inf\nn: .nan\n---\nbody\n")
+    home = str(tmp_path / "cli-home")
+    runner = CliRunner()
+    bound = runner.invoke(
+        cli, ["bind", "--pen", "inf", "markdown", "--set", f"root={vault}", "--home", home]
+    )
+    assert bound.exit_code == 0, bound.output
+    shown = runner.invoke(cli, ["show", "Inf", "--pen", "inf", "--json", "--home", home])
+    assert shown.exit_code == 0, shown.output
+
+    def refuse(constant: str) -> None:
+        raise AssertionError(f"not JSON: {constant}")
+
+    data = json.loads(shown.stdout, parse_constant=refuse)
+    assert (data["frontmatter"]["m"], data["frontmatter"]["n"]) == ("-.inf", ".nan")
+
+
 async def test_frontmatter_dates_are_recalled_in_words(store: MakeStore, vault: Path) -> None:
     (vault / "Spring.md").write_text("---\ncreated: 2023-03-27T13:10:00\n---\nzqdated walk\n")
     (vault / "Summer.md").write_text("---\ndate: 2022-07-09\n---\nzqdated swim\n")
