@@ -375,6 +375,41 @@ def test_indexed_doc_dates_in_words(tmp_path: Path) -> None:
     assert odd is not None and filestore.indexed_doc(odd).extra == ""
 
 
+def test_an_index_of_schema_4_is_rebuilt_with_dates_in_words(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An index written before dates were indexed in words (schema 4) is rebuilt on open,
+    and the rebuilt index finds a note by its creation month."""
+    import sqlite3
+
+    from goat_core.filestore import _pages
+    from goat_core.filestore.search import FileStat, SearchIndex
+
+    (tmp_path / "Spring.md").write_text("---\ncreated: 2023-03-27T13:10:00\n---\nzqwalk\n")
+    stat = FileStat("Spring.md", 1, 40)
+    db = tmp_path / "idx" / "index.sqlite"
+
+    def loader() -> object:
+        return filestore.index_loader(
+            lambda rel: filestore.read_note(tmp_path, rel), {}, filestore.indexed_doc
+        )
+
+    with monkeypatch.context() as m:
+        m.setattr(_pages, "calendar_date", lambda value: None)  # what schema 4 indexed
+        with filestore.open_search_index(db) as index:
+            index.sync([stat], loader())
+            assert [h.path for h in index.search("zqwalk").hits] == ["Spring.md"]
+            assert not index.search("March 2023").hits
+    con = sqlite3.connect(db)
+    con.execute("UPDATE meta SET value = '4' WHERE key = 'schema_version'")
+    con.commit()
+    con.close()
+    with SearchIndex(db) as index:
+        assert index.rebuilt
+        index.sync([stat], loader())
+        assert [h.path for h in index.search("March 2023").hits] == ["Spring.md"]
+
+
 def test_index_loader_and_index_note(tmp_path: Path) -> None:
     (tmp_path / "n.md").write_text("---\ntitle: Old\n---\nhello world\n", "utf-8")
     old = filestore.read_note(tmp_path, "n.md")

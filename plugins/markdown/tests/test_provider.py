@@ -480,29 +480,6 @@ async def test_frontmatter_dates_are_recalled_in_words(store: MakeStore, vault: 
     assert [i.path for i in got.items] == [r.path]
 
 
-async def test_an_index_of_schema_4_is_rebuilt_with_dates_in_words(
-    store: MakeStore, vault: Path, home: GoatHome, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """An index written before dates were indexed in words (schema 4) is rebuilt on open."""
-    import sqlite3
-
-    from goat_core.filestore import _pages
-
-    (vault / "Spring.md").write_text("---\ncreated: 2023-03-27T13:10:00\n---\nzqwalk\n")
-    with monkeypatch.context() as m:
-        m.setattr(_pages, "calendar_date", lambda value: None)  # what schema 4 indexed
-        p = store(root=vault)
-        assert [i.path for i in (await p.recall("zqwalk")).items] == ["Spring.md"]
-        assert (await p.recall("March 2023")).items == ()
-        await p.close()
-    con = sqlite3.connect(home.index_path(vault))
-    con.execute("UPDATE meta SET value = '4' WHERE key = 'schema_version'")
-    con.commit()
-    con.close()
-    again = store(root=vault)
-    assert [i.path for i in (await again.recall("March 2023")).items] == ["Spring.md"]
-
-
 # -- feedback and forget ---------------------------------------------------------------------------
 
 
