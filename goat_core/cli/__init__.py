@@ -14,7 +14,7 @@ Commands (``goat COMMAND --help`` for each)::
     show PAGE                     map [--html FILE]             reindex
     copy PAGE... (--to-pen ID | --to-global) [--rename] [--dry-run]
     export DIR [--force]          import DIR [--rename] [--dry-run] [--resend-unknown]
-    embedders [--json]            embedders fetch NAME [URL]
+    embedders [--json]            embedders fetch NAME [URL]     rerankers [--json]
 
 Every memory command takes ``--pen ID`` (default: Global), ``--json`` and ``--home DIR``
 (default ``$GOAT_HOME``, else the platform directories), placed after the subcommand.

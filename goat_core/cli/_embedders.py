@@ -783,4 +783,62 @@ def _import_pinned(
     return results
 
 
-COMMANDS = [embedders_cmd]
+def _reranker_rows(home: Path | None) -> list[dict[str, Any]]:
+    from goat_core.contract import reranker_cache_dir
+
+    data_dir = _home(home).data_dir
+    rows = []
+    for name, spec in sorted(_registry().rerankers().items()):
+        try:
+            on_disk = bool(spec.available(reranker_cache_dir(data_dir, name)))
+            detail = "" if on_disk else f"not on disk: {spec.source} provides them"
+        except Exception as exc:  # a broken plugin check is reported, never raised
+            on_disk, detail = False, f"the check failed ({type(exc).__name__})"
+        rows.append(
+            {
+                "name": name,
+                "languages": list(spec.languages),
+                "weights": "on disk" if on_disk else "not on disk",
+                "detail": detail,
+                "offline": on_disk,
+                "source": spec.source,
+                "description": spec.description,
+            }
+        )
+    return rows
+
+
+@click.command("rerankers")
+@json_option
+@home_option
+def rerankers_cmd(as_json: bool, home: Path | None) -> None:
+    """List installed rerankers (the first 20 notes of a recall: `goat bind ... --set
+    reranker=NAME`).
+
+    WEIGHTS is `on disk` when the plugin finds its model's files under the GOAT home or in
+    its package; a reranker never downloads anything."""
+    rows = _reranker_rows(home)
+    if as_json:
+        emit_json({"rerankers": rows})
+        return
+    if not rows:
+        click.echo("no rerankers installed (a plugin declares them with goat_register_rerankers)")
+        return
+    click.echo(
+        _table(
+            [
+                [
+                    r["name"],
+                    ",".join(r["languages"]),
+                    r["weights"] if r["offline"] else r["detail"],
+                    r["source"],
+                    r["description"],
+                ]
+                for r in rows
+            ],
+            ["NAME", "LANGUAGES", "WEIGHTS", "SOURCE", "DESCRIPTION"],
+        )
+    )
+
+
+COMMANDS = [embedders_cmd, rerankers_cmd]

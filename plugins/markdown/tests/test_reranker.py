@@ -102,6 +102,37 @@ def test_cli_recall_reranks_the_first_notes_only(goat_home: Path, tmp_path: Path
     assert row["reason"].endswith("; reranked by reranker 'reverse'"), row
 
 
+def test_cli_lists_the_installed_rerankers(goat_home: Path) -> None:
+    listed = goat("rerankers", "--json")
+    assert listed.exit_code == 0, listed.output
+    rows = {r["name"]: r for r in json.loads(listed.stdout)["rerankers"]}
+    assert {"absent", "reverse"} <= set(rows)
+    assert rows["absent"]["weights"] == "not on disk" and rows["absent"]["offline"] is False
+    assert rows["absent"]["detail"] == "not on disk: goat_core.testing.rerankers provides them"
+    assert rows["reverse"]["weights"] == "on disk" and rows["reverse"]["offline"] is True
+    assert list(rows["reverse"]) == [
+        "name",
+        "languages",
+        "weights",
+        "detail",
+        "offline",
+        "source",
+        "description",
+    ]
+    table = goat("rerankers")
+    assert table.exit_code == 0 and table.stdout.startswith("NAME")
+    assert "not on disk: goat_core.testing.rerankers provides them" in table.stdout
+
+
+def test_cli_rerankers_without_any_installed(
+    goat_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GOAT_LOAD_PLUGINS", "markdown")
+    empty = goat("rerankers")
+    assert empty.exit_code == 0 and empty.stdout.startswith("no rerankers installed")
+    assert json.loads(goat("rerankers", "--json").stdout) == {"rerankers": []}
+
+
 def test_cli_bind_refuses_a_reranker_it_cannot_use(goat_home: Path, tmp_path: Path) -> None:
     vault = write_vault(tmp_path / "vault")
     typo = bind(vault, "reranker=revrese")
