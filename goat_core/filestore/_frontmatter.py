@@ -372,9 +372,10 @@ def set_keys(text: str, updates: Mapping[str, Any]) -> str:
         raise UneditableFrontmatter(
             f"note not edited: editing its frontmatter would break it: {check.error}"
         )
+    import yaml
+
     for key, value in updates.items():  # a later form of the key would still win
-        want = parse_note(f"---\nv: {format_scalar(value)}\n---\n").data.get("v")
-        if check.data.get(key) != want:
+        if check.data.get(key) != yaml.load(format_scalar(value), Loader=_loader()):
             raise UneditableFrontmatter(
                 f"note not edited: its frontmatter key {key!r} is written again further down"
             )

@@ -467,15 +467,16 @@ def indexed_doc(
     skip = _NOT_EXTRA | set(description_keys[:1])
     extra: list[str] = []
     for k, v in data.items():
-        if k == "created" or (k not in skip and isinstance(v, date)):
-            if when := calendar_date(v):
-                extra += [date_words(when), when.isoformat()]
-        elif k not in skip and isinstance(v, str | int | float) and not isinstance(v, bool):
-            extra.append(str(v))
-            if isinstance(v, str) and (when := calendar_date(v)):
-                extra.append(date_words(when))
-                if v.strip() != when.isoformat():  # "2024-01-05T10:00": the date alone too
-                    extra.append(when.isoformat())
+        if k in skip and k != "created":
+            continue
+        texts = []  # the value as written (``created`` never), then its date
+        if k != "created" and isinstance(v, str | int | float) and not isinstance(v, bool):
+            texts.append(str(v))
+        if (k == "created" or isinstance(v, date | str)) and (when := calendar_date(v)):
+            texts.append(date_words(when))
+            if when.isoformat() not in [t.strip() for t in texts]:  # "2024-01-05T10:00" too
+                texts.append(when.isoformat())
+        extra += texts
     description: Any = None
     for key in description_keys:
         description = data.get(key)
