@@ -1023,29 +1023,21 @@ DEFECTS["reference_alias"] = ReferenceProvider
 DEFECT_SPECS["reference_alias"], reference_alias_plugin = _make(
     "reference_alias", ReferenceProvider, settings_model=AliasSettings
 )
+#: What the reference bank declares: a shared bank over the network with an API key.
+_BANK: dict[str, Any] = dict(
+    capabilities=frozenset({Capability.PAGES, Capability.REFLECT, Capability.SHARED_BANK}),
+    consistency=Consistency.EVENTUAL,
+    settings_model=BankSettings,
+    network=True,
+    egress_urls=lambda s: [s.server],
+    duplicate_policy="keep",
+    credentials=(CredentialSpec(name="api_key", description="API key"),),
+)
 DEFECTS["reference_quotesecret"] = QuoteSecretBank
 DEFECT_SPECS["reference_quotesecret"], reference_quotesecret_plugin = _make(
-    "reference_quotesecret",
-    QuoteSecretBank,
-    capabilities=frozenset({Capability.PAGES, Capability.REFLECT, Capability.SHARED_BANK}),
-    consistency=Consistency.EVENTUAL,
-    settings_model=BankSettings,
-    network=True,
-    egress_urls=lambda s: [s.server],
-    duplicate_policy="keep",
-    credentials=(CredentialSpec(name="api_key", description="API key"),),
+    "reference_quotesecret", QuoteSecretBank, **_BANK
 )
-BANK_SPEC, bank_plugin = _make(
-    "reference_bank",
-    BankProvider,
-    capabilities=frozenset({Capability.PAGES, Capability.REFLECT, Capability.SHARED_BANK}),
-    consistency=Consistency.EVENTUAL,
-    settings_model=BankSettings,
-    network=True,
-    egress_urls=lambda s: [s.server],
-    duplicate_policy="keep",
-    credentials=(CredentialSpec(name="api_key", description="API key"),),
-)
+BANK_SPEC, bank_plugin = _make("reference_bank", BankProvider, **_BANK)
 #: The reference provider under the embedded default's name, for host tests.
 MARKDOWN_SPEC, markdown_plugin = _make("markdown", ReferenceProvider)
 
