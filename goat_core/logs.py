@@ -28,7 +28,7 @@ import threading
 from collections.abc import Iterable, Mapping
 from typing import Any, TextIO
 
-import structlog
+# structlog is imported where it is used: the goat command's fast path never needs it
 
 __all__ = [
     "LEVELS",
@@ -196,6 +196,8 @@ class RedactSecrets:
 
     def __call__(self, logger: Any, method_name: str, event_dict: Any) -> Any:
         if "exc_info" in event_dict:
+            import structlog
+
             event_dict = structlog.processors.format_exc_info(logger, method_name, event_dict)
         out: dict[str, Any] = {}
         for key, value in event_dict.items():
@@ -280,15 +282,19 @@ def get_logger(name: str | None = None, **bound: Any) -> Any:
     return _LibraryLogger(name, bound)
 
 
-#: The chain of an unconfigured process: stdlib level check first (no work for a record
-#: nobody shows), then the same redaction as :func:`configure`, rendered to one string.
-_FALLBACK_CHAIN: list[Any] = [
-    structlog.stdlib.filter_by_level,
-    structlog.contextvars.merge_contextvars,
-    structlog.processors.format_exc_info,
-    _REDACTOR,
-    structlog.processors.KeyValueRenderer(key_order=["event"], drop_missing=True),
-]
+@functools.cache
+def _fallback_chain() -> list[Any]:
+    """The chain of an unconfigured process: stdlib level check first (no work for a record
+    nobody shows), then the same redaction as :func:`configure`, rendered to one string."""
+    import structlog
+
+    return [
+        structlog.stdlib.filter_by_level,
+        structlog.contextvars.merge_contextvars,
+        structlog.processors.format_exc_info,
+        _REDACTOR,
+        structlog.processors.KeyValueRenderer(key_order=["event"], drop_missing=True),
+    ]
 
 
 class _LibraryLogger:
@@ -304,12 +310,14 @@ class _LibraryLogger:
         return _LibraryLogger(self._name, {**self._bound, **values})
 
     def _target(self) -> Any:
+        import structlog
+
         if structlog.is_configured():
             logger = structlog.get_logger(self._name)
         else:
             logger = structlog.wrap_logger(
                 logging.getLogger(self._name or "goat"),
-                processors=_FALLBACK_CHAIN,
+                processors=_fallback_chain(),
                 wrapper_class=structlog.stdlib.BoundLogger,
             )
         return logger.bind(**self._bound) if self._bound else logger
@@ -319,6 +327,8 @@ class _LibraryLogger:
         structlog bound logger, resolved at call time."""
         if method.startswith("_"):
             raise AttributeError(method)
+        import structlog
+
         target = self._target()
         if method == "exception" and not structlog.is_configured():
             # stdlib's Logger.exception would attach the live exception again and its
@@ -331,6 +341,8 @@ class _LibraryLogger:
 
 
 def _renderer(json: bool) -> Any:
+    import structlog
+
     if json:
         return structlog.processors.JSONRenderer(sort_keys=True)
     console = structlog.dev.ConsoleRenderer(colors=False)
@@ -368,6 +380,8 @@ def configure(*, json: bool = False, level: str = "warning", stream: TextIO | No
     other handlers alone) so httpx2, httpcore2, mcp and uvicorn records get the same
     redaction.
     """
+    import structlog
+
     from goat_core.errors import BadInput
 
     numeric = LEVELS.get(level.lower())

@@ -19,8 +19,10 @@ import hashlib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from goat_core.contract._scope import Scope
+if TYPE_CHECKING:  # no pydantic on the goat command's fast path (goat_core/cli/_fast.py)
+    from goat_core.contract._scope import Scope
 
 APP_NAME = "goat-memory"
 #: :attr:`GoatHome.source` of the platform directories.

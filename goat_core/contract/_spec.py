@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from goat_core.contract._scope import PEN_ID_PATTERN
+from goat_core.contract._penid import PEN_ID_PATTERN
 
 _STRICT = ConfigDict(frozen=True, extra="forbid")
 

@@ -12,11 +12,52 @@ Importing this package imports no ``mcp``: the hook and the doctor use it withou
 ``serve`` extra.
 """
 
-from goat_core.serve._hook import HOOK_EVENT, HookResult, clear_hook_state, run_hook
-from goat_core.serve._scope import PIN_ENV, ServeScope, bind_hint, parse_pin, resolve_serve_scope
-from goat_core.serve._server import PROTOCOL_VERSIONS, SCOPE_URI, build_server, page_uri
-from goat_core.serve._stdio import run_stdio
-from goat_core.serve._tools import ServedScope, ServedTool, ToolOutcome
+import typing
+
+from goat_core import _lazy
+
+if typing.TYPE_CHECKING:
+    from goat_core.serve._hook import HOOK_EVENT, HookResult, clear_hook_state, run_hook
+    from goat_core.serve._scope import (
+        PIN_ENV,
+        ServeScope,
+        bind_hint,
+        parse_pin,
+        resolve_serve_scope,
+    )
+    from goat_core.serve._server import PROTOCOL_VERSIONS, SCOPE_URI, build_server, page_uri
+    from goat_core.serve._stdio import run_stdio
+    from goat_core.serve._tools import ServedScope, ServedTool, ToolOutcome
+
+#: Each name's module, imported on first use (:func:`goat_core._lazy.lazy_module`).
+_LAZY = {
+    "goat_core.serve._hook": (
+        "HOOK_EVENT",
+        "HookResult",
+        "clear_hook_state",
+        "run_hook",
+    ),
+    "goat_core.serve._scope": (
+        "PIN_ENV",
+        "ServeScope",
+        "bind_hint",
+        "parse_pin",
+        "resolve_serve_scope",
+    ),
+    "goat_core.serve._server": (
+        "PROTOCOL_VERSIONS",
+        "SCOPE_URI",
+        "build_server",
+        "page_uri",
+    ),
+    "goat_core.serve._stdio": ("run_stdio",),
+    "goat_core.serve._tools": (
+        "ServedScope",
+        "ServedTool",
+        "ToolOutcome",
+    ),
+}
+__getattr__, __dir__ = _lazy.lazy_module(__name__, _LAZY)
 
 __all__ = [
     "HOOK_EVENT",
