@@ -13,17 +13,16 @@ import click
 
 from goat_core.cli._options import _scope, memory_options, open_memory
 from goat_core.cli._output import _err, _one_line, _shown, _table, _to_json, emit_json
+from goat_core.cli._view import RECALL_LIMIT_MAX, recall_lines
 
 if TYPE_CHECKING:
-    from goat_core.contract import RecallItem, Receipt
+    from goat_core.contract import Receipt
     from goat_core.host import SyncMemoryContext
 
 #: ``reindex`` shows a progress bar (on stderr) when at least this many files are indexed.
 PROGRESS_THRESHOLD = 200
 #: Embedding for semantic recall is shown (on stderr) from this many notes on.
 EMBED_PROGRESS_THRESHOLD = 20
-#: The largest ``goat recall --limit``.
-RECALL_LIMIT_MAX = 100
 
 
 # -- memory commands --------------------------------------------------------------------------
@@ -152,20 +151,6 @@ def forget_cmd(page: str, pen: str | None, as_json: bool, home: Path | None) -> 
     _report_receipt(receipt, as_json, "removed", store)
 
 
-def _snippet_shown(item: RecallItem, styled: bool) -> str:
-    """A recall row's snippet: its matched words bold when ``styled`` (a terminal without
-    ``NO_COLOR``), else the plain text as the provider gave it, no markup."""
-    text = _shown(item.snippet)
-    if not styled or not item.snippet_spans:
-        return text
-    out: list[str] = []
-    pos = 0
-    for start, end in item.snippet_spans:
-        out += [text[pos:start], click.style(text[start:end], bold=True)]
-        pos = end
-    return "".join([*out, text[pos:]])
-
-
 def _print_degraded(complete: bool, degraded: Sequence[str], more: str | None = None) -> None:
     for reason in degraded:
         _err(f"goat: warning: {_one_line(reason)}")
@@ -193,29 +178,16 @@ def recall_cmd(query: str, limit: int, pen: str | None, as_json: bool, home: Pat
     finally:
         progress.close()
         embedding.close()
+    data = result.to_json()
     if as_json:
-        emit_json(result.to_json())
+        emit_json(data)
         return
-    if not result.items:
-        click.echo(f"no matches in {result.scope}")
     styled = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
-    rows = [
-        [
-            f"{item.score:.2f}",
-            _shown(item.path or item.id),
-            _one_line(_snippet_shown(item, styled)),
-        ]
-        for item in result.items
-    ]
-    if rows:
-        click.echo(_table(rows, ["SCORE", "PAGE", "SNIPPET"]))
-    more = None
-    if not result.complete:
-        raise_it = (
-            " (raise --limit)" if limit < RECALL_LIMIT_MAX else " (a narrower query shows them)"
-        )
-        more = f"goat: more matched than shown{raise_it}"
-    _print_degraded(result.complete, result.degraded, more)
+    out, err = recall_lines(data, limit, styled)
+    if out is not None:
+        click.echo(out)
+    for line in err:
+        click.echo(line, err=True)
 
 
 @click.command("reflect")

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sys
-from collections.abc import Sequence
 from typing import Any, NoReturn
 
 import click
 
+from goat_core.cli._view import error_line, json_text
+from goat_core.cli._view import one_line as _one_line
+from goat_core.cli._view import table as _table  # noqa: F401 (the commands import it here)
 from goat_core.errors import Ambiguous, GoatError
-from goat_core.logs import redact, visible_controls
+from goat_core.logs import visible_controls
 
 _BUILTIN_DEBUG_ENV = "GOAT_DEBUG"
 
@@ -29,7 +30,7 @@ def _shown(text: str) -> str:
 def _err(message: str) -> None:
     """One line on stderr; secrets are redacted (an error may quote a server), control
     characters shown (:func:`_shown`)."""
-    click.echo(_shown(redact(message)), err=True)
+    click.echo(error_line(message), err=True)
 
 
 #: Where :func:`emit_json` writes once :func:`reserve_stdout` ran (the real stdout).
@@ -52,31 +53,13 @@ def reserve_stdout() -> None:
 def emit_json(data: Any, *, line: bool = False) -> None:
     """Print ``data`` as indented JSON on stdout (non-ASCII kept, other values as ``str``);
     with ``line``, as one line (a stream of JSON lines)."""
-    text = json.dumps(data, ensure_ascii=False, indent=None if line else 2, default=str)
+    text = json_text(data, line=line)
     if _json_fd is None:
         click.echo(text)
         return
     payload = (text + "\n").encode("utf-8")
     while payload:
         payload = payload[os.write(_json_fd, payload) :]
-
-
-def _one_line(text: str) -> str:
-    return " ".join(str(text).split())
-
-
-def _table(rows: Sequence[Sequence[str]], headers: Sequence[str] | None = None) -> str:
-    """Left-aligned columns separated by two spaces; the last column is not padded."""
-    all_rows = [list(headers)] if headers else []
-    all_rows += [[str(c) for c in r] for r in rows]
-    if not all_rows:
-        return ""
-    widths = [max(len(r[i]) for r in all_rows) for i in range(len(all_rows[0]))]
-    lines = []
-    for r in all_rows:
-        cells = [c.ljust(widths[i]) for i, c in enumerate(r[:-1])] + [r[-1]]
-        lines.append("  ".join(cells).rstrip())
-    return "\n".join(lines)
 
 
 def _fail(exc: GoatError) -> NoReturn:
