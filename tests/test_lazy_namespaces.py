@@ -1,6 +1,6 @@
 """The lazy package namespaces of goat_core/_lazy.py: each package's table gives exactly the
 names its type-checking imports give, every name resolves to its module's object, and
-importing the packages imports no pydantic or structlog."""
+importing the packages imports no pydantic, structlog or click."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-LAZY_PACKAGES = ["goat_core", "goat_core.contract", "goat_core.serve"]
+LAZY_PACKAGES = ["goat_core", "goat_core.contract", "goat_core.serve", "goat_core.cli"]
 
 
 def _type_checking_imports(package: str) -> dict[str, set[str]]:

@@ -47,24 +47,48 @@ of every ``--json``)::
             listing = memory.list_pages(limit=20)
         ...
 
-Import cost: only click and core models at import time; the host, registry, credential
-store, HTML map and progress bar are imported by the commands that use them, so
-``goat recall`` never imports ``keyring``, ``mcp`` or ``rich``.
+Import cost: importing this package imports nothing but its own table of names
+(goat_core/_lazy.py). A ``goat recall`` that a running ``goat serve`` of the same home and
+scope answers imports no click and no pydantic (goat_core/cli/_fast.py). Run in full, the
+host, registry, credential store, HTML map and progress bar are imported by the commands that
+use them, so ``goat recall`` never imports ``keyring``, ``mcp`` or ``rich``.
 """
 
 from __future__ import annotations
 
-from goat_core.cli import _admin, _embedders, _map, _memory, _serve, _transfer
-from goat_core.cli._options import (
-    home_option,
-    json_option,
-    memory_options,
-    open_host,
-    open_memory,
-    pen_option,
-)
-from goat_core.cli._output import emit_json
-from goat_core.cli._root import EXIT_INTERRUPTED, GoatGroup, cli, main
+import os
+import sys
+import typing
+from collections.abc import Sequence
+
+from goat_core import _lazy
+
+if typing.TYPE_CHECKING:
+    from goat_core.cli._app import EXIT_INTERRUPTED, GoatGroup, cli
+    from goat_core.cli._options import (
+        home_option,
+        json_option,
+        memory_options,
+        open_host,
+        open_memory,
+        pen_option,
+    )
+    from goat_core.cli._output import emit_json
+
+#: Each name's module, imported on first use (:func:`goat_core._lazy.lazy_module`).
+_LAZY = {
+    "goat_core.cli._app": ("EXIT_INTERRUPTED", "GoatGroup", "cli"),
+    "goat_core.cli._options": (
+        "home_option",
+        "json_option",
+        "memory_options",
+        "open_host",
+        "open_memory",
+        "pen_option",
+    ),
+    "goat_core.cli._output": ("emit_json",),
+}
+__getattr__, __dir__ = _lazy.lazy_module(__name__, _LAZY)
 
 __all__ = [
     "EXIT_INTERRUPTED",
@@ -80,13 +104,20 @@ __all__ = [
     "pen_option",
 ]
 
-for _command in (
-    *_admin.COMMANDS,
-    *_embedders.COMMANDS,
-    *_memory.COMMANDS,
-    *_map.COMMANDS,
-    *_serve.COMMANDS,
-    *_transfer.COMMANDS,
-):
-    cli.add_command(_command)
-del _command
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Console-script entry point (``goat``). A plain ``goat recall`` that a running server
+    of the same home and scope answers is printed from its answer
+    (:func:`goat_core.cli._fast.answered`); everything else runs in full
+    (goat_core/cli/_root.py). Started with its stderr closed (``2>&-``), Python has no
+    ``sys.stderr``: it becomes ``os.devnull``, so progress and warnings are dropped rather
+    than failing the command."""
+    if sys.stderr is None:
+        sys.stderr = open(os.devnull, "w", encoding="utf-8")  # kept for the process
+    from goat_core.cli._fast import answered
+
+    if answered(argv):
+        return
+    from goat_core.cli._app import main as run
+
+    run(argv)

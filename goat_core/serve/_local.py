@@ -1,4 +1,5 @@
-"""The owner-only local socket a running ``goat serve`` offers the hook of the same home.
+"""The owner-only local socket a running ``goat serve`` offers the hook and ``goat recall``
+of the same home.
 
 A hook is a fresh process per prompt; a running server already has the plugins imported,
 the index open, an embedder's model loaded and the connection supervisor's state. So
@@ -9,10 +10,17 @@ the turn's memory block first. One JSON line each way::
     -> {"op": "turn", "scope": "pen:x", "prompt": "...", "budget": 4000}
     <- {"scope": "pen:x", "outcome": "ok", "block": "...", "reason": null, "label": "..."}
 
+``goat recall`` (goat_core/cli/_fast.py) asks for a recall the same way; the answer is the
+``RecallResult.to_json()`` form, or an error object whenever the command must run in full::
+
+    -> {"op": "recall", "scope": "pen:x", "query": "...", "limit": 10, "version": "0.1.0",
+        "plugins": {"GOAT_LOAD_PLUGINS": null, ...}}
+    <- {"scope": "pen:x", "result": {"scope": "pen:x", "items": [...], ...}}
+
 The server answers only for its own scope (anything else: an error object) and never
 writes memory here. The hook talks only to this user's owner-only socket in an owner-only
-folder, reads at most the budget's worth of reply and gives up at its timeout. No mcp
-import.
+folder, reads at most the budget's worth of reply and gives up at its timeout. No mcp,
+pydantic or structlog import.
 """
 
 from __future__ import annotations
@@ -35,21 +43,37 @@ if TYPE_CHECKING:
 
 log = get_logger(__name__)
 
+#: The variables that choose which plugins load (goat_core/plugins/_manager.py): a recall is
+#: answered only for a command whose values equal the server's, so both see the same hooks.
+PLUGIN_ENV = (
+    "GOAT_LOAD_PLUGINS",
+    "GOAT_DISABLE_PLUGINS",
+    "GOAT_STRICT_PLUGINS",
+    "GOAT_TRACE_PLUGINS",
+)
+
+
+def plugin_env() -> dict[str, str | None]:
+    """This process's values of :data:`PLUGIN_ENV` (``None``: unset)."""
+    return {name: os.environ.get(name) for name in PLUGIN_ENV}
+
+
 #: Largest request line the socket reads (a prompt and its envelope).
 MAX_REQUEST_BYTES = 256_000
 _MAX_PATH = 100  # sun_path is 108 bytes on Linux, 104 on macOS
 
 
-def socket_path(data_dir: Path, scope: Scope) -> Path | None:
-    """Where the server of ``scope`` for this home listens: under the home's data folder,
-    or, when that path is too long for a Unix socket, in an owner-only folder under the
-    runtime or temp directory named by a digest of the home and scope (``None``: no safe
-    place)."""
-    name = hashlib.sha256(scope.key.encode()).hexdigest()[:16]
+def socket_path(data_dir: Path, scope: Scope | str) -> Path | None:
+    """Where the server of ``scope`` (a :class:`Scope` or its key) for this home listens:
+    under the home's data folder, or, when that path is too long for a Unix socket, in an
+    owner-only folder under the runtime or temp directory named by a digest of the home and
+    scope (``None``: no safe place)."""
+    key = scope if isinstance(scope, str) else scope.key
+    name = hashlib.sha256(key.encode()).hexdigest()[:16]
     path = data_dir / "run" / f"serve-{name}.sock"
     if len(os.fsencode(path)) <= _MAX_PATH:
         return path
-    key = hashlib.sha256(f"{data_dir.resolve()}\0{scope.key}".encode()).hexdigest()[:20]
+    digest = hashlib.sha256(f"{data_dir.resolve()}\0{key}".encode()).hexdigest()[:20]
     base = Path(os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir())
     folder = base / f"goat-{os.getuid()}"
     try:
@@ -59,7 +83,7 @@ def socket_path(data_dir: Path, scope: Scope) -> Path | None:
         return None
     if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
         return None  # someone else's folder, or open to others: no socket there
-    path = folder / f"serve-{key}.sock"
+    path = folder / f"serve-{digest}.sock"
     return path if len(os.fsencode(path)) <= _MAX_PATH else None
 
 
@@ -136,10 +160,12 @@ async def _answer(served: ServedScope, data: bytes) -> dict[str, Any]:
     except ValueError:
         return {"error": "not JSON"}
     scope = served.served.scope
-    if not isinstance(request, dict) or request.get("op") != "turn":
+    if not isinstance(request, dict) or request.get("op") not in ("turn", "recall"):
         return {"error": "unknown request"}
     if request.get("scope") != scope.key:
         return {"error": f"this server serves {scope.key}, not {request.get('scope')}"}
+    if request["op"] == "recall":
+        return await _recall(served, request)
     prompt, budget = request.get("prompt"), request.get("budget")
     if not isinstance(prompt, str) or not isinstance(budget, int) or budget < 0:
         return {"error": "bad prompt or budget"}
@@ -152,6 +178,27 @@ async def _answer(served: ServedScope, data: bytes) -> dict[str, Any]:
         "label": turn.label,
         "degraded": list(turn.degraded),
     }
+
+
+async def _recall(served: ServedScope, request: dict[str, Any]) -> dict[str, Any]:
+    """``goat recall``'s answer: the recall result's JSON form, or an error object for
+    anything the command run in full must report itself (a bad query or limit, an
+    unavailable scope, a refused read, another version of goat)."""
+    from goat_core._version import __version__
+    from goat_core.errors import GoatError
+
+    query, limit = request.get("query"), request.get("limit")
+    if request.get("version") != __version__:
+        return {"error": f"this server runs goat {__version__}"}
+    if request.get("plugins") != plugin_env():
+        return {"error": "this server loads plugins with other GOAT_*_PLUGINS values"}
+    if not isinstance(query, str) or type(limit) is not int:
+        return {"error": "bad query or limit"}
+    try:
+        result = await served.context().recall(query, limit=limit)
+    except GoatError as exc:
+        return {"error": type(exc).__name__}
+    return {"scope": served.served.scope.key, "result": result.to_json()}
 
 
 #: Largest reply the hook reads: the block (at most ``budget`` characters, each at most 12
@@ -177,21 +224,18 @@ def check_socket(path: Path) -> None:
         raise PermissionError(f"{path} is open to other users (not owner-only)")
 
 
-def ask_local(path: Path, scope: Scope, prompt: str, budget: int, timeout: float) -> dict[str, Any]:
-    """Ask the server on ``path`` for a turn's block (the hook side; blocking). The socket
-    must be this user's and owner-only (:func:`check_socket`); the whole exchange must end
-    within ``timeout`` and the reply stay within the budget's size.
+def _exchange(path: Path, request: dict[str, Any], timeout: float, limit: int) -> Any:
+    """Send ``request`` as one JSON line to the owner-only socket ``path`` and read one JSON
+    line back, all within ``timeout`` seconds and ``limit`` bytes (blocking).
 
     :raises OSError: no server listens, the socket is not owner-only (``PermissionError``),
         or it did not answer within ``timeout`` (``TimeoutError``).
-    :raises ValueError: an unusable answer (not JSON, an error, another scope, too large).
+    :raises ValueError: the answer is over ``limit`` bytes or not JSON.
     """
     import time
 
     check_socket(path)
-    limit = REPLY_ENVELOPE_BYTES + 12 * budget
     deadline = time.monotonic() + timeout
-    request = {"op": "turn", "scope": scope.key, "prompt": prompt, "budget": budget}
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
         conn.settimeout(timeout)
         conn.connect(str(path))
@@ -208,10 +252,58 @@ def ask_local(path: Path, scope: Scope, prompt: str, budget: int, timeout: float
             data += chunk
             if len(data) > limit:
                 raise ValueError(f"the answer is over {limit} bytes")
-    reply = json.loads(data)
-    if not isinstance(reply, dict) or "error" in reply or reply.get("scope") != scope.key:
+    return json.loads(data)
+
+
+def _refused(reply: Any, scope_key: str) -> None:
+    """:raises ValueError: ``reply`` is an error object or answers for another scope."""
+    if not isinstance(reply, dict) or "error" in reply or reply.get("scope") != scope_key:
         why = reply.get("error") if isinstance(reply, dict) else reply
         raise ValueError(f"the running server refused: {str(why)[:200]}")
+
+
+def ask_local(path: Path, scope: Scope, prompt: str, budget: int, timeout: float) -> dict[str, Any]:
+    """Ask the server on ``path`` for a turn's block (the hook side; blocking). The socket
+    must be this user's and owner-only (:func:`check_socket`); the whole exchange must end
+    within ``timeout`` and the reply stay within the budget's size.
+
+    :raises OSError: no server listens, the socket is not owner-only (``PermissionError``),
+        or it did not answer within ``timeout`` (``TimeoutError``).
+    :raises ValueError: an unusable answer (not JSON, an error, another scope, too large).
+    """
+    request = {"op": "turn", "scope": scope.key, "prompt": prompt, "budget": budget}
+    reply = _exchange(path, request, timeout, REPLY_ENVELOPE_BYTES + 12 * budget)
+    _refused(reply, scope.key)
     if not isinstance(reply.get("block"), str) or not isinstance(reply.get("outcome"), str):
         raise ValueError("the answer has no block or outcome")
-    return reply
+    return dict(reply)
+
+
+#: Largest recall answer read (100 items with their fuller text fit many times over).
+MAX_RECALL_REPLY_BYTES = 64_000_000
+
+
+def ask_recall(
+    path: Path, scope_key: str, query: str, limit: int, version: str, timeout: float
+) -> dict[str, Any]:
+    """Ask the server on ``path`` for a recall (``goat recall``'s fast path; blocking): the
+    ``RecallResult.to_json()`` form of its answer.
+
+    :raises OSError: as :func:`ask_local`.
+    :raises ValueError: an unusable answer (not JSON, an error, another scope, too large,
+        no result).
+    """
+    request = {
+        "op": "recall",
+        "scope": scope_key,
+        "query": query,
+        "limit": limit,
+        "version": version,
+        "plugins": plugin_env(),
+    }
+    reply = _exchange(path, request, timeout, MAX_RECALL_REPLY_BYTES)
+    _refused(reply, scope_key)
+    result = reply.get("result")
+    if not isinstance(result, dict) or result.get("scope") != scope_key:
+        raise ValueError("the answer has no result of this scope")
+    return result
