@@ -859,6 +859,33 @@ async def test_own_writes_and_forget_stay_in_line_while_watched(
     assert await paths(p, "zqalpha") == ["a.md"]
 
 
+async def test_a_replaced_or_removed_root_is_never_answered_from_the_old_watch(
+    store: MakeStore, vault: Path
+) -> None:
+    """The exact inputs, with a long-lived provider watching ``vault``: ``mv vault gone;
+    mkdir vault`` plus a new note, then ``rm -r vault``. inotify follows the folder that
+    moved, so the watch of the old one must never answer for the new one."""
+    import shutil
+
+    from goat_core.errors import PathError
+
+    (vault / "old.md").write_text("zqroot old")
+    p = store(root=vault)
+    for _ in range(3):  # the second call starts the watcher
+        assert await paths(p, "zqroot") == ["old.md"]
+    assert p._watch is not None
+    vault.rename(vault.with_name("gone"))
+    vault.mkdir()
+    (vault / "new.md").write_text("zqroot new")
+    assert await paths(p, "zqroot") == ["new.md"]
+    assert p._watch is not None and p._watch.alive()  # watching the folder there now
+    (vault / "later.md").write_text("zqroot later")
+    await eventually(lambda: sees(p, "zqroot", ["later.md", "new.md"]))
+    shutil.rmtree(vault)
+    with pytest.raises(PathError, match="is not an existing directory"):
+        await p.recall("zqroot")
+
+
 async def test_watch_falls_back_to_full_scans(
     store: MakeStore, vault: Path, full_scans: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

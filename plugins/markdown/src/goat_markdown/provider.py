@@ -157,6 +157,12 @@ class _Watch:
         self.events = 0
         self._observer: Any = None
         self._fds: set[int] = set()
+        #: ``(st_dev, st_ino)`` of the root when watching began: inotify follows that folder,
+        #: so a root moved away, removed or replaced (``mv notes old; mkdir notes``) is no
+        #: longer watched, and the parent folder's events are not seen
+        self._identity: tuple[int, int] | None = None
+        #: set by :meth:`take` once the root is not the folder being watched
+        self.replaced = False
 
     def start(self) -> None:
         """Start the observer; raises ``OSError``/``RuntimeError`` when it cannot watch
@@ -204,6 +210,8 @@ class _Watch:
             recursive=True,
             event_filter=events,
         )
+        info = os.stat(self.root)
+        self._identity = (info.st_dev, info.st_ino)
         observer.start()  # adds every folder's watch before it returns
         self._fds = (_inotify_fds() - before) or _inotify_fds()
 
@@ -297,12 +305,20 @@ class _Watch:
         """The files and folders reported since the last call, and why the watch can no
         longer be trusted (``None`` while it can)."""
         alive = self.alive()
+        try:
+            info = os.stat(self.root)
+            same = (info.st_dev, info.st_ino) == self._identity
+        except OSError:
+            same = False
         with self._lock:
             files, dirs = self._files, self._dirs
             self._files, self._dirs = set(), set()
             reason = self._untrusted
             self._untrusted = None
-        if not alive:
+        if not same:
+            self.replaced = True
+            reason = "the store root was moved, removed or replaced"
+        elif not alive:
             reason = reason or "the file watcher stopped"
         return files, dirs, reason
 
@@ -501,7 +517,12 @@ class MarkdownProvider(FolderStoreProvider[filestore.StoredNote]):
             reason = "a change the watcher reported needs a full scan"
         if reason is not None:
             log.info("markdown.watch_rescan", root=str(self.root), reason=reason)
-            if not watch.alive():
+            if watch.replaced:
+                self._stop_watch(reason)
+                self._watch_error = None  # the scan below watches the folder there now
+                # no folder there at all: the error a new process gets when it opens the store
+                filestore.validate_store_root(self.root)
+            elif not watch.alive():
                 self._stop_watch(reason)
             return self._sync_index()[0].skipped
         return self._skipped
