@@ -87,3 +87,28 @@ def test_a_taken_form_is_what_click_parses(args: list[str]) -> None:
         "as_json": got.as_json,
         "home": Path(got.home) if got.home is not None else None,
     }
+
+
+def test_a_closed_pipe_exits_1_as_the_full_run(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The exact input: stdout's reader gone (``| head -c 1``) while the answer is written."""
+    import io
+
+    from goat_core.cli import _fast
+    from goat_core.serve import _local
+
+    answer = {"scope": "global", "items": [], "complete": True, "degraded": []}
+    sock = tmp_path / "s.sock"
+    sock.touch()
+    monkeypatch.setattr(_local, "socket_path", lambda data_dir, key: sock)
+    monkeypatch.setattr(_local, "ask_recall", lambda *a: answer)
+
+    class Closed(io.TextIOWrapper):
+        def write(self, text: str) -> int:
+            raise BrokenPipeError
+
+    out = Closed(open(tmp_path / "out", "wb"), encoding="utf-8")
+    monkeypatch.setattr("sys.stdout", out)
+    monkeypatch.setenv("GOAT_HOME", str(tmp_path / "home"))
+    assert _fast.answered(["recall", "q"]) == 1

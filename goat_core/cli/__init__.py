@@ -116,8 +116,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         sys.stderr = open(os.devnull, "w", encoding="utf-8")  # kept for the process
     from goat_core.cli._fast import answered
 
-    if answered(argv):
-        return
+    code = answered(argv)
+    if code is not None:
+        sys.exit(code)
     from goat_core.cli._app import main as run
 
     run(argv)

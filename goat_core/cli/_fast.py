@@ -9,7 +9,8 @@ re-reads bindings on every call.
 
 Only the plain form is answered here: ``recall QUERY`` with ``--limit N``, ``--pen ID``,
 ``--json`` and ``--home DIR``, each at most once. Anything else (``--help``, another option,
-a value that starts with ``-``), and any answer the server does not give (no server, an
+a value that starts with ``-``), ``GOAT_LOG_LEVEL`` debug or info (the recall's own log
+lines are asked for), and any answer the server does not give (no server, an
 error, a timeout, another version), runs the command in full, which reports errors itself.
 No pydantic, click or plugin is imported here (tests/test_fast_recall.py).
 """
@@ -30,6 +31,8 @@ DEFAULT_LIMIT = 10
 NO_SERVER_ENV = "GOAT_NO_SERVER"
 
 _VALUED = {"--limit", "--pen", "--home"}
+#: ``GOAT_LOG_LEVEL`` values that show a recall's own log lines (the default is warning).
+_VERBOSE = {"debug", "info"}
 
 
 @dataclass(frozen=True)
@@ -102,32 +105,52 @@ def _scope_key(pen: str | None) -> str | None:
         return None
 
 
-def answered(argv: Sequence[str] | None = None) -> bool:
-    """Print ``goat recall``'s output from a running server and return ``True``; ``False``
-    when the command must run in full (nothing was printed then)."""
+def _utf8(stream: object) -> bool:
+    """Whether ``stream`` is there and writes UTF-8 (click gives an ASCII stream a UTF-8
+    writer; the full run then prints what this one could not)."""
+    encoding = getattr(stream, "encoding", None)
+    return isinstance(encoding, str) and encoding.lower().replace("_", "-") in ("utf-8", "utf8")
+
+
+def answered(argv: Sequence[str] | None = None) -> int | None:
+    """Print ``goat recall``'s output from a running server and return the exit code (``0``,
+    or ``1`` when stdout closed early, as the full run exits); ``None`` when the command must
+    run in full (nothing was printed then)."""
     args = list(argv) if argv is not None else sys.argv[1:]
     if os.environ.get(NO_SERVER_ENV, "").strip() == "1":
-        return False
+        return None
+    if os.environ.get("GOAT_LOG_LEVEL", "").strip().lower() in _VERBOSE:
+        return None  # the recall's own log lines are asked for: they are this process's
+    if not (_utf8(sys.stdout) and _utf8(sys.stderr)):
+        return None
     asked = _parse(args)
     if asked is None:
-        return False
+        return None
     from goat_core._version import __version__
     from goat_core.contract._home import GoatHome
     from goat_core.serve._local import ask_recall, socket_path
 
     key = _scope_key(asked.pen)
     if key is None:
-        return False
+        return None
     home = GoatHome.from_env(asked.home)
     path = socket_path(home.data_dir, key)
     if path is None or not os.path.exists(path):
-        return False
+        return None
     try:
-        data = ask_recall(path, key, asked.query, asked.limit, __version__, ANSWER_TIMEOUT_S)
+        data = ask_recall(
+            path, key, asked.query, asked.limit, __version__, ANSWER_TIMEOUT_S, str(home.config_dir)
+        )
     except (OSError, ValueError):
-        return False
-    _print(data, asked)
-    return True
+        return None
+    try:
+        _print(data, asked)
+    except BrokenPipeError:
+        # as the full run: exit 1, and no second error when Python flushes stdout at exit
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1
+    return 0
 
 
 def _print(data: dict[str, object], asked: _Recall) -> None:
@@ -135,6 +158,7 @@ def _print(data: dict[str, object], asked: _Recall) -> None:
 
     if asked.as_json:
         sys.stdout.write(json_text(data) + "\n")
+        sys.stdout.flush()
         return
     styled = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
     out, err = recall_lines(data, asked.limit, styled)

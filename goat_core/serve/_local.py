@@ -14,7 +14,8 @@ the turn's memory block first. One JSON line each way::
 ``RecallResult.to_json()`` form, or an error object whenever the command must run in full::
 
     -> {"op": "recall", "scope": "pen:x", "query": "...", "limit": 10, "version": "0.1.0",
-        "plugins": {"GOAT_LOAD_PLUGINS": null, ...}}
+        "plugins": {"GOAT_LOAD_PLUGINS": null, ...}, "paths": [[sys.path entry, mtime], ...],
+        "home": "<config folder>"}
     <- {"scope": "pen:x", "result": {"scope": "pen:x", "items": [...], ...}}
 
 The server answers only for its own scope (anything else: an error object) and never
@@ -31,6 +32,7 @@ import json
 import os
 import socket
 import stat
+import sys
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -58,6 +60,21 @@ def plugin_env() -> dict[str, str | None]:
     return {name: os.environ.get(name) for name in PLUGIN_ENV}
 
 
+def import_paths() -> list[list[Any]]:
+    """Each ``sys.path`` folder with its modification time in ns (``None``: missing), as
+    ``[[path, mtime], ...]``. Installing or removing a package changes its folder's time, so
+    a server started before an install, or with another ``PYTHONPATH``, has other values:
+    it may have other plugins, and a recall is answered only for equal values."""
+    out: list[list[Any]] = []
+    for entry in sys.path:
+        try:
+            mtime: int | None = os.stat(entry or ".").st_mtime_ns
+        except OSError:
+            mtime = None
+        out.append([entry, mtime])
+    return out
+
+
 #: Largest request line the socket reads (a prompt and its envelope).
 MAX_REQUEST_BYTES = 256_000
 _MAX_PATH = 100  # sun_path is 108 bytes on Linux, 104 on macOS
@@ -73,7 +90,8 @@ def socket_path(data_dir: Path, scope: Scope | str) -> Path | None:
     path = data_dir / "run" / f"serve-{name}.sock"
     if len(os.fsencode(path)) <= _MAX_PATH:
         return path
-    digest = hashlib.sha256(f"{data_dir.resolve()}\0{key}".encode()).hexdigest()[:20]
+    raw = os.fsencode(data_dir.resolve()) + b"\0" + key.encode()
+    digest = hashlib.sha256(raw).hexdigest()[:20]
     base = Path(os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir())
     folder = base / f"goat-{os.getuid()}"
     try:
@@ -121,6 +139,7 @@ async def serve_local(served: ServedScope, path: Path, stop: Any = None) -> None
         os.umask(old)
     os.chmod(path, 0o600)
     inode = path.stat().st_ino
+    paths = import_paths()  # the plugins this server loaded came from these
 
     async def handle(stream: Any) -> None:
         async with stream:
@@ -132,7 +151,7 @@ async def serve_local(served: ServedScope, path: Path, stop: Any = None) -> None
                         if not chunk:
                             break
                         data += chunk
-                    reply = await _answer(served, data)
+                    reply = await _answer(served, data, paths)
                     await stream.send(json.dumps(reply).encode() + b"\n")
             except Exception as exc:  # a hook that hung up or timed out
                 log.debug("serve.socket_error", error=type(exc).__name__)
@@ -152,7 +171,9 @@ async def serve_local(served: ServedScope, path: Path, stop: Any = None) -> None
                 path.unlink()
 
 
-async def _answer(served: ServedScope, data: bytes) -> dict[str, Any]:
+async def _answer(
+    served: ServedScope, data: bytes, paths: list[list[Any]] | None = None
+) -> dict[str, Any]:
     if len(data) > MAX_REQUEST_BYTES:
         return {"error": "request too large"}
     try:
@@ -165,7 +186,7 @@ async def _answer(served: ServedScope, data: bytes) -> dict[str, Any]:
     if request.get("scope") != scope.key:
         return {"error": f"this server serves {scope.key}, not {request.get('scope')}"}
     if request["op"] == "recall":
-        return await _recall(served, request)
+        return await _recall(served, request, paths)
     prompt, budget = request.get("prompt"), request.get("budget")
     if not isinstance(prompt, str) or not isinstance(budget, int) or budget < 0:
         return {"error": "bad prompt or budget"}
@@ -180,10 +201,13 @@ async def _answer(served: ServedScope, data: bytes) -> dict[str, Any]:
     }
 
 
-async def _recall(served: ServedScope, request: dict[str, Any]) -> dict[str, Any]:
+async def _recall(
+    served: ServedScope, request: dict[str, Any], paths: list[list[Any]] | None
+) -> dict[str, Any]:
     """``goat recall``'s answer: the recall result's JSON form, or an error object for
     anything the command run in full must report itself (a bad query or limit, an
-    unavailable scope, a refused read, another version of goat)."""
+    unavailable scope, a refused read, another version of goat, another config folder,
+    other plugin variables or import paths: :func:`import_paths` as this server started)."""
     from goat_core._version import __version__
     from goat_core.errors import GoatError
 
@@ -192,12 +216,18 @@ async def _recall(served: ServedScope, request: dict[str, Any]) -> dict[str, Any
         return {"error": f"this server runs goat {__version__}"}
     if request.get("plugins") != plugin_env():
         return {"error": "this server loads plugins with other GOAT_*_PLUGINS values"}
+    if request.get("paths") != paths:
+        return {"error": "this server imports from other paths, or from before an install"}
+    if request.get("home") != str(served.host.home.config_dir):
+        return {"error": "this server reads another config folder"}
     if not isinstance(query, str) or type(limit) is not int:
         return {"error": "bad query or limit"}
     try:
         result = await served.context().recall(query, limit=limit)
     except GoatError as exc:
+        log.debug("serve.socket_recall", outcome="refused", error=type(exc).__name__)
         return {"error": type(exc).__name__}
+    log.debug("serve.socket_recall", outcome="answered", items=len(result.items))
     return {"scope": served.served.scope.key, "result": result.to_json()}
 
 
@@ -284,10 +314,17 @@ MAX_RECALL_REPLY_BYTES = 64_000_000
 
 
 def ask_recall(
-    path: Path, scope_key: str, query: str, limit: int, version: str, timeout: float
+    path: Path,
+    scope_key: str,
+    query: str,
+    limit: int,
+    version: str,
+    timeout: float,
+    home: str,
 ) -> dict[str, Any]:
     """Ask the server on ``path`` for a recall (``goat recall``'s fast path; blocking): the
-    ``RecallResult.to_json()`` form of its answer.
+    ``RecallResult.to_json()`` form of its answer. ``home``: the config folder of the
+    command's GOAT home (the server must read the same bindings).
 
     :raises OSError: as :func:`ask_local`.
     :raises ValueError: an unusable answer (not JSON, an error, another scope, too large,
@@ -300,6 +337,8 @@ def ask_recall(
         "limit": limit,
         "version": version,
         "plugins": plugin_env(),
+        "paths": import_paths(),
+        "home": home,
     }
     reply = _exchange(path, request, timeout, MAX_RECALL_REPLY_BYTES)
     _refused(reply, scope_key)

@@ -5,7 +5,6 @@ answered, and every answer the server cannot give run in full."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import subprocess
@@ -20,6 +19,21 @@ import pytest
 from goat_core._version import __version__
 from goat_core.serve._local import ask_recall, socket_path
 from tests.serve.conftest import GOAT, goat, goat_env
+
+
+def probe(path: Path, key: str, home: Path) -> None:
+    """Wait until the server on ``path`` answers (any answer: an error object too); a socket
+    file can exist a moment before its server listens."""
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            ask_recall(path, key, "probe", 1, __version__, 20, str(home))
+            return
+        except ValueError:
+            return
+        except ConnectionRefusedError:
+            assert time.monotonic() < deadline, "the server never listened"
+            time.sleep(0.05)
 
 
 @contextmanager
@@ -43,8 +57,7 @@ def serving(home: Path, *scope: str) -> Iterator[subprocess.Popen[bytes]]:
             time.sleep(0.05)
         # an answer (any) means the server set the socket's mode and serves: a test may
         # change the mode now without the server setting it back
-        with contextlib.suppress(ValueError):
-            ask_recall(path, key, "probe", 1, __version__, 20)
+        probe(path, key, home)
         yield proc
     finally:
         assert proc.stdin is not None
@@ -63,27 +76,18 @@ def recall(home: Path, *args: str, served: bool = True) -> tuple[str, str, int]:
 
 
 def answered_by_server(home: Path, *args: str, **env: str) -> tuple[bool, str]:
-    """Run ``goat``'s entry point in a child and say whether the server answered (the full
-    run imports pydantic, the answer through a server never does)."""
-    code = (
-        "import sys\n"
-        "from goat_core.cli import main\n"
-        "try:\n"
-        f"    main({['recall', *args]!r})\n"
-        "except SystemExit:\n"
-        "    pass\n"
-        "sys.stdout.flush()\n"
-        "print('PYDANTIC' if 'pydantic' in sys.modules else 'LEAN', file=sys.stderr)\n"
-    )
+    """Run ``goat recall`` (the installed script, under ``python -X importtime``) and say
+    whether the server answered (the full run imports pydantic, an answer through a server
+    never does), with its stdout."""
     proc = subprocess.run(
-        [sys.executable, "-c", code],
+        [sys.executable, "-X", "importtime", GOAT, "recall", *args],
         env=goat_env(home, **env),
         capture_output=True,
         text=True,
         timeout=60,
     )
-    assert proc.returncode == 0, proc.stderr
-    return proc.stderr.strip().endswith("LEAN"), proc.stdout
+    imported = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines()}
+    return "pydantic" not in imported, proc.stdout
 
 
 def make_pen(home: Path) -> Path:
@@ -223,17 +227,8 @@ def test_a_socket_open_to_others_is_never_asked(pen_home: Path) -> None:
 
 
 def test_goat_no_server_runs_in_full(shared_home: Path) -> None:
-    code = "import sys\nfrom goat_core.cli import main\ntry:\n"
-    code += "    main(['recall', 'x', '--pen', 'docs'])\nexcept SystemExit:\n    pass\n"
-    code += "print('pydantic' in sys.modules, file=sys.stderr)\n"
-    proc = subprocess.run(
-        [sys.executable, "-c", code],
-        env=goat_env(shared_home, GOAT_NO_SERVER="1"),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert proc.stderr.strip().endswith("True")
+    lean, out = answered_by_server(shared_home, "tea", "--pen", "docs", GOAT_NO_SERVER="1")
+    assert not lean and "Tea.md" in out
 
 
 def test_other_plugin_variables_run_in_full(shared_home: Path) -> None:
@@ -272,8 +267,7 @@ def test_an_http_server_answers_for_each_scope_it_serves(pen_home: Path) -> None
             time.sleep(0.05)
         for key, path in zip(("global", "pen:docs"), paths, strict=True):
             assert path is not None
-            with contextlib.suppress(ValueError):
-                ask_recall(path, key, "probe", 1, __version__, 20)
+            probe(path, key, pen_home)
         answers = [
             answered_by_server(pen_home, "deploy", *scope) for scope in ((), ("--pen", "docs"))
         ]
@@ -285,3 +279,80 @@ def test_an_http_server_answers_for_each_scope_it_serves(pen_home: Path) -> None
         proc.wait(timeout=20)
     assert answers == [(True, full[0]), (True, full[1])]
     assert "G.md" in full[0] and "Deploy 0.md" in full[1]
+
+
+@pytest.mark.parametrize("level", ["debug", "INFO"])
+def test_asking_for_the_recalls_logs_runs_in_full(shared_home: Path, level: str) -> None:
+    """The exact input: ``GOAT_LOG_LEVEL=debug`` (and ``INFO``) for the command."""
+    lean, out = answered_by_server(shared_home, "tea", "--pen", "docs", GOAT_LOG_LEVEL=level)
+    assert not lean and "Tea.md" in out
+    lean, _ = answered_by_server(shared_home, "tea", "--pen", "docs", GOAT_LOG_LEVEL="warning")
+    assert lean
+
+
+def test_other_import_paths_run_in_full(shared_home: Path, tmp_path: Path) -> None:
+    """The exact input: ``PYTHONPATH`` set for the command (a plugin there could filter
+    recall), not for the server; and the same for a site folder changed by an install."""
+    lean, out = answered_by_server(shared_home, "tea", "--pen", "docs", PYTHONPATH=str(tmp_path))
+    assert not lean and "Tea.md" in out
+
+
+def test_another_config_folder_runs_in_full(tmp_path: Path) -> None:
+    """The exact input: no ``GOAT_HOME``; the command's ``XDG_CONFIG_HOME`` is not the
+    server's, the data folder is the same."""
+    data, mine, other = tmp_path / "data", tmp_path / "config", tmp_path / "other-config"
+    env = {k: v for k, v in goat_env(tmp_path).items() if k != "GOAT_HOME"}
+    env.update(XDG_DATA_HOME=str(data), XDG_CONFIG_HOME=str(mine))
+    subprocess.run([GOAT, "remember", "Otter notes", "--title", "Otter"], env=env, check=True)
+    proc = subprocess.Popen(
+        [GOAT, "serve", "--global"], env=env, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL
+    )
+    try:
+        sock = socket_path(data / "goat-memory", "global")
+        assert sock is not None
+        deadline = time.monotonic() + 30
+        while not sock.exists():
+            assert time.monotonic() < deadline and proc.poll() is None
+            time.sleep(0.05)
+        runs = {}
+        for name, config in (("same", mine), ("other", other)):
+            run_env = dict(env, XDG_CONFIG_HOME=str(config))
+            got = subprocess.run(
+                [sys.executable, "-X", "importtime", GOAT, "recall", "otter"],
+                env=run_env,
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+            imported = {line.rsplit("|", 1)[-1].strip() for line in got.stderr.splitlines()}
+            runs[name] = ("pydantic" not in imported, got.stdout)
+    finally:
+        assert proc.stdin is not None
+        proc.stdin.close()
+        proc.wait(timeout=20)
+    assert runs["same"][0] and "Otter.md" in runs["same"][1]
+    assert not runs["other"][0]  # run in full, with the other folder's (empty) bindings
+
+
+@pytest.mark.parametrize(
+    "shell",
+    ["goat recall tea --pen docs >&-", "PYTHONIOENCODING=ascii goat recall tea --pen docs"],
+)
+def test_a_closed_or_ascii_stdout_is_the_full_runs(shared_home: Path, shell: str) -> None:
+    """The exact inputs: stdout closed, and an ASCII stdout (the note holds U+8336)."""
+
+    def run(**extra: str) -> tuple[str, int]:
+        env = goat_env(shared_home, **extra)
+        got = subprocess.run(
+            ["bash", "-c", shell], env=env, capture_output=True, text=True, timeout=60
+        )
+        return got.stdout, got.returncode
+
+    assert run() == run(GOAT_NO_SERVER="1")
+
+
+def test_a_query_spelled_json_after_the_separator_is_a_query(shared_home: Path) -> None:
+    """The exact input: ``goat recall --pen docs -- --json``: the table is on stdout."""
+    for served in (True, False):
+        out, _err, code = recall(shared_home, "--pen", "docs", "--", "--json", served=served)
+        assert (code, out) == (0, "no matches in pen:docs\n")
