@@ -189,7 +189,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     if sys.stderr is None:
         sys.stderr = open(os.devnull, "w", encoding="utf-8")  # kept for the process
     args = list(argv) if argv is not None else sys.argv[1:]
-    if "--json" in args:
+    if "--json" in (args[: args.index("--")] if "--" in args else args):
         from goat_core.cli._output import reserve_stdout
 
         reserve_stdout()  # a plugin that prints never reaches the JSON
