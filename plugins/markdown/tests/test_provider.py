@@ -886,6 +886,30 @@ async def test_a_replaced_or_removed_root_is_never_answered_from_the_old_watch(
         await p.recall("zqroot")
 
 
+async def test_a_note_or_folder_moved_out_is_gone_at_the_next_recall(
+    store: MakeStore, vault: Path, tmp_path: Path, full_scans: list[str]
+) -> None:
+    """The exact inputs: ``mv vault/q2.md outside/`` and ``mv vault/Sub outside/``, each
+    right before a recall. watchdog holds a rename's first half up to 0.5 s for its other
+    half; the recall right after must not list what left the store."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (vault / "q1.md").write_text("zqmove one")
+    (vault / "q2.md").write_text("zqmove two")
+    (vault / "Sub").mkdir()
+    (vault / "Sub" / "q3.md").write_text("zqmove three")
+    p = store(root=vault)
+    for _ in range(3):  # the second call starts the watcher
+        assert await paths(p, "zqmove") == ["Sub/q3.md", "q1.md", "q2.md"]
+    assert p._watch is not None
+    before = len(full_scans)
+    (vault / "q2.md").rename(outside / "q2.md")
+    assert await paths(p, "zqmove") == ["Sub/q3.md", "q1.md"]
+    (vault / "Sub").rename(outside / "Sub")
+    assert await paths(p, "zqmove") == ["q1.md"]
+    assert len(full_scans) == before  # the watcher's paths alone
+
+
 async def test_watch_falls_back_to_full_scans(
     store: MakeStore, vault: Path, full_scans: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
