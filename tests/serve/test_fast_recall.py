@@ -18,7 +18,8 @@ import pytest
 
 from goat_core._version import __version__
 from goat_core.serve._local import ask_recall, socket_path
-from tests.serve.conftest import GOAT, goat, goat_env
+
+from .conftest import GOAT, goat, goat_env
 
 
 def probe(path: Path, key: str, home: Path) -> None:
