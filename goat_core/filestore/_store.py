@@ -807,6 +807,17 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
                 except EmbeddingElsewhere as exc:  # on the store's thread, or elsewhere
                     behind = (str(exc),)
                 vhits = vectors.search(query, FUSION.depth)
+            # the keyword side is read as deep as the limit asks (at least FUSION.depth), so
+            # each keyword match is shown at a large enough limit; the vector side stays
+            # FUSION.depth. Keyword scores are scaled by the best one alone
+            # (goat_core/filestore/search/_hybrid.py), so a deeper read leaves the fused
+            # scores of the first FUSION.depth as they were.
+            depth = max(FUSION.depth, limit)
+            keyword = index.search(query, limit=depth, snippets=False)
+            # a keyword hit with no vectors yet is ranked by its keyword side alone (_hybrid.py)
+            unembedded = {h.path for h in keyword.hits} - vectors.embedded(
+                h.path for h in keyword.hits
+            )
         except (GoatError, OSError, sqlite3.Error) as exc:
             results = index.search(query, limit=limit)
             return dataclasses.replace(
@@ -818,19 +829,13 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
                     f"({redact_all(str(exc))}); these are keyword results only",
                 ),
             )
-        # the keyword side is read as deep as the limit asks (at least FUSION.depth), so each
-        # keyword match is shown at a large enough limit; the vector side stays FUSION.depth.
-        # Keyword scores are scaled by the best one alone (goat_core/filestore/search/
-        # _hybrid.py), so a deeper read leaves the fused scores of the first FUSION.depth as
-        # they were.
-        depth = max(FUSION.depth, limit)
-        keyword = index.search(query, limit=depth, snippets=False)
         by_kw = {h.path: h for h in keyword.hits}
         by_vec = {h.path: h for h in vhits}
         fused = fuse(
             [(h.path, h.score) for h in keyword.hits],
             [(h.path, h.score) for h in vhits],
             dataclasses.replace(FUSION, depth=depth),
+            unembedded,
         )
         titles = index.titles(p for p, _ in fused[:limit] if p not in by_kw)
         hits: list[SearchHit] = []

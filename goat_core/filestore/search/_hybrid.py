@@ -22,17 +22,22 @@ Likewise the keyword side counts fully only when its best BM25F score reaches
 words, with best scores near 1; a real match scores 5-15 on the corpora measured.
 
 A ranking the note is absent from adds nothing, and a long note gets no more from the vector
-side than its single best section. :data:`FUSION` was chosen on the tuning halves of three
-question sets (``benchmarks/bench_corpora.py --explore``): the Obsidian Help vault's natural
-questions and its descriptions translated into French, Russian and Japanese, and LoCoMo's
-development conversations. Among rules at least as good as keyword alone on every tuning
+side than its single best section. A note the vector side has not embedded yet (written since
+the last sync, or waiting for a background embedding) is not absent from it by meaning. So it
+gets its keyword side at the weight of both sides: it ranks among the others as keyword alone
+ranks it, rather than below every note that has vectors.
+
+:data:`FUSION` was chosen on the tuning halves of three question sets
+(``benchmarks/bench_corpora.py --explore``): the Obsidian Help vault's natural questions and
+its descriptions translated into French, Russian and Japanese, and LoCoMo's development
+conversations. Among rules at least as good as keyword alone on every tuning
 half, it has the best mean MRR@10. It is reported on the held-out halves
 (``benchmarks/README.md`` has the figures and the rules tried).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 
@@ -76,6 +81,7 @@ def fuse(
     keyword: Sequence[tuple[str, float]],
     vector: Sequence[tuple[str, float]],
     fusion: Fusion = FUSION,
+    unembedded: Collection[str] = (),
 ) -> list[tuple[str, float]]:
     """Paths ranked by fused score, best first (ties: keyword rank, then path).
 
@@ -83,18 +89,26 @@ def fuse(
     :param vector: ``(path, vector score)`` best first: the cosine of the note's best chunk
         plus ``NOTE_WEIGHT`` times that of its title and description
         (``goat_core/filestore/search/_vectors.py``).
+    :param unembedded: paths the vector side holds no vectors for: each keyword hit among
+        them counts its keyword side with the weight of both sides (the module docstring).
     """
     kw = keyword[: fusion.depth]
     vec = vector[: fusion.depth]
     scores: dict[str, float] = {}
+    both = fusion.keyword + fusion.vector
+    unknown = set(unembedded)
+
+    def weight(path: str) -> float:
+        return both if path in unknown else fusion.keyword
+
     if fusion.mode == "cc":
         for path, s in _normalised(kw, shift=False, least=fusion.keyword_scale).items():
-            scores[path] = scores.get(path, 0.0) + fusion.keyword * s
+            scores[path] = scores.get(path, 0.0) + weight(path) * s
         for path, s in _normalised(vec, shift=True, least=fusion.vector_span).items():
             scores[path] = scores.get(path, 0.0) + fusion.vector * s
     else:
         for rank, (path, _) in enumerate(kw, 1):
-            scores[path] = scores.get(path, 0.0) + fusion.keyword / (fusion.k + rank)
+            scores[path] = scores.get(path, 0.0) + weight(path) / (fusion.k + rank)
         for rank, (path, _) in enumerate(vec, 1):
             scores[path] = scores.get(path, 0.0) + fusion.vector / (fusion.k + rank)
     kw_rank = {p: i for i, (p, _) in enumerate(keyword)}

@@ -693,6 +693,25 @@ class VectorIndex:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(old.path)  # a reader that still maps it keeps its pages until it reloads
 
+    def embedded(self, paths: Iterable[str]) -> set[str]:
+        """Which of ``paths`` hold vectors (a row in ``notes``: embedded at some state of the
+        note, maybe an older one). A note written since the last sync, or one whose embedding
+        is still under way, is not among them. Reads only. :raises IndexDamaged,
+        ProviderUnavailable, StoreUnwritable: as :meth:`changes`."""
+        wanted = list(dict.fromkeys(paths))
+        out: set[str] = set()
+        with self._faults("it was read"):
+            for i in range(0, len(wanted), 500):  # below SQLite's bound on parameters
+                part = wanted[i : i + 500]
+                marks = ",".join("?" * len(part))
+                out.update(
+                    p
+                    for (p,) in self._db.execute(
+                        f"SELECT path FROM notes WHERE path IN ({marks})", part
+                    )
+                )
+        return out
+
     def note_count(self) -> int:
         return int(self._db.execute("SELECT count(*) FROM notes").fetchone()[0])
 

@@ -23,7 +23,15 @@ from _lock_holder import lock_held_elsewhere
 from goat_core import hookimpl
 from goat_core.contract import Binding, EmbedderSpec, Provider, ProviderContext, Scope
 from goat_core.errors import NotFound, ProviderUnavailable
-from goat_core.filestore.search import NOTE_WEIGHT, VectorIndex, chunk_note, fuse, note_text
+from goat_core.filestore.search import (
+    FUSION,
+    NOTE_WEIGHT,
+    Fusion,
+    VectorIndex,
+    chunk_note,
+    fuse,
+    note_text,
+)
 from goat_core.host import GoatHome
 from goat_core.plugins import PluginSettings, Registry
 
@@ -685,6 +693,48 @@ async def test_a_background_host_answers_at_once_while_the_store_embeds(
     result = await store.recall("between laptop and desktop", limit=3)
     assert result.items[0].path == "Sync across devices.md" and result.degraded == ()
     assert embedded > len(NOTES) and len(fake.embedded) == embedded  # each note once
+
+
+async def test_a_note_written_while_the_store_embeds_ranks_by_its_keywords(
+    stores: Any, vault: Path
+) -> None:
+    """A note written while the background embedding is held has no vectors yet: it ranks as
+    keyword alone ranks it (goat_core/filestore/search/_hybrid.py), not below notes that only
+    the vector side found. Here it holds every query word; Refunds.md holds two of them and
+    has vectors close to the query."""
+    fake = GatedEmbedder()
+    fake.gate.set()
+    store = stores(vault, "fake", _spec(fake), background=True)
+    assert await _until(lambda: _settled(store, "between laptop and desktop"))
+    fake.gate.clear()  # the next embedding waits: the new note stays without vectors
+    (vault / "Guarantee.md").write_text(
+        "# Guarantee\n\nOur guarantee: refunds of money, any time.\n", "utf-8"
+    )
+    try:
+        result = await store.recall("refunds money guarantee", limit=1)
+        assert "is being embedded" in result.degraded[0] and not result.complete
+        assert [i.path for i in result.items] == ["Guarantee.md"]
+        # Refunds.md is the vector side's best note: the fusion still counts it second
+        both = await store.recall("refunds money guarantee", limit=2)
+        assert [i.path for i in both.items] == ["Guarantee.md", "Refunds.md"]
+    finally:
+        fake.gate.set()
+    assert await _until(lambda: _settled(store, "refunds money guarantee"))
+    done = await store.recall("refunds money guarantee", limit=1)
+    assert [i.path for i in done.items] == ["Guarantee.md"] and done.degraded == ()
+
+
+def test_fuse_counts_an_unembedded_keyword_hit_on_both_sides_weights() -> None:
+    """``unembedded``: the keyword side's normalised score times keyword + vector weight
+    (cc), or their sum over ``k + rank`` (rrf); other notes as before."""
+    kw, vec = [("new", 9.0), ("old", 3.0)], [("old", 0.9), ("far", 0.5)]
+    plain = dict(fuse(kw, vec))
+    got = dict(fuse(kw, vec, FUSION, {"new"}))
+    assert got["new"] == pytest.approx(FUSION.keyword + FUSION.vector)  # best keyword: 1.0
+    assert got["old"] == plain["old"] and got["far"] == plain["far"]
+    assert plain["new"] == pytest.approx(FUSION.keyword)
+    rrf = Fusion(keyword=1.0, vector=2.0, k=10.0, mode="rrf")
+    assert dict(fuse(kw, vec, rrf, {"new"}))["new"] == pytest.approx(3.0 / 11.0)
 
 
 async def test_a_failed_background_embedding_is_reported_then_tried_again(
