@@ -213,21 +213,37 @@ class RedactSecrets:
 #: The process-wide redactor used by :func:`configure`; :func:`register_secret` feeds it.
 _REDACTOR = RedactSecrets()
 
-#: C0 controls (but tab and newline), DEL and C1 controls, each to one visible character:
-#: its Unicode control picture (ESC shows as U+241B), U+2421 for DEL, U+FFFD for C1.
+#: The bidirectional formatting characters (Unicode's Bidi_Control property: ALM, LRM, RLM,
+#: the embeddings, overrides and isolates). Shown raw, U+202E in a name or snippet reverses
+#: the text after it on screen ("Trojan Source", CVE-2021-42574).
+BIDI_CONTROLS = frozenset([0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A)])
+
+#: C0 controls (but tab and newline), DEL, C1 controls and :data:`BIDI_CONTROLS`, each to
+#: one visible character: its Unicode control picture (ESC shows as U+241B), U+2421 for DEL,
+#: U+FFFD for the others.
 _CONTROLS = {
     **{c: 0x2400 + c for c in range(0x20) if chr(c) not in "\t\n"},
     0x7F: 0x2421,
     **{c: 0xFFFD for c in range(0x80, 0xA0)},
+    **dict.fromkeys(BIDI_CONTROLS, 0xFFFD),
 }
+#: :data:`_CONTROLS` with tab and newline shown too (U+2409, U+240A): for one table cell.
+_CELL_CONTROLS = {**_CONTROLS, 0x09: 0x2409, 0x0A: 0x240A}
 
 
 def visible_controls(text: str) -> str:
     """``text`` made safe for a terminal: every control character but tab and newline (an
     escape sequence from a note's name or text could clear the screen or set the window
-    title) becomes one visible character, so offsets into the text stay valid. JSON needs
-    none of this: it escapes them."""
+    title), and every bidirectional control, becomes one visible character, so offsets into
+    the text stay valid. JSON needs none of this: it escapes the controls, and a JSON reader
+    is not a terminal."""
     return str(text).translate(_CONTROLS)
+
+
+def visible_cell(text: str) -> str:
+    """:func:`visible_controls` for one cell of a table: tab and newline shown too (a file
+    name may hold either, and a row must stay one line)."""
+    return str(text).translate(_CELL_CONTROLS)
 
 
 def _visible_values(logger: Any, method_name: str, event_dict: dict[str, Any]) -> dict[str, Any]:

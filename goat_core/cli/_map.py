@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from goat_core.cli._options import _scope, memory_options, open_memory
-from goat_core.cli._output import _err, _one_line, _shown, _table, emit_json
+from goat_core.cli._output import _cell, _err, _one_line, _shown, _table, emit_json
 from goat_core.errors import BadInput
 
 if TYPE_CHECKING:
@@ -45,7 +45,7 @@ def _map_outline(link_map: LinkMap) -> str:
     missing = {"note": 0, "attachment": 0}  # links
     targets: dict[str, set[str]] = {"note": set(), "attachment": set()}  # what they name
     for node in sorted(link_map.nodes, key=lambda n: ((n.path or n.id).casefold(), n.id)):
-        lines.append(f"{node.path or node.id}  ({node.title})")
+        lines.append(f"{_cell(node.path or node.id)}  ({_cell(node.title)})")
         rows = []
         for edge in by_source.get(node.id, []):
             res = edge.resolution.value
@@ -61,12 +61,12 @@ def _map_outline(link_map: LinkMap) -> str:
                 target = "(attachment)"
             elif res == "self":
                 target = "(this page)"
-            rows.append([f"  {mark}", target, edge.raw, f"[{res}]"])
+            rows.append([f"  {mark}", _cell(target), _cell(edge.raw), f"[{res}]"])
         if rows:
             lines.extend(_table(rows).splitlines())
     orphans = [e for e in link_map.edges if e.source not in titles]
     for edge in orphans:
-        lines.append(f"{edge.source}: {edge.raw} [{edge.resolution.value}]")
+        lines.append(f"{_cell(edge.source)}: {_cell(edge.raw)} [{edge.resolution.value}]")
     # the same counts as the HTML map's header: distinct missing targets, as Obsidian's graph
     # draws one unresolved node per name, plus how many links point at them
     lines.append(

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from goat_core.cli._options import _scope, memory_options, open_memory
-from goat_core.cli._output import _err, _one_line, _shown, _table, _to_json, emit_json
+from goat_core.cli._output import _cell, _err, _one_line, _shown, _table, _to_json, emit_json
 from goat_core.cli._view import RECALL_LIMIT_MAX, recall_lines
 
 if TYPE_CHECKING:
@@ -205,7 +205,7 @@ def reflect_cmd(query: str, pen: str | None, as_json: bool, home: Path | None) -
         click.echo("")
         click.echo("based on:")
         for item in reflection.based_on:
-            click.echo(_shown(f"  {item.path or item.id}  {item.title}"))
+            click.echo("  " + _cell(item.path or item.id) + "  " + _cell(item.title))
     _print_degraded(True, reflection.degraded)
 
 
@@ -222,7 +222,7 @@ def pages_cmd(
     if as_json:
         emit_json(listing.to_json())
         return
-    rows = [[_shown(item.path or item.id), _shown(item.title)] for item in listing.items]
+    rows = [[_cell(item.path or item.id), _cell(item.title)] for item in listing.items]
     if rows:
         click.echo(_table(rows, ["PAGE", "TITLE"]))
     else:

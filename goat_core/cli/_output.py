@@ -12,7 +12,7 @@ from goat_core.cli._view import error_line, json_text
 from goat_core.cli._view import one_line as _one_line
 from goat_core.cli._view import table as _table  # noqa: F401 (the commands import it here)
 from goat_core.errors import Ambiguous, GoatError
-from goat_core.logs import visible_controls
+from goat_core.logs import visible_cell, visible_controls
 
 _BUILTIN_DEBUG_ENV = "GOAT_DEBUG"
 
@@ -25,6 +25,12 @@ def _debug() -> bool:
 def _shown(text: str) -> str:
     """``text`` from notes made safe for a terminal (:func:`goat_core.logs.visible_controls`)."""
     return visible_controls(text)
+
+
+def _cell(text: str) -> str:
+    """``text`` from notes for one table cell or line: :func:`_shown`, with tab and newline
+    shown too (:func:`goat_core.logs.visible_cell`)."""
+    return visible_cell(text)
 
 
 def _err(message: str) -> None:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from goat_core.cli._options import _scope, home_option, json_option, open_host, pen_option
-from goat_core.cli._output import _err, _one_line, _table, emit_json
+from goat_core.cli._output import _cell, _err, _one_line, _table, emit_json
 
 if TYPE_CHECKING:
     from goat_core.contract import TransferReport
@@ -59,10 +59,15 @@ def _report(report: TransferReport, as_json: bool) -> None:
     else:
         skipped = getattr(report, "skipped", ())
         rows = [
-            [item.outcome.value, item.source, item.target or "", _one_line(item.reason or "")]
+            [
+                item.outcome.value,
+                _cell(item.source),
+                _cell(item.target or ""),
+                _cell(_one_line(item.reason or "")),
+            ]
             for item in report.items
         ]
-        rows += [["skipped", s.path, "", _one_line(s.reason)] for s in skipped]
+        rows += [["skipped", _cell(s.path), "", _cell(_one_line(s.reason))] for s in skipped]
         if rows:
             click.echo(_table(rows, ["OUTCOME", "PAGE", "TARGET", "REASON"]))
         counts = ", ".join(

@@ -9,7 +9,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from goat_core.logs import redact, visible_controls
+from goat_core.logs import redact, visible_cell, visible_controls
 
 #: The largest ``goat recall --limit``.
 RECALL_LIMIT_MAX = 100
@@ -29,7 +29,8 @@ def one_line(text: str) -> str:
 
 
 def table(rows: Sequence[Sequence[str]], headers: Sequence[str] | None = None) -> str:
-    """Left-aligned columns separated by two spaces; the last column is not padded."""
+    """Left-aligned columns separated by two spaces; the last column is not padded. Cells
+    come ready for a terminal: text from notes through :func:`goat_core.logs.visible_cell`."""
     all_rows = [list(headers)] if headers else []
     all_rows += [[str(c) for c in r] for r in rows]
     if not all_rows:
@@ -75,7 +76,7 @@ def recall_lines(data: Mapping[str, Any], limit: int, styled: bool) -> tuple[str
     rows = [
         [
             f"{item['score']:.2f}",
-            visible_controls(item.get("path") or item["id"]),
+            visible_cell(item.get("path") or item["id"]),
             one_line(_snippet(item, styled)),
         ]
         for item in items

@@ -86,3 +86,58 @@ def test_status_and_check_show_control_characters_of_a_store_root(
         out = run.invoke(cli, args)
         assert out.exit_code == 0, out.output
         assert "\x1b" not in out.output and "v\u241b[31mred" in out.output, out.output
+
+
+BIDI = [
+    "\u061c",
+    "\u200e",
+    "\u200f",
+    *map(chr, range(0x202A, 0x202F)),
+    *map(chr, range(0x2066, 0x206A)),
+]
+
+
+def test_a_file_name_with_a_newline_or_tab_keeps_each_row_one_line(tmp_path: Path) -> None:
+    """The exact names ``two\\nlines.md`` and ``tab\\there.md``: each table row stays one line
+    (``recall``, ``pages``, ``map``), the newline and tab shown as U+240A and U+2409."""
+    vault = tmp_path / "v"
+    vault.mkdir()
+    (vault / "two\nlines.md").write_text("kettle two\n", encoding="utf-8")
+    (vault / "tab\there.md").write_text("kettle tab [[two\nlines]]\n", encoding="utf-8")
+    home = tmp_path / "home"
+    bound = CliRunner().invoke(
+        cli, ["bind", "--pen", "e", "markdown", "--set", f"root={vault}", "--home", str(home)]
+    )
+    assert bound.exit_code == 0, bound.output
+    recalled = _goat(home, "recall", "kettle").splitlines()
+    assert len(recalled) == 3, recalled  # the header and one line a note
+    assert {r.split()[1] for r in recalled[1:]} == {"two\u240alines.md", "tab\u2409here.md"}
+    pages = _goat(home, "pages").splitlines()
+    assert pages[1:] == [
+        "tab\u2409here.md   tab\u2409here",
+        "two\u240alines.md  two\u240alines",
+    ], pages
+    outline = _goat(home, "map")
+    assert "two\u240alines.md  (two\u240alines)" in outline.splitlines(), outline
+    assert "\t" not in recalled and "\t" not in pages and "\t" not in outline
+
+
+def test_bidirectional_controls_are_shown_not_obeyed(tmp_path: Path) -> None:
+    """U+202E (right-to-left override) in a name or a body reverses the text after it on
+    screen ("Trojan Source"): text output shows every bidirectional control as U+FFFD,
+    ``--json`` keeps it."""
+    vault = tmp_path / "v"
+    vault.mkdir()
+    name = "invoice\u202egpj.md"
+    (vault / name).write_text("kettle " + "".join(BIDI) + " done\n", encoding="utf-8")
+    home = tmp_path / "home"
+    bound = CliRunner().invoke(
+        cli, ["bind", "--pen", "e", "markdown", "--set", f"root={vault}", "--home", str(home)]
+    )
+    assert bound.exit_code == 0, bound.output
+    for args in (("recall", "kettle"), ("pages",), ("show", name), ("map",)):
+        out = _goat(home, *args)
+        assert not [c for c in out if c in BIDI], (args, out)
+        assert "invoice\ufffdgpj" in out or "\ufffd" * len(BIDI) in out, (args, out)
+    data = json.loads(_goat(home, "recall", "kettle", "--json"))
+    assert data["items"][0]["path"] == name
