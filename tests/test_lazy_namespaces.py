@@ -65,3 +65,65 @@ def test_importing_the_packages_imports_no_heavy_library() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO
     )
     assert out.stdout.strip() == "[]", out.stdout
+
+
+def test_the_built_in_command_table_is_each_modules_commands() -> None:
+    """goat_core/cli/_app.py's ``BUILTIN`` names every command of each module's
+    ``COMMANDS``, and only those, and each resolves to that module's command."""
+    from goat_core.cli import _app
+
+    modules = sorted(set(_app.BUILTIN.values()))
+    listed = {c.name: m for m in modules for c in importlib.import_module(m).COMMANDS if c.name}
+    assert listed == _app.BUILTIN
+    group = _app.cli
+    for name, module in _app.BUILTIN.items():
+        command = group.get_command(group.make_context("goat", [], resilient_parsing=True), name)
+        assert command is not None and command in importlib.import_module(module).COMMANDS
+
+
+def test_a_hook_imports_only_its_own_commands_module(tmp_path: Path) -> None:
+    """``goat hook codex`` (a process per prompt) imports goat_core/cli/_serve.py alone of
+    the command modules; ``goat --help`` still lists every built-in command."""
+    code = (
+        "import os, sys\n"
+        "from goat_core.cli import main\n"
+        "end = os._exit\n"
+        "def _exit(code):\n"  # the hook ends with os._exit: list the modules first
+        "    mods = sorted(m for m in sys.modules if m.startswith('goat_core.cli._'))\n"
+        "    sys.stderr.write('MODULES ' + ' '.join(mods) + '\\n')\n"
+        "    sys.stderr.flush()\n"
+        "    end(code)\n"
+        "os._exit = _exit\n"
+        "main(['hook', 'codex', '--home', sys.argv[1]])\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "home")],
+        input='{"hook_event_name": "UserPromptSubmit", "prompt": "deploy keys", "cwd": "/"}',
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=60,
+    )
+    assert out.returncode == 0, out.stderr
+    (line,) = [x for x in out.stderr.splitlines() if x.startswith("MODULES ")]
+    commands = set(line.split()[1:])
+    assert "goat_core.cli._serve" in commands
+    assert not commands & {
+        "goat_core.cli._admin",
+        "goat_core.cli._embedders",
+        "goat_core.cli._map",
+        "goat_core.cli._memory",
+        "goat_core.cli._transfer",
+    }, sorted(commands)
+    assert '"hookSpecificOutput"' in out.stdout or out.stdout.strip().startswith("{")
+    listing = subprocess.run(
+        [sys.executable, "-m", "goat_core.cli", "--help"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=60,
+    )
+    from goat_core.cli._app import BUILTIN
+
+    shown = {line.split()[0] for line in listing.stdout.splitlines() if line.startswith("  ")}
+    assert set(BUILTIN) <= shown, listing.stdout

@@ -27,11 +27,32 @@ class GoatGroup(click.Group):
     commands loaded only when a name that is not built in is asked for."""
 
     _plugins_loaded = False
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        #: Built-in commands not imported yet: name -> the module whose ``COMMANDS`` holds
+        #: it (``goat_core/cli/_app.py`` sets it).
+        self.lazy_commands: dict[str, str] = {}
+
+    def _load_builtin(self, name: str) -> None:
+        """Add the commands of ``name``'s module (every one in its ``COMMANDS``)."""
+        import importlib
+
+        module = self.lazy_commands.get(name)
+        if module is None:
+            return
+        self.lazy_commands = {n: m for n, m in self.lazy_commands.items() if m != module}
+        for command in importlib.import_module(module).COMMANDS:
+            self.add_command(command)
+
+    def _load_builtins(self) -> None:
+        while self.lazy_commands:
+            self._load_builtin(next(iter(self.lazy_commands)))
 
     def _load_plugin_commands(self, ctx: click.Context) -> None:
         if self._plugins_loaded:
             return
         self._plugins_loaded = True
+        self._load_builtins()  # a plugin's command never takes a built-in name
         try:
             with ctx.scope(cleanup=False):
                 _registry().register_commands(self)
@@ -41,6 +62,7 @@ class GoatGroup(click.Group):
             _err(f"goat: warning: plugin commands unavailable: {_one_line(str(exc))}")
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        self._load_builtin(cmd_name)
         command = super().get_command(ctx, cmd_name)
         if command is None and not ctx.resilient_parsing:
             self._load_plugin_commands(ctx)
@@ -48,6 +70,7 @@ class GoatGroup(click.Group):
         return command
 
     def list_commands(self, ctx: click.Context) -> list[str]:
+        self._load_builtins()
         if not ctx.resilient_parsing:
             self._load_plugin_commands(ctx)
         return super().list_commands(ctx)
