@@ -13,7 +13,13 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-LAZY_PACKAGES = ["goat_core", "goat_core.contract", "goat_core.serve", "goat_core.cli"]
+LAZY_PACKAGES = [
+    "goat_core",
+    "goat_core.contract",
+    "goat_core.serve",
+    "goat_core.cli",
+    "goat_core.host",
+]
 
 
 def _type_checking_imports(package: str) -> dict[str, set[str]]:

@@ -13,44 +13,10 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict
 
 from goat_core.contract import RecallItem
+from goat_core.host._trivial import TRIVIAL_PROMPTS as TRIVIAL_PROMPTS
+from goat_core.host._trivial import is_trivial_prompt as is_trivial_prompt
 from goat_core.logs import redact
 
-#: Prompts that never trigger automatic recall (compared case-insensitively, without
-#: trailing ``.!?`` and surrounding whitespace). Slash commands (``/help``) skip too.
-TRIVIAL_PROMPTS = frozenset(
-    {
-        "",
-        "ok",
-        "okay",
-        "k",
-        "thanks",
-        "thank you",
-        "thx",
-        "ty",
-        "yes",
-        "no",
-        "y",
-        "n",
-        "sure",
-        "cool",
-        "great",
-        "nice",
-        "ok thanks",
-        "thanks!",
-        "done",
-        "got it",
-        "perfect",
-        "yep",
-        "yeah",
-        "nope",
-        "lgtm",
-        "hi",
-        "hello",
-        "hey",
-        "bye",
-        "goodbye",
-    }
-)
 #: Characters per token assumed when a turn's character budget is passed as tokens.
 CHARS_PER_TOKEN = 4
 #: How many items automatic recall asks for before a turn.
@@ -84,15 +50,6 @@ class TurnMemory(BaseModel):
     scope: str | None = None
     label: str | None = None
     degraded: tuple[Annotated[str, AfterValidator(redact)], ...] = ()  # may quote a server
-
-
-def is_trivial_prompt(prompt: str) -> bool:
-    """Whether ``prompt`` skips automatic recall: empty or whitespace, an acknowledgement
-    from :data:`TRIVIAL_PROMPTS`, or a slash command (``/help``)."""
-    text = unicodedata.normalize("NFC", prompt).strip()
-    if text.startswith("/"):
-        return True
-    return text.lower().rstrip(".!? ").strip() in TRIVIAL_PROMPTS
 
 
 _BACKTICKS = re.compile(r"`+")

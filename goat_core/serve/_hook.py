@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from goat_core.contract import Scope
     from goat_core.host import GoatHome, MemoryContext, MemoryHost
+    from goat_core.plugins import Registry
     from goat_core.serve._scope import ServeScope
 
 HOOK_EVENT = "UserPromptSubmit"
@@ -257,11 +258,7 @@ def _recall(
     pin: str | None,
     timeout: float,
 ) -> HookResult:
-    import anyio
-
-    from goat_core.errors import ProviderUnavailable
-    from goat_core.host import Chat, GoatHome, MemoryHost
-    from goat_core.plugins import PluginSettings, Registry
+    from goat_core.host import GoatHome
     from goat_core.serve._local import ask_local, socket_path
     from goat_core.serve._scope import (
         ServeScope,
@@ -277,7 +274,7 @@ def _recall(
         return HookResult(reason=f"no GOAT home at {home.config_dir}: nothing to recall")
     # a pinned scope is known without any plugin: a running server may answer before the
     # plugins are loaded at all; otherwise the scope plugins decide, as for the server
-    registry: Registry | None = None
+    registry: Registry | None = None  # loaded only when it is needed
     if directory is None:  # the pin decides alone (run_hook checked there is one)
         pinned = parse_pin(pin)
         assert pinned is not None
@@ -285,6 +282,8 @@ def _recall(
     else:
         served = pinned_scope(directory, pin)
     if served is None:
+        from goat_core.plugins import PluginSettings, Registry
+
         assert directory is not None
         registry = Registry.load(PluginSettings.from_env())
         served = resolve_serve_scope(
@@ -311,6 +310,12 @@ def _recall(
                 via="server",
                 degraded=reply.get("degraded"),
             )
+
+    import anyio
+
+    from goat_core.errors import ProviderUnavailable
+    from goat_core.host import Chat, MemoryHost
+    from goat_core.plugins import PluginSettings, Registry
 
     if registry is None:
         registry = Registry.load(PluginSettings.from_env())

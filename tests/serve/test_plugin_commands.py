@@ -306,6 +306,48 @@ async def test_the_hook_asks_a_running_server_of_the_same_home(home: Path, tmp_p
                 home, {"prompt": "otter fact?", "cwd": str(tmp_path)}, "--pin", "global"
             )
         )
+        lean = await anyio.to_thread.run_sync(lambda: _hook_modules(home, tmp_path))
     assert code == 0
     assert "(server)" in err, err
     assert "otter fact" in out["hookSpecificOutput"]["additionalContext"]
+    # answered by the server, a pinned hook loads no plugin, store, model or host (a process
+    # per prompt: goat_core/serve/_hook.py); pydantic comes with the Scope model, structlog
+    # with the CLI's logging
+    assert "(server)" in lean["stderr"], lean
+    heavy = {
+        "goat_markdown",
+        "goat_core.filestore",
+        "goat_core.host._memoryhost",
+        "goat_core.host._config",
+        "goat_core.plugins",
+        "pluggy",
+    }
+    assert not heavy & set(lean["modules"]), sorted(heavy & set(lean["modules"]))
+
+
+def _hook_modules(home: Path, cwd: Path) -> dict[str, Any]:
+    """``goat hook claude-code --pin global`` run in this interpreter's way, with the
+    modules it imported listed just before its ``os._exit``."""
+    env = goat_env(home)
+    python = Path(env["PATH"].split(":")[0]) / "python"
+    code = (
+        "import os, sys\n"
+        "end = os._exit\n"
+        "def _exit(code):\n"
+        "    sys.stderr.write('MODULES ' + ' '.join(sorted(sys.modules)) + '\\n')\n"
+        "    sys.stderr.flush()\n"
+        "    end(code)\n"
+        "os._exit = _exit\n"
+        "from goat_core.cli import main\n"
+        "main(['hook', 'claude-code', '--pin', 'global'])\n"
+    )
+    proc = subprocess.run(
+        [str(python), "-c", code],
+        input=json.dumps({"prompt": "otter fact?", "cwd": str(cwd)}),
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    (line,) = [x for x in proc.stderr.splitlines() if x.startswith("MODULES ")]
+    return {"modules": line.split()[1:], "stderr": proc.stderr.replace(line, "")}
