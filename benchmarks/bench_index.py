@@ -168,6 +168,9 @@ def whole_command(
         yield "", "whole-command: skipped: the goat command is not on PATH", None
         return
     env = dict(os.environ, GOAT_HOME=str(home.config_dir))
+    # an installed goat runs from cached bytecode: a machine that turned caching off
+    # (PYTHONDONTWRITEBYTECODE) would time compiling goat's sources on every run
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     pen = f"bench-{root.name}".lower()
     bind = subprocess.run(
         [goat, "bind", "--pen", pen, "markdown", "--set", f"root={root}"],
