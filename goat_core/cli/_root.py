@@ -27,6 +27,7 @@ class GoatGroup(click.Group):
     commands loaded only when a name that is not built in is asked for."""
 
     _plugins_loaded = False
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         #: Built-in commands not imported yet: name -> the module whose ``COMMANDS`` holds
