@@ -8,6 +8,8 @@ to the endpoint that issued it (elsewhere: 404). In front of every endpoint:
   file (``--token-file``) or the credential store (``--token-from-store``), never a flag value;
 - a ``Host`` header outside loopback names is refused (421) on a loopback bind, and an
   ``Origin`` outside ``--allow-origin`` (default: none) gets 403 (DNS rebinding);
+- at most :data:`MAX_SESSIONS` MCP sessions per endpoint (beyond, 503), each closed after
+  :data:`SESSION_IDLE_SECONDS` without a request;
 - a request body over :data:`MAX_BODY_BYTES` gets 413 (and one without a length, 411); a
   tool result is bounded by :data:`~goat_core.serve._tools.MAX_RESULT_BYTES`;
 - a connection must send each request head within :data:`HEADER_TIMEOUT_SECONDS` and is
@@ -43,6 +45,12 @@ MAX_BODY_BYTES = 1_048_576
 HEADER_TIMEOUT_SECONDS = 10.0
 #: Seconds an idle keep-alive connection stays open after a response.
 KEEP_ALIVE_SECONDS = 5.0
+#: MCP sessions open at once on one endpoint; a new one past it gets 503 until one ends (a
+#: client's DELETE, or :data:`SESSION_IDLE_SECONDS` without a request). A user's hosts open
+#: one each, so this bounds the memory of a server whose clients never close their sessions.
+MAX_SESSIONS = 256
+#: Seconds a session may go without a request before it is closed.
+SESSION_IDLE_SECONDS = 1800.0
 #: Connections and requests served at once; beyond, 503. Far above what a user's clients
 #: open, and idle sockets time out first (:data:`HEADER_TIMEOUT_SECONDS`).
 MAX_CONNECTIONS = 1000
@@ -171,6 +179,8 @@ class ScopedEndpoints:
                 app=build_server(s),
                 security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False),
                 max_request_body_size=max_body,
+                max_sessions=MAX_SESSIONS,
+                session_idle_timeout=SESSION_IDLE_SECONDS,
             )
 
     @contextlib.asynccontextmanager

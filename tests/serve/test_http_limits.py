@@ -145,3 +145,34 @@ def test_a_body_that_never_finishes_is_408_and_a_longer_one_413(
         return {"type": "http.request", "body": b"y" * 600, "more_body": True}
 
     assert anyio.run(_http._read_body, flood, 1000) is _http._TOO_LONG
+
+
+def test_sessions_past_the_cap_get_503_until_one_ends(served: tuple[str, int, object]) -> None:
+    """The exact input: MAX_SESSIONS + 1 initialize requests that never close their sessions.
+    The last gets 503 and opens nothing; after one session's DELETE, a new one opens."""
+    from goat_core.serve._http import MAX_SESSIONS
+
+    url, _port, _ = served
+    with httpx2.Client(timeout=10) as http:
+        ids = []
+        for _ in range(MAX_SESSIONS):
+            r = http.post(url, json=INIT, headers=HEADERS)
+            assert r.status_code == 200, r.text
+            ids.append(r.headers["mcp-session-id"])
+        assert len(set(ids)) == MAX_SESSIONS
+        refused = http.post(url, json=INIT, headers=HEADERS)
+        assert refused.status_code == 503, refused.text
+        assert "mcp-session-id" not in refused.headers
+        assert "Too many open sessions" in refused.text
+        # the sessions already open still answer
+        ping = {"jsonrpc": "2.0", "id": 2, "method": "ping"}
+        alive = http.post(
+            url,
+            json=ping,
+            headers={**HEADERS, "mcp-session-id": ids[0], "mcp-protocol-version": "2025-11-25"},
+        )
+        assert alive.status_code == 200, alive.text
+        closed = http.delete(url, headers={**HEADERS, "mcp-session-id": ids[-1]})
+        assert closed.status_code == 200, closed.text
+        again = http.post(url, json=INIT, headers=HEADERS)
+        assert again.status_code == 200, again.text
