@@ -777,6 +777,13 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
         from goat_core.errors import GoatError, IndexDamaged, StoreUnwritable
         from goat_core.filestore.search import FUSION, SearchHit, SearchResults, Snippet, fuse
 
+        # the keyword side is read as deep as the limit asks (at least FUSION.depth), so each
+        # keyword match is shown at a large enough limit; the vector side stays FUSION.depth.
+        # Keyword scores are scaled by the best one alone (goat_core/filestore/search/
+        # _hybrid.py), so a deeper read leaves the fused scores of the first FUSION.depth as
+        # they were. Read first and outside the vector side's faults: its own errors are its.
+        depth = max(FUSION.depth, limit)
+        keyword = index.search(query, limit=depth, snippets=False)
         behind: tuple[str, ...] = ()
         try:
             vectors = self._vector_open()
@@ -807,14 +814,7 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
                 except EmbeddingElsewhere as exc:  # on the store's thread, or elsewhere
                     behind = (str(exc),)
                 vhits = vectors.search(query, FUSION.depth)
-            # the keyword side is read as deep as the limit asks (at least FUSION.depth), so
-            # each keyword match is shown at a large enough limit; the vector side stays
-            # FUSION.depth. Keyword scores are scaled by the best one alone
-            # (goat_core/filestore/search/_hybrid.py), so a deeper read leaves the fused
-            # scores of the first FUSION.depth as they were.
-            depth = max(FUSION.depth, limit)
-            keyword = index.search(query, limit=depth, snippets=False)
-            # a keyword hit with no vectors yet is ranked by its keyword side alone (_hybrid.py)
+            # a keyword hit with no vectors yet counts its keyword side on both (_hybrid.py)
             unembedded = {h.path for h in keyword.hits} - vectors.embedded(
                 h.path for h in keyword.hits
             )

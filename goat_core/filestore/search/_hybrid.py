@@ -24,8 +24,8 @@ words, with best scores near 1; a real match scores 5-15 on the corpora measured
 A ranking the note is absent from adds nothing, and a long note gets no more from the vector
 side than its single best section. A note the vector side has not embedded yet (written since
 the last sync, or waiting for a background embedding) is not absent from it by meaning. So it
-gets its keyword side at the weight of both sides: it ranks among the others as keyword alone
-ranks it, rather than below every note that has vectors.
+gets its keyword side at the weight of both sides, as if its vectors agreed with its keywords.
+Without that it ranked below every note found by meaning alone, however well it matched.
 
 :data:`FUSION` was chosen on the tuning halves of three question sets
 (``benchmarks/bench_corpora.py --explore``): the Obsidian Help vault's natural questions and

@@ -724,6 +724,40 @@ async def test_a_note_written_while_the_store_embeds_ranks_by_its_keywords(
     assert [i.path for i in done.items] == ["Guarantee.md"] and done.degraded == ()
 
 
+async def test_a_keyword_side_failure_is_its_own_not_the_embedders(
+    stores: Any, vault: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The keyword index failing under a hybrid recall raises its own error, once; a failure
+    of the vector side's ``embedded`` read degrades to keyword results, saying so."""
+    from goat_core.filestore.search import SearchIndex
+
+    fake = FakeEmbedder()
+    store = stores(vault, "fake", _spec(fake))
+    assert (await store.recall("phone toolbar", limit=3)).items[0].path == "Phone tips.md"
+    calls: list[bool] = []
+    real = SearchIndex.search
+
+    def busy(self: Any, query: str, *, limit: int = 10, snippets: bool = True) -> Any:
+        calls.append(snippets)
+        raise ProviderUnavailable("the search index is busy (locked by another process)")
+
+    monkeypatch.setattr(SearchIndex, "search", busy)
+    with pytest.raises(ProviderUnavailable, match="search index is busy") as caught:
+        await store.recall("phone toolbar", limit=3)
+    assert "embedder" not in str(caught.value) and len(calls) == 1
+    monkeypatch.setattr(SearchIndex, "search", real)
+
+    def unreadable(self: Any, paths: Any) -> set[str]:
+        raise ProviderUnavailable("the vector index could not be read")
+
+    monkeypatch.setattr(VectorIndex, "embedded", unreadable)
+    degraded = await store.recall("phone toolbar", limit=3)
+    assert degraded.items[0].path == "Phone tips.md" and not degraded.complete
+    (reason,) = degraded.degraded
+    assert "semantic recall with embedder 'fake' is unavailable" in reason
+    assert "could not be read" in reason
+
+
 def test_fuse_counts_an_unembedded_keyword_hit_on_both_sides_weights() -> None:
     """``unembedded``: the keyword side's normalised score times keyword + vector weight
     (cc), or their sum over ``k + rank`` (rrf); other notes as before."""
