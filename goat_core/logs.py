@@ -218,17 +218,20 @@ _REDACTOR = RedactSecrets()
 #: the text after it on screen ("Trojan Source", CVE-2021-42574).
 BIDI_CONTROLS = frozenset([0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A)])
 
-#: C0 controls (but tab and newline), DEL, C1 controls and :data:`BIDI_CONTROLS`, each to
-#: one visible character: its Unicode control picture (ESC shows as U+241B), U+2421 for DEL,
-#: U+FFFD for the others.
+#: C0 controls (but tab and newline), DEL, C1 controls, :data:`BIDI_CONTROLS` and lone
+#: surrogates (a file name that is not UTF-8 decodes to them, and a terminal would get its raw
+#: bytes back), each to one visible character: its Unicode control picture (ESC shows as
+#: U+241B), U+2421 for DEL, U+FFFD for the others.
 _CONTROLS = {
     **{c: 0x2400 + c for c in range(0x20) if chr(c) not in "\t\n"},
     0x7F: 0x2421,
     **{c: 0xFFFD for c in range(0x80, 0xA0)},
     **dict.fromkeys(BIDI_CONTROLS, 0xFFFD),
+    **dict.fromkeys(range(0xD800, 0xE000), 0xFFFD),
 }
-#: :data:`_CONTROLS` with tab and newline shown too (U+2409, U+240A): for one table cell.
-_CELL_CONTROLS = {**_CONTROLS, 0x09: 0x2409, 0x0A: 0x240A}
+#: :data:`_CONTROLS` with tab and newline shown too (U+2409, U+240A), and the line and
+#: paragraph separators (U+2028, U+2029, which ``str.splitlines`` breaks on): for one cell.
+_CELL_CONTROLS = {**_CONTROLS, 0x09: 0x2409, 0x0A: 0x240A, 0x2028: 0xFFFD, 0x2029: 0xFFFD}
 
 
 def visible_controls(text: str) -> str:

@@ -406,6 +406,27 @@ def test_scope_json_resolves_the_current_directory(
     assert data["derivation"] in {"cwd", "git-root", "git-remote"}
 
 
+def test_scope_shows_a_remote_url_holding_an_escape(
+    tmp_path: Path, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The exact remote ``https://example.com/a\x1b]0;PWN\x07b.git`` (sets the window title):
+    ``goat scope`` shows it, one row, never sends it to the terminal."""
+    folder = tmp_path / "repo"
+    folder.mkdir()
+    env = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
+    for args in (
+        ["init", "-q"],
+        ["config", "remote.origin.url", "https://example.com/a\x1b]0;PWN\x07b.git"],
+    ):
+        subprocess.run(["git", *args], cwd=folder, env=env, check=True)
+    monkeypatch.chdir(folder)
+    result = run("scope")
+    assert result.exit_code == 0, result.output
+    assert "\x1b" not in result.output and "\x07" not in result.output, repr(result.output)
+    (identity,) = [line for line in result.output.splitlines() if line.startswith("identity")]
+    assert "\u241b]0;" in identity, identity
+
+
 # -- bind, check, status -------------------------------------------------------------------------
 def test_bind_validation_error_is_exit_2_with_the_settings_message(
     fake_dist: Path, home: Path

@@ -22,7 +22,7 @@ from goat_core.cli._options import (
     json_option,
     open_host,
 )
-from goat_core.cli._output import _debug, _err, _one_line, _shown, _table, _to_json, emit_json
+from goat_core.cli._output import _cell, _debug, _err, _one_line, _table, _to_json, emit_json
 from goat_core.cli._root import _configure_logging
 from goat_core.contract import Scope
 
@@ -196,11 +196,11 @@ def scope_cmd(adopt: str | None, as_json: bool, home: Path | None) -> None:
     click.echo(
         _table(
             [
-                ["scope", data["scope"]],
-                ["derivation", data["derivation"]],
-                ["identity", data["identity"] or "-"],
+                ["scope", _cell(data["scope"])],
+                ["derivation", _cell(data["derivation"])],
+                ["identity", _cell(data["identity"] or "-")],
             ]
-            + ([["detail", data["detail"]]] if data["detail"] else [])
+            + ([["detail", _cell(data["detail"])]] if data["detail"] else [])
         )
     )
 
@@ -214,7 +214,7 @@ def _adopt(scope: Scope, home: Path | None) -> None:
         raise BadInput(f"{Path.cwd()} is never a project (the home folder or /)")
     with open_host(home) as host:
         host.adopt(scope, record)
-    click.echo(f"recorded {record.location} on {scope.key}", err=True)
+    click.echo(f"recorded {_cell(record.location)} on {scope.key}", err=True)
 
 
 # -- bindings ---------------------------------------------------------------------------------
@@ -421,7 +421,7 @@ def check_cmd(
     else:
         click.echo(f"{scope.key}: {'ok' if health.ok else 'not ok'} ({health.tone.value})")
         if health.reason and health.ok:
-            click.echo(_shown(f"  {health.reason}"))
+            click.echo("  " + _cell(health.reason))
     if not health.ok:
         what = "the draft settings" if draft is not None else scope.key
         cause = f" ({health.cause})" if health.cause else ""
@@ -508,11 +508,11 @@ def _render_status(rows: list[dict[str, Any]]) -> str:
     table = _table(
         [
             [
-                str(r["scope"]),
-                str(r["label"] or "-"),
-                str(r["provider"] or "-"),
+                _cell(str(r["scope"])),
+                _cell(str(r["label"] or "-")),
+                _cell(str(r["provider"] or "-")),
                 str(r["tone"]),
-                _shown(_short_reason(r["label"], r["reason"])),  # may quote a store root
+                _cell(_short_reason(r["label"], r["reason"])),  # may quote a store root
                 str(r.get("cause") or "-"),
                 _when(r["last_checked"]),
             ]
@@ -520,14 +520,14 @@ def _render_status(rows: list[dict[str, Any]]) -> str:
         ],
         ["SCOPE", "LABEL", "PROVIDER", "TONE", "REASON", "CAUSE", "LAST CHECKED"],
     )
-    lines = table.splitlines()
+    lines = table.split("\n")  # not splitlines: U+2028 is no row end
     styled = lines[:1]
     for r, line in zip(rows, lines[1:], strict=True):
         styled.append(click.style(line, **_TONE_STYLE.get(str(r["tone"]), {})))
     for r in rows:
         if r.get("derivation"):
             styled.append(
-                _shown(f"{r['scope']}: derived ({r['derivation']}) from {r.get('identity')}")
+                _cell(f"{r['scope']}: derived ({r['derivation']}) from {r.get('identity')}")
             )
     return "\n".join(styled)
 

@@ -63,7 +63,7 @@ def _map_outline(link_map: LinkMap) -> str:
                 target = "(this page)"
             rows.append([f"  {mark}", _cell(target), _cell(edge.raw), f"[{res}]"])
         if rows:
-            lines.extend(_table(rows).splitlines())
+            lines.extend(_table(rows).split("\n"))  # not splitlines: U+2028 is no row end
     orphans = [e for e in link_map.edges if e.source not in titles]
     for edge in orphans:
         lines.append(f"{_cell(edge.source)}: {_cell(edge.raw)} [{edge.resolution.value}]")

@@ -67,15 +67,15 @@ def _report_receipt(receipt: Receipt, as_json: bool, verb: str, store: str | Non
         emit_json(receipt.to_json())
     else:
         where = receipt.path or receipt.id
-        in_ = _receipt_place(receipt, store)
+        in_ = _cell(_receipt_place(receipt, store))
         if status == "stored":
-            line = f"{verb} {where} ({in_})" if where else f"{verb} ({in_})"
+            line = f"{verb} {_cell(where)} ({in_})" if where else f"{verb} ({in_})"
             click.echo(line)
             for removed in receipt.removed:
                 if removed != where:
-                    click.echo(f"  also removed {removed}")
+                    click.echo(f"  also removed {_cell(removed)}")
         elif status == "queued":
-            click.echo(f"queued as operation {receipt.operation_id} ({in_})")
+            click.echo(f"queued as operation {_cell(receipt.operation_id or '')} ({in_})")
     _exit_for_receipt(receipt)
 
 

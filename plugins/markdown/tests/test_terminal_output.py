@@ -141,3 +141,46 @@ def test_bidirectional_controls_are_shown_not_obeyed(tmp_path: Path) -> None:
         assert "invoice\ufffdgpj" in out or "\ufffd" * len(BIDI) in out, (args, out)
     data = json.loads(_goat(home, "recall", "kettle", "--json"))
     assert data["items"][0]["path"] == name
+
+
+def _bound(tmp_path: Path) -> tuple[Path, Path]:
+    vault = tmp_path / "v"
+    vault.mkdir()
+    home = tmp_path / "home"
+    bound = CliRunner().invoke(
+        cli, ["bind", "--pen", "e", "markdown", "--set", f"root={vault}", "--home", str(home)]
+    )
+    assert bound.exit_code == 0, bound.output
+    return vault, home
+
+
+def test_receipts_show_the_names_they_name(tmp_path: Path) -> None:
+    """``remember``, ``forget``: the exact names ``es\\x1b]0;PWN\\x07c.md`` (sets the window
+    title) and ``two\\nlines.md`` in the receipt line are shown, one line each."""
+    vault, home = _bound(tmp_path)
+    (vault / "es\x1b]0;PWN\x07c.md").write_text("---\ntitle: evil\n---\nbody\n", "utf-8")
+    (vault / "two\nlines.md").write_text("---\ntitle: split\n---\nbody\n", "utf-8")
+    added = _goat(home, "remember", "more", "--title", "evil")
+    assert added == "remembered in es\u241b]0;PWN\u2407c.md (pen:e)\n", added
+    gone = _goat(home, "forget", "split")
+    assert gone.count("\n") == 1 and "two\u240alines.md" in gone, gone
+    titled = _goat(home, "remember", "body", "--title", "ti\u202eX")
+    assert "\u202e" not in titled and "ti\ufffdX" in titled, titled
+
+
+def test_line_separators_and_undecodable_names_keep_rows_whole(tmp_path: Path) -> None:
+    """A link holding U+2028 (``[[ls\\u2028sep]]``) keeps each ``map`` row one line, and a
+    file whose name is not UTF-8 (``c1\\x9b2Jx.md``: 0x9B is the 8-bit CSI) is shown as
+    U+FFFD, never as its raw bytes, in ``pages`` and ``map``."""
+    import os
+
+    vault, home = _bound(tmp_path)
+    (vault / "links.md").write_text("hello [[ls\u2028sep]] [[miss\u2028ing]]\n", "utf-8")
+    with open(os.path.join(os.fsencode(vault), b"c1\x9b2Jx.md"), "wb") as f:
+        f.write(b"kettle\n")
+    outline = _goat(home, "map")
+    rows = [line for line in outline.split("\n") if "ls" in line or "miss" in line]
+    assert all("sep" in r or "ing" in r for r in rows) and "\u2028" not in outline, outline
+    for out in (outline, _goat(home, "pages")):
+        assert "c1\ufffd2Jx.md" in out, out
+        assert not [c for c in out if "\ud800" <= c <= "\udfff"], repr(out)

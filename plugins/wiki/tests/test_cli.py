@@ -162,3 +162,18 @@ def test_ingest_shows_control_characters_in_names(goat_home: Path, tmp_path: Pat
     assert ingested.exit_code == 0, ingested.output
     assert "\x1b" not in ingested.output
     assert "added   docs/s\u241b]0;own\u241b\\x.txt\n" in ingested.output
+
+
+def test_ingest_and_lint_keep_each_row_one_line(goat_home: Path, tmp_path: Path) -> None:
+    """The exact names ``s\\nrc\\u202e.md`` (ingested) and ``bro\\nken.md`` holding
+    ``[[miss\\tit]]`` (linted): each row stays one line, the newline, tab and U+202E shown."""
+    docs = write_tree(tmp_path / "docs", {"s\nrc\u202e.md": "a source\n"})
+    vault = write_tree(tmp_path / "vault", {"bro\nken.md": "hello [[miss\tit]]\n"})
+    assert goat("bind", "--pen", "w", "wiki", "--set", f"root={vault}").exit_code == 0
+    ingested = goat("wiki", "ingest", str(docs), "--pen", "w")
+    assert ingested.exit_code == 0, ingested.output
+    assert "added   docs/s\u240arc\ufffd.md\n" in ingested.stdout, ingested.stdout
+    lint = goat("wiki", "lint", "--pen", "w")
+    rows = [line for line in lint.stdout.split("\n") if "ken" in line]
+    assert rows and all("bro\u240aken.md" in r for r in rows), lint.stdout
+    assert "\t" not in lint.stdout and "\u202e" not in lint.output, lint.output

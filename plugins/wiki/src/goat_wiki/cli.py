@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 import click
 
 from goat_core.cli import home_option
-from goat_core.logs import visible_controls
+from goat_core.logs import visible_cell
 
 __all__ = ["wiki"]
 
@@ -25,9 +25,10 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def _echo(text: str, err: bool = False) -> None:
-    """A text line; control characters from names and notes shown, never sent to the
-    terminal (:func:`goat_core.logs.visible_controls`)."""
-    click.echo(visible_controls(text), err=err)
+    """One text line; control characters from names and notes shown, never sent to the
+    terminal, and a newline or tab in a name shown too, so the line stays one
+    (:func:`goat_core.logs.visible_cell`)."""
+    click.echo(visible_cell(text), err=err)
 
 
 def _options(f: F) -> F:
