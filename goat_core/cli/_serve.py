@@ -7,6 +7,7 @@ mcp and always exits 0 with exactly one JSON object on stdout.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -298,10 +299,18 @@ def hook_claude_code(
         worker.start()
         worker.join(seconds)
     result = box[0] if box else HookResult(reason=f"deadline of {seconds:g} s passed: no context")
-    os.write(fd, (json.dumps(result.to_json(), ensure_ascii=False) + "\n").encode("utf-8"))
+    answer = json.dumps(result.to_json(), ensure_ascii=False) + "\n"
+    try:
+        payload = answer.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate (a name that is not UTF-8): JSON escapes
+        payload = (json.dumps(result.to_json()) + "\n").encode("ascii")
+    with contextlib.suppress(OSError):  # a closed stdout: no one to answer, still exit 0
+        os.write(fd, payload)
     where = result.scope or "no scope"
-    sys.stderr.write(f"goat hook: {where} ({result.via}): {result.reason or 'ok'}\n")
-    sys.stderr.flush()
+    with contextlib.suppress(OSError, ValueError):
+        line = f"goat hook: {where} ({result.via}): {result.reason or 'ok'}\n"
+        sys.stderr.write(line.encode("utf-8", "replace").decode("utf-8"))
+        sys.stderr.flush()
     os._exit(0)  # never wait on a worker past the deadline; nothing is left to flush
 
 
@@ -317,6 +326,14 @@ hook_group.add_command(
 
 
 # -- the doctor -------------------------------------------------------------------------------
+def _line(text: str) -> None:
+    """One line of a doctor's report: names and reasons shown, never sent to the terminal,
+    a newline in a folder name included (:func:`goat_core.logs.visible_cell`)."""
+    from goat_core.logs import visible_cell
+
+    click.echo(visible_cell(text))
+
+
 @click.group("doctor")
 def doctor_group() -> None:
     """Check an integration's setup."""
@@ -398,21 +415,21 @@ def doctor_claude_code(
     if as_json:
         emit_json(data)
     else:
-        click.echo(f"directory   {directory}")
-        click.echo(
+        _line(f"directory   {directory}")
+        _line(
             f"scope       {server.scope.key} ({server.how}"
             + (f": {server.identity}" if server.identity else "")
             + ")"
         )
         if server.how == "continued":
-            click.echo(f"kept        {server.detail}")
-        click.echo(f"home        {goat_home.describe()}")
-        click.echo(f"memory      {label}" + (f" via {provider}" if provider else ": none"))
-        click.echo(f"goat        {goat or 'not on PATH'}")
+            _line(f"kept        {server.detail}")
+        _line(f"home        {goat_home.describe()}")
+        _line(f"memory      {label}" + (f" via {provider}" if provider else ": none"))
+        _line(f"goat        {goat or 'not on PATH'}")
         for problem in problems:
-            click.echo(f"problem     {problem}")
+            _line(f"problem     {problem}")
         if not problems:
-            click.echo("ok          the plugin's server and hook will use this scope")
+            _line("ok          the plugin's server and hook will use this scope")
     if problems:
         raise ProviderUnavailable(f"{len(problems)} problem(s): " + "; ".join(problems))
 
@@ -498,19 +515,19 @@ def _doctor_host(name: str) -> click.Command:
         if as_json:
             emit_json(data)
         else:
-            click.echo(f"host        {host.title}")
-            click.echo(
+            _line(f"host        {host.title}")
+            _line(
                 f"config      {data['config'] or 'none'}"
                 + (f" [{report.entry_name}]" if report.entry_name else "")
             )
             if report.command is not None:
-                click.echo(f"command     {report.command} {' '.join(report.args)}")
-                click.echo(f"home        {data['home']} ({report.home_how})")
-                click.echo(f"scope       {data['scope'] or '-'}")
+                _line(f"command     {report.command} {' '.join(report.args)}")
+                _line(f"home        {data['home']} ({report.home_how})")
+                _line(f"scope       {data['scope'] or '-'}")
             for problem in problems:
-                click.echo(f"problem     {problem}")
+                _line(f"problem     {problem}")
             if not problems:
-                click.echo(f"ok          {host.title} will serve this scope's memory")
+                _line(f"ok          {host.title} will serve this scope's memory")
         if problems:
             raise ProviderUnavailable(f"{len(problems)} problem(s): " + "; ".join(problems))
 

@@ -22,10 +22,21 @@ if TYPE_CHECKING:
 
 
 def divert_stdout() -> int:
-    """Point fd 1 and ``sys.stdout`` at stderr; return a duplicate of the original stdout."""
-    sys.stdout.flush()
-    saved = os.dup(1)
-    os.dup2(2, 1)
+    """Point fd 1 and ``sys.stdout`` at stderr; return a duplicate of the original stdout.
+    Started with stdout closed (``>&-``), what goes to the returned descriptor is dropped
+    (``os.devnull``): there is no one to answer."""
+    if sys.stdout is not None:
+        sys.stdout.flush()
+    try:
+        saved = os.dup(1)
+    except OSError:  # fd 1 is closed: a descriptor above 2 on os.devnull (never fd 1 itself)
+        import fcntl
+
+        null = os.open(os.devnull, os.O_WRONLY)
+        saved = fcntl.fcntl(null, fcntl.F_DUPFD_CLOEXEC, 3)
+        os.close(null)
+    with contextlib.suppress(OSError):  # fd 2 closed too: fd 1 stays as it is
+        os.dup2(2, 1)
     sys.stdout = sys.stderr
     return saved
 

@@ -8,6 +8,7 @@ plugin in tests/hosts."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -257,6 +258,37 @@ def test_the_hook_fails_open(
         assert out["hookSpecificOutput"]["additionalContext"] == ""
         assert why in err, err
     assert _notes(home) == before  # never writes memory
+
+
+def test_the_hook_exits_0_with_stdout_closed(home: Path, tmp_path: Path) -> None:
+    """The exact input ``goat hook claude-code --pin global >&-``: nothing to answer to, and
+    still exit 0 (a UserPromptSubmit hook's failure must never block the prompt)."""
+    payload = json.dumps({"prompt": "what about the walrus?", "cwd": str(tmp_path)})
+    proc = subprocess.run(
+        f"{GOAT} hook claude-code --pin global >&-",
+        shell=True,
+        input=payload,
+        env=goat_env(home),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "goat hook: global" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_a_home_path_that_is_not_utf8_still_gets_one_json_answer(tmp_path: Path) -> None:
+    """The exact home ``home-\xff`` (bytes): the SessionStart receipt quotes it, and the one
+    JSON line escapes it (JSON's ``\\udcff``) instead of failing to encode it."""
+    home = Path(os.fsdecode(os.path.join(os.fsencode(tmp_path), b"home-\xff")))
+    home.mkdir()
+    (tmp_path / "notes").mkdir()
+    goat(home, "bind", "--global", "markdown", "--set", f"root={tmp_path / 'notes'}")
+    out, err, code = run_hook(home, {"hook_event_name": "SessionStart"}, "--pin", "global")
+    assert code == 0, err
+    context = out["hookSpecificOutput"]["additionalContext"]
+    assert out["hookSpecificOutput"]["hookEventName"] == "SessionStart"
+    assert "home-\udcff" in context, context
 
 
 def test_the_hook_keeps_its_budget_and_writes_no_prompt(home: Path, tmp_path: Path) -> None:
