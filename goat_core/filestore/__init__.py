@@ -99,6 +99,7 @@ from goat_core.filestore._pages import (
     resolve_page_ref,
     str_list,
     to_page,
+    unsearched_reasons,
     withheld,
 )
 from goat_core.filestore._transfer import (
@@ -197,6 +198,7 @@ __all__ = [
     "str_list",
     "sweep_temp_files",
     "to_page",
+    "unsearched_reasons",
     "validate_store_root",
     "walk_notes",
     "withheld",

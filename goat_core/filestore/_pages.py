@@ -557,6 +557,18 @@ def degraded_reasons(
     return reasons
 
 
+def unsearched_reasons(unsearched: Mapping[str, str]) -> list[str]:
+    """``degraded`` lines for the files a sync found but could not index
+    (``SearchIndex.unsearched``): ``<path>: not searched, <why>``, in path order. A name
+    that is not UTF-8 is written with its bytes escaped (``bad\\xffname.md``), so the
+    line encodes as text and as JSON."""
+    out = []
+    for path in sorted(unsearched):
+        shown = os.fsencode(path).decode("utf-8", "backslashreplace")
+        out.append(f"{shown}: not searched, {unsearched[path]}")
+    return out
+
+
 #: Skip reasons of entries whose notes a listing still shows (a link to a folder listed under
 #: its own path, the link closing a cycle) or that hold none (a broken symlink).
 _NOTHING_WITHHELD = ("already listed there", "symlink cycle", "broken symlink")

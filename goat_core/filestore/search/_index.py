@@ -94,6 +94,10 @@ class SearchIndex:
         missing notes, and must sync (then read) again."""
         self.behind: StoreUnwritable | None = None
         """Why the index misses changes of the files (full or read-only disk, :meth:`sync`)."""
+        self.unsearched: dict[str, str] = {}
+        """Files the last :meth:`sync` found but could not index, and why (a name that is not
+        UTF-8, a file that could not be read): a read must not call itself complete while
+        any is listed (docs/design.md: nothing is silently skipped)."""
         self.strict = False  # True: sync raises StoreUnwritable instead (writes, reindex)
         self._read_only: StoreUnwritable | None = None  # opened read-only: why
         self._conn: sqlite3.Connection | None = None
@@ -439,6 +443,7 @@ class SearchIndex:
         scanned = sum(map(len, groups.values()))
         unchanged = scanned - sum(len(groups[f]) for f in plan.changed)
         skipped = 0
+        unsearched: dict[str, str] = {}
         unsealed: set[str] = set()  # folders left without a digest (a file was skipped)
         changed: list[FileStatLike] = []
         pop = stored.pop
@@ -450,6 +455,7 @@ class SearchIndex:
                     unchanged += 1
                 elif not _encodable(st.path):
                     skipped += 1
+                    unsearched[st.path] = "its name is not UTF-8, so it is not indexed"
                     unsealed.add(folder)
                 else:
                     changed.append(st)
@@ -489,6 +495,7 @@ class SearchIndex:
             doc = load(st.path)
             if doc is None:
                 skipped += 1
+                unsearched[st.path] = "it could not be read"
                 unsealed.add(_folder_of(st.path))
                 done += 1
                 continue
@@ -497,6 +504,7 @@ class SearchIndex:
             if len(batch) >= _BATCH_DOCS or batch_bytes >= _BATCH_BYTES:
                 flush()
         flush()
+        self.unsearched = unsearched
         with contextlib.suppress(StoreUnwritable):  # digests only save work: rows are current
             self._seal([f for f in plan.changed if f not in unsealed], groups, digests, plan.gone)
             if added or updated or removed:
@@ -626,6 +634,10 @@ class SearchIndex:
             raise BadInput(
                 f"update_one: doc.path {doc.path!r} differs from stat.path {stat.path!r}"
             )
+        if not _encodable(stat.path):
+            self.unsearched[stat.path] = "its name is not UTF-8, so it is not indexed"
+            return
+        self.unsearched.pop(stat.path, None)
 
         def go() -> None:
             with self._write() as db:
@@ -643,6 +655,7 @@ class SearchIndex:
         """Drop the row of ``path`` (store-relative). Returns whether there was one. Clears the
         digest of its folder; on a full or read-only disk keeps the row, sets :attr:`behind`
         and returns ``False``, like :meth:`update_one`."""
+        self.unsearched.pop(path, None)
 
         def go() -> bool:
             with self._write() as db:

@@ -315,3 +315,46 @@ def test_the_recall_tool_gives_the_model_plain_snippets_and_spans(tmp_path: Path
     item = result["items"][0]
     assert item["snippet"] == "Always ==sync== twice; sync again."
     assert item["snippet_spans"] == [[9, 13], [23, 27]]
+
+
+def test_a_note_whose_name_is_not_utf8_makes_recall_incomplete(
+    goat_home: Path, tmp_path: Path
+) -> None:
+    """The exact name ``bad\\xffname.md`` (bytes): the index cannot hold it, so recall of a
+    word it holds is not complete and names it, in the CLI run and in a long-lived host
+    whose watcher sees the file appear; once it is renamed, recall is complete again."""
+    import os
+    import time
+
+    from goat_core.host import Chat, GoatHome, SyncMemoryHost
+
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "good.md").write_text("bytes too\n", encoding="utf-8")
+    bad = os.path.join(os.fsencode(vault), b"bad\xffname.md")
+    with open(bad, "wb") as f:
+        f.write(b"bytes here\n")
+    assert goat("bind", "--pen", "u8", "markdown", "--set", f"root={vault}").exit_code == 0
+    data = json.loads(goat("recall", "bytes", "--pen", "u8", "--json").stdout)
+    assert [i["path"] for i in data["items"]] == ["good.md"] and data["complete"] is False
+    assert data["degraded"] == [
+        "bad\\xffname.md: not searched, its name is not UTF-8, so it is not indexed"
+    ]
+
+    os.rename(bad, vault / "renamed.md")
+    host = SyncMemoryHost(home=GoatHome.from_env())
+    try:
+        memory = host.context_for(Chat(project_id="u8"))
+        for _ in range(3):  # a full scan, then the watcher is on
+            whole = memory.recall("bytes")
+        assert whole.complete and whole.degraded == ()
+        assert sorted(i.path for i in whole.items) == ["good.md", "renamed.md"]
+        with open(os.path.join(os.fsencode(vault), b"late\xfe.md"), "wb") as f:
+            f.write(b"bytes late\n")
+        deadline = time.monotonic() + 10
+        while (late := memory.recall("bytes")).complete and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not late.complete
+        assert "late\\xfe.md: not searched" in late.degraded[0], late.degraded
+    finally:
+        host.close()

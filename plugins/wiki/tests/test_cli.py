@@ -177,3 +177,20 @@ def test_ingest_and_lint_keep_each_row_one_line(goat_home: Path, tmp_path: Path)
     rows = [line for line in lint.stdout.split("\n") if "ken" in line]
     assert rows and all("bro\u240aken.md" in r for r in rows), lint.stdout
     assert "\t" not in lint.stdout and "\u202e" not in lint.output, lint.output
+
+
+def test_a_page_whose_name_is_not_utf8_makes_recall_incomplete(
+    goat_home: Path, tmp_path: Path
+) -> None:
+    """The exact name ``bad\\xffname.md`` (bytes) in the wiki's folder: recall of a word it
+    holds is not complete, and ``degraded`` names it with its byte escaped."""
+    vault = write_tree(tmp_path / "vault", {"good.md": "kettle too\n"})
+    with open(os.path.join(os.fsencode(vault), b"bad\xffname.md"), "wb") as f:
+        f.write(b"kettle here\n")
+    assert goat("bind", "--pen", "w", "wiki", "--set", f"root={vault}").exit_code == 0
+    data = json.loads(goat("recall", "kettle", "--pen", "w", "--json").stdout)
+    assert data["complete"] is False
+    assert (
+        "bad\\xffname.md: not searched, its name is not UTF-8, so it is not indexed"
+        in (data["degraded"])
+    )

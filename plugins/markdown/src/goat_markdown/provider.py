@@ -782,8 +782,10 @@ class MarkdownProvider(FolderStoreProvider[filestore.StoredNote]):
             bool(results.complete)
             and results.total <= len(items)
             and not filestore.withheld(skipped)
+            and not index.unsearched
         )
         degraded = self._degraded(skipped, index.problems())
+        degraded += filestore.unsearched_reasons(index.unsearched)
         degraded += [d for d in results.degraded if d not in degraded]
         # A ranked top-``limit`` is not degraded: ``complete=False`` says more matched.
         return RecallResult(

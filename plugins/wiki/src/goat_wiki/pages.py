@@ -553,6 +553,7 @@ class WikiPages(WikiLint):
                 filestore.recall_item(hit, self._load(hit.path), source=f"wiki page {hit.path}")
             )
         degraded = filestore.degraded_reasons(index.problems(), walk.skipped)
+        degraded += filestore.unsearched_reasons(index.unsearched)
         degraded += [d for d in results.degraded if d not in degraded]
         degraded += self._pending_journal()
         # A ranked top-``limit`` is not degraded: ``complete=False`` says more matched.
@@ -561,7 +562,8 @@ class WikiPages(WikiLint):
             items=tuple(items),
             complete=bool(results.complete)
             and results.total <= len(items)
-            and not filestore.withheld(walk.skipped),
+            and not filestore.withheld(walk.skipped)
+            and not index.unsearched,
             degraded=tuple(degraded),
         )
 
