@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -121,7 +122,8 @@ def test_a_hook_imports_only_its_own_commands_module(tmp_path: Path) -> None:
         "goat_core.cli._memory",
         "goat_core.cli._transfer",
     }, sorted(commands)
-    assert '"hookSpecificOutput"' in out.stdout or out.stdout.strip().startswith("{")
+    (answer,) = [json.loads(x) for x in out.stdout.splitlines() if x.strip()]
+    assert answer["hookSpecificOutput"]["hookEventName"] == "UserPromptSubmit"
     listing = subprocess.run(
         [sys.executable, "-m", "goat_core.cli", "--help"],
         capture_output=True,

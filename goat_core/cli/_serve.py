@@ -20,7 +20,7 @@ from typing import Any
 import click
 
 from goat_core.cli._options import _home, home_option, json_option
-from goat_core.cli._output import emit_json
+from goat_core.cli._output import _cell, emit_json
 from goat_core.errors import BadInput, ProviderUnavailable
 
 #: How to install what goat serve needs (goat-core is installed from a checkout).
@@ -329,9 +329,7 @@ hook_group.add_command(
 def _line(text: str) -> None:
     """One line of a doctor's report: names and reasons shown, never sent to the terminal,
     a newline in a folder name included (:func:`goat_core.logs.visible_cell`)."""
-    from goat_core.logs import visible_cell
-
-    click.echo(visible_cell(text))
+    click.echo(_cell(text))
 
 
 @click.group("doctor")

@@ -44,13 +44,13 @@ from goat_core.host._gate import Gate, check_access, hidden_count, hidden_reason
 from goat_core.host._leases import RemoteLease
 from goat_core.host._records import Chat, scope_label
 from goat_core.host._tools import ToolSet, build_tools
+from goat_core.host._trivial import is_trivial_prompt
 from goat_core.host._turn import (
     CHARS_PER_TOKEN,
     TURN_RECALL_LIMIT,
     Outcome,
     TurnMemory,
     format_memory_block,
-    is_trivial_prompt,
     turn_item_key,
 )
 from goat_core.plugins import Registry

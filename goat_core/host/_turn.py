@@ -13,8 +13,6 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict
 
 from goat_core.contract import RecallItem
-from goat_core.host._trivial import TRIVIAL_PROMPTS as TRIVIAL_PROMPTS
-from goat_core.host._trivial import is_trivial_prompt as is_trivial_prompt
 from goat_core.logs import redact
 
 #: Characters per token assumed when a turn's character budget is passed as tokens.

@@ -656,6 +656,8 @@ class SearchIndex:
         digest of its folder; on a full or read-only disk keeps the row, sets :attr:`behind`
         and returns ``False``, like :meth:`update_one`."""
         self.unsearched.pop(path, None)
+        if not _encodable(path):  # never indexed (see update_one): no row to drop
+            return False
 
         def go() -> bool:
             with self._write() as db:

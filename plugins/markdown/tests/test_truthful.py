@@ -356,5 +356,10 @@ def test_a_note_whose_name_is_not_utf8_makes_recall_incomplete(
             time.sleep(0.05)
         assert not late.complete
         assert "late\\xfe.md: not searched" in late.degraded[0], late.degraded
+        os.unlink(os.path.join(os.fsencode(vault), b"late\xfe.md"))  # the watcher sees it go
+        deadline = time.monotonic() + 10
+        while not (gone := memory.recall("bytes")).complete and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert gone.complete and gone.degraded == ()
     finally:
         host.close()
