@@ -19,8 +19,17 @@ _BOLD, _RESET = "\x1b[1m", "\x1b[0m"
 
 def json_text(data: Any, *, line: bool = False) -> str:
     """``data`` as the ``--json`` output: indented JSON (non-ASCII kept, other values as
-    ``str``); with ``line``, one line (a stream of JSON lines)."""
-    return json.dumps(data, ensure_ascii=False, indent=None if line else 2, default=str)
+    ``str``); with ``line``, one line (a stream of JSON lines). A lone surrogate (a file
+    name that is not UTF-8 decodes to one) cannot be written as UTF-8, so such output is all
+    ASCII: every non-ASCII character escaped, that surrogate as ``\\udcff`` (``json.loads``
+    gives the same string back)."""
+    indent = None if line else 2
+    text = json.dumps(data, ensure_ascii=False, indent=indent, default=str)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(data, ensure_ascii=True, indent=indent, default=str)
+    return text
 
 
 def one_line(text: str) -> str:

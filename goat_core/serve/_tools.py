@@ -15,6 +15,7 @@ No mcp import: the MCP layer (``_server``) turns these plain dicts into protocol
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -101,6 +102,33 @@ _UNBOUND_SCHEMAS: dict[str, dict[str, Any]] = {
         "additionalProperties": False,
     },
 }
+
+
+def _on_wire(text: str) -> bool:
+    """Whether ``text`` encodes as UTF-8, as MCP's JSON must: a file name that is not UTF-8
+    decodes to lone surrogates, which do not."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _wire_items(items: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
+    """``(items that can be sent, degraded lines for the rest)``: an item with a string
+    that is not UTF-8 (:func:`_on_wire`) is named by its path, bytes escaped
+    (``bad\\xffname.md``), as ``unsearched_reasons`` in goat_core/filestore/_pages.py does."""
+    sent: list[dict[str, Any]] = []
+    unsent: list[str] = []
+    for item in items:
+        if all(_on_wire(v) for v in item.values() if isinstance(v, str)):
+            sent.append(item)
+        else:
+            shown = os.fsencode(str(item.get("path") or item.get("id"))).decode(
+                "utf-8", "backslashreplace"
+            )
+            unsent.append(f"{shown}: not listed, its name is not UTF-8, which MCP cannot carry")
+    return sent, unsent
 
 
 @dataclass(frozen=True)
@@ -343,7 +371,13 @@ class ServedScope:
             if cursor is not None and not isinstance(cursor, str):
                 raise BadInput("cursor must be a string (a previous next_cursor) or null")
             listing = await context.list_pages(limit=limit, cursor=cursor)
-            return {**listing.to_json(), "degraded": list(listing.degraded)}
+            out = {**listing.to_json(), "degraded": list(listing.degraded)}
+            items, unsent = _wire_items(out["items"])
+            if unsent:
+                out["items"] = items
+                out["complete"] = False
+                out["degraded"] += unsent
+            return out
         ref = arguments.get("page")
         if not isinstance(ref, str) or not ref.strip() or len(ref) > 500:
             raise BadInput("page must be a non-empty string of at most 500 characters")
@@ -483,7 +517,10 @@ class ServedScope:
         if not context.spec.supports(Capability.PAGES):
             return []
         listing = await context.list_pages(limit=RESOURCE_PAGE_LIMIT)
-        return [(p.id, p.title) for p in listing.items]
+        out = [(p.id, p.title) for p in listing.items if _on_wire(p.id) and _on_wire(p.title)]
+        if len(out) < len(listing.items):  # MCP cannot carry them; the pages tool names them
+            log.info("serve.resources_unsent", unsent=len(listing.items) - len(out))
+        return out
 
     async def page(self, ref: str) -> dict[str, Any]:
         """One page (browse policy applied). :raises GoatError: not found, unavailable."""

@@ -164,3 +164,29 @@ def test_the_inspector_cli_lists_tools_and_round_trips(home: Path) -> None:
     assert json.loads(scope["contents"][0]["text"])["scope"] == "global"
     code, missing = _inspect(home, inspector, "--method", "tools/call", "--tool-name", "nope")
     assert code != 0, missing
+
+
+async def test_a_page_whose_name_is_not_utf8_is_named_not_sent(home: Path, tmp_path: Path) -> None:
+    """The exact name ``bad\\xffname.md`` (bytes): MCP's JSON cannot carry a lone surrogate,
+    so the pages tool sends the other pages, says ``complete: false`` and names the file
+    with its byte escaped; the resource list leaves it out and still lists the rest."""
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "good.md").write_text("plain\n", encoding="utf-8")
+    with open(os.path.join(os.fsencode(vault), b"bad\xffname.md"), "wb") as f:
+        f.write(b"bytes here\n")
+    goat(home, "bind", "--global", "markdown", "--set", f"root={vault}")
+    async with Client(_params(home, "--global")) as client:
+        r = await client.call_tool("pages", {})
+        assert not r.is_error, r.content
+        data = r.structured_content
+        assert [i["path"] for i in data["items"]] == ["good.md"]
+        assert data["complete"] is False
+        assert data["degraded"] == [
+            "bad\\xffname.md: not listed, its name is not UTF-8, which MCP cannot carry"
+        ]
+        resources = (await client.list_resources()).resources
+        assert [(str(x.uri), x.name) for x in resources] == [
+            ("goat://scope", "scope"),
+            ("goat://page/good.md", "good"),
+        ]

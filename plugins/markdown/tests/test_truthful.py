@@ -363,3 +363,26 @@ def test_a_note_whose_name_is_not_utf8_makes_recall_incomplete(
         assert gone.complete and gone.degraded == ()
     finally:
         host.close()
+
+
+def test_a_note_whose_name_is_not_utf8_is_listed_in_json_that_round_trips(
+    goat_home: Path, tmp_path: Path
+) -> None:
+    """The exact name ``bad\\xffname.md`` (bytes) in ``goat pages --json`` and ``goat map
+    --json``: the output is ASCII JSON, the name escaped as ``\\udcff``, and ``json.loads``
+    gives back the string that ``os.fsencode`` turns into the file's bytes."""
+    import os
+
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "good.md").write_text("plain\n", encoding="utf-8")
+    with open(os.path.join(os.fsencode(vault), b"bad\xffname.md"), "wb") as f:
+        f.write(b"bytes here\n")
+    assert goat("bind", "--pen", "u8", "markdown", "--set", f"root={vault}").exit_code == 0
+    for command in ("pages", "map"):
+        result = goat(command, "--pen", "u8", "--json")
+        assert result.exit_code == 0, result.output
+        assert result.stdout.isascii() and '"bad\\udcffname.md"' in result.stdout
+        data = json.loads(result.stdout)
+        rows = data["items"] if command == "pages" else data["nodes"]
+        assert sorted(os.fsencode(r["path"]) for r in rows) == [b"bad\xffname.md", b"good.md"]
