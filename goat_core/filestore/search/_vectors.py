@@ -160,6 +160,7 @@ class VectorIndex:
         #: that has anything to change raises this fault.
         self.read_only: StoreUnwritable | None = None
         self._map: _RowMap | None = None
+        self._searched: tuple[_RowMap, frozenset[str]] | None = None
         self._rows: RowFile | None = None
         self._db = self._open()
         self._file = self._identity()
@@ -694,10 +695,16 @@ class VectorIndex:
             os.unlink(old.path)  # a reader that still maps it keeps its pages until it reloads
 
     def embedded(self, paths: Iterable[str]) -> set[str]:
-        """Which of ``paths`` hold vectors (a row in ``notes``: embedded at some state of the
-        note, maybe an older one). A note written since the last sync, or one whose embedding
-        is still under way, is not among them. Reads only. :raises IndexDamaged,
-        ProviderUnavailable, StoreUnwritable: as :meth:`changes`."""
+        """Which of ``paths`` hold vectors (embedded at some state of the note, maybe an
+        older one). After a :meth:`search`, as the snapshot that search ranked holds them, so
+        a commit made since (a background embedding) cannot make a note count as embedded
+        whose vectors the search did not score; before any, a row in ``notes``. A note
+        written since the last sync, or one whose embedding is still under way, is not among
+        them. Reads only. :raises IndexDamaged, ProviderUnavailable, StoreUnwritable: as
+        :meth:`changes`."""
+        searched = self._searched
+        if searched is not None:
+            return {p for p in paths if p in searched[1]}
         wanted = list(dict.fromkeys(paths))
         out: set[str] = set()
         with self._faults("it was read"):
@@ -861,6 +868,8 @@ class VectorIndex:
         import numpy as np
 
         m = self._row_map()
+        if self._searched is None or self._searched[0] is not m:
+            self._searched = (m, frozenset(m.paths))  # what embedded() answers from
         if not m.paths:
             return []
         q = self._query_vector(query)

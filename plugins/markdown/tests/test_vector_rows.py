@@ -866,3 +866,23 @@ async def test_an_embedder_that_raises_makes_recall_degraded_and_reindex_typed(
     assert any("RuntimeError: the runtime's session died" in why for why in result.degraded)
     with pytest.raises(ProviderUnavailable, match="keyword index"):
         await store.reindex()
+
+
+def test_embedded_answers_as_the_snapshot_the_search_ranked(
+    filled: tuple[Path, FakeEmbedder],
+) -> None:
+    # a note embedded by another connection between a search and embedded() was not scored
+    # by that search: it must not count as embedded for it (its keyword side would lose
+    # the weight of the vector side it never had)
+    path, fake = filled
+    reader, writer = VectorIndex(path, fake), VectorIndex(path, fake)
+    try:
+        assert reader.embedded(["new.md", "n001.md"]) == {"n001.md"}  # no search yet
+        assert "new.md" not in {h.path for h in reader.search("new", 50)}
+        writer.sync([*LISTING, ("new.md", 1, 1)], _load)
+        assert reader.embedded(["new.md", "n001.md"]) == {"n001.md"}
+        assert reader.search("new", 1)[0].path == "new.md"
+        assert reader.embedded(["new.md", "n001.md"]) == {"new.md", "n001.md"}
+    finally:
+        reader.close()
+        writer.close()
