@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import stat
 import threading
-import time
 import unicodedata
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
@@ -844,39 +843,6 @@ async def test_watched_store_follows_external_changes_without_full_scans(
 
     await p.close()
     assert p._watch is None  # close() stops the observer
-
-
-async def test_a_change_delivered_while_answering_is_answered_by_the_same_call(
-    store: MakeStore, vault: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # the settle's second check comes after the ranking (_Watch.confirm): a change the
-    # watcher reports meanwhile makes the call answer again, after a full settle
-    (vault / "a.md").write_text("zqalpha")
-    p = store(root=vault)
-    await p.recall("zqalpha")
-    await p.recall("zqalpha")
-    watch = p._watch
-    assert watch is not None and watch.alive()
-    ranked = p._ranked
-    calls: list[str] = []
-
-    def ranked_meanwhile(query: str, limit: int) -> Any:
-        calls.append(query)
-        if not (vault / "new.md").exists():
-            (vault / "new.md").write_text("zqnovember")
-            deadline = time.monotonic() + 10
-            while "new.md" not in watch._files:  # delivered while this answer is made
-                assert time.monotonic() < deadline, "the watcher never reported new.md"
-                time.sleep(0.001)
-        return ranked(query, limit)
-
-    monkeypatch.setattr(p, "_ranked", ranked_meanwhile)
-    assert await paths(p, "zqnovember") == ["new.md"]
-    assert calls == ["zqnovember", "zqnovember"]
-    calls.clear()
-    assert await paths(p, "zqalpha") == ["a.md"]
-    assert calls == ["zqalpha"]  # a quiet watcher: one answer, its wait overlapped
-    await p.close()
 
 
 async def test_own_writes_and_forget_stay_in_line_while_watched(

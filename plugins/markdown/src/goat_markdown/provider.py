@@ -106,9 +106,6 @@ def _stamp(moment: datetime) -> str:
 WATCH_RESCAN_S = 300.0
 #: Longest wait, before a watched call, for file events still on their way (seconds).
 WATCH_SETTLE_S = 0.05
-#: Least time between the two quiet checks of a settle (seconds): room for watchdog's
-#: threads to move an event from inotify to this observer's queue.
-WATCH_GAP_S = 0.0002
 #: Watches whose events may have been lost (watchdog logged a warning: queue overflow, a
 #: folder it could not watch); each does a full change scan at its next call.
 _WATCHES: weakref.WeakSet[_Watch] = weakref.WeakSet()
@@ -268,54 +265,34 @@ class _Watch:
                     # and the store falls back to a full scan for it
                     self._files.add(rel)
 
-    def quiet(self) -> bool:
-        """One check, no wait: whether no inotify event is unread by watchdog and none is
-        queued for this observer."""
+    def settle(self, timeout_s: float = WATCH_SETTLE_S) -> None:
+        """Wait (at most ``timeout_s``) until no inotify event is unread by watchdog and none
+        is queued for this observer, so a change made just before a call is seen by it: two
+        checks in a row must find nothing, 0.2 ms apart (room for watchdog's threads to move
+        an event on). Nothing follows the last check, so no sleep either."""
         import array
         import fcntl
         import termios
 
         observer = self._observer
         if observer is None:
-            return True
-        if observer.event_queue.unfinished_tasks > 0:
-            return False
-        for fd in self._fds:
-            buf = array.array("i", [0])
-            try:
-                fcntl.ioctl(fd, termios.FIONREAD, buf, True)
-            except OSError:
-                continue
-            if buf[0] > 0:
-                return False
-        return True
-
-    def settle(self, timeout_s: float = WATCH_SETTLE_S, *, quiet: int = 0) -> None:
-        """Wait (at most ``timeout_s``) until :meth:`quiet` twice in a row, at least
-        :data:`WATCH_GAP_S` apart (room for watchdog's threads to move an event on), so a
-        change made just before a call is seen by it. ``quiet=1``: a first check that held
-        was just made. Nothing follows the last check, so no sleep either."""
-        if self._observer is None:
             return
         deadline = time.monotonic() + timeout_s
+        quiet = 0
         while quiet < 2 and time.monotonic() < deadline:
-            quiet = quiet + 1 if self.quiet() else 0
+            busy = observer.event_queue.unfinished_tasks > 0
+            for fd in self._fds:
+                if busy:
+                    break
+                buf = array.array("i", [0])
+                try:
+                    fcntl.ioctl(fd, termios.FIONREAD, buf, True)
+                except OSError:
+                    continue
+                busy = buf[0] > 0
+            quiet = 0 if busy else quiet + 1
             if quiet < 2:
-                time.sleep(WATCH_GAP_S)
-
-    def confirm(self, since: float) -> bool:
-        """The rest of :meth:`settle`, made after the work it guards: ``since`` is the
-        :func:`time.monotonic` of a first :meth:`quiet` that held. Sleeps what remains of
-        :data:`WATCH_GAP_S` after it, then settles from there (events the work itself caused,
-        such as reading a note, pass through without being changes). ``True`` when no change
-        was reported since the last :meth:`take`: the work then saw every change made before
-        the first check, as after a :meth:`settle`."""
-        rest = WATCH_GAP_S - (time.monotonic() - since)
-        if rest > 0:
-            time.sleep(rest)
-        self.settle(quiet=1)
-        with self._lock:
-            return not (self._files or self._dirs or self._untrusted is not None)
+                time.sleep(0.0002)
 
     def alive(self) -> bool:
         """Whether the observer and each of its emitter threads still run."""
@@ -408,8 +385,6 @@ class MarkdownProvider(FolderStoreProvider[filestore.StoredNote]):
     Freshness: an external change is visible to the next call once watchdog has delivered its
     event; before syncing, a call waits up to :data:`WATCH_SETTLE_S` (50 ms) while inotify
     events are still unread or queued, so a change made before the call is normally seen by it.
-    :meth:`recall` makes that wait's second check after its answer, and answers again when a
-    change was reported meanwhile.
     The freshness is eventual, not immediate: an event still in transit inside watchdog (read
     from inotify but not yet queued for this observer, which neither check can see), one
     arriving during the window, or any move (watchdog holds a move's first half for up to 0.5 s
@@ -545,10 +520,8 @@ class MarkdownProvider(FolderStoreProvider[filestore.StoredNote]):
         if watch is not None:
             watch.stop()
 
-    def _fresh(self, *, settle: bool = True) -> list[tuple[str, str]]:
+    def _fresh(self) -> list[tuple[str, str]]:
         """Bring the index up to date for a read; returns the walk's ``skipped`` entries.
-        ``settle=False`` leaves out the watcher's settle: the caller then checks
-        :meth:`_Watch.confirm` after its read, and reads again when that fails.
 
         Watched (third and later syncs of this object): only the paths the watcher reported
         are looked at. A full change scan instead when nothing is watched, the watch cannot
@@ -565,8 +538,7 @@ class MarkdownProvider(FolderStoreProvider[filestore.StoredNote]):
             or self._index_open().behind is not None
         ):
             return self._sync_index()[0].skipped
-        if settle:
-            watch.settle()
+        watch.settle()
         files, dirs, reason = watch.take()
         if reason is None and (files or dirs) and not self._apply_changes(files, dirs):
             reason = "a change the watcher reported needs a full scan"
@@ -790,19 +762,7 @@ class MarkdownProvider(FolderStoreProvider[filestore.StoredNote]):
         return self._whole_read(lambda: self._recall_once(query, limit))
 
     def _recall_once(self, query: str, limit: int) -> RecallResult:
-        """A watched store whose watcher is quiet answers first and makes the settle's second
-        check after the answer (:meth:`_Watch.confirm`), so the wait overlaps the ranking. A
-        change seen by that check means answering again, after a full settle."""
-        watch = self._watch
-        if watch is not None and watch.quiet():
-            since = time.monotonic()
-            answer = self._recall_answer(query, limit, settle=False)
-            if self._watch is not watch or watch.confirm(since):
-                return answer
-        return self._recall_answer(query, limit, settle=True)
-
-    def _recall_answer(self, query: str, limit: int, *, settle: bool) -> RecallResult:
-        skipped = self._fresh(settle=settle)
+        skipped = self._fresh()
         index = self._index_open()
         results = self._ranked(query, limit)
         items = []
