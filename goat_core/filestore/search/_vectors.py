@@ -696,14 +696,15 @@ class VectorIndex:
 
     def embedded(self, paths: Iterable[str]) -> set[str]:
         """Which of ``paths`` hold vectors (embedded at some state of the note, maybe an
-        older one). After a :meth:`search`, as the snapshot that search ranked holds them, so
-        a commit made since (a background embedding) cannot make a note count as embedded
-        whose vectors the search did not score; before any, a row in ``notes``. A note
-        written since the last sync, or one whose embedding is still under way, is not among
-        them. Reads only. :raises IndexDamaged, ProviderUnavailable, StoreUnwritable: as
-        :meth:`changes`."""
+        older one). Right after a :meth:`search`, as the snapshot that search ranked holds
+        them, so another connection's commit since (a background embedding) cannot make a
+        note count as embedded whose vectors the search did not score. Otherwise (no search
+        yet, or this object changed the index since: a sync, a repair), a row in ``notes``.
+        A note written since the last sync, or one whose embedding is still under way, is
+        not among them. Reads only. :raises IndexDamaged, ProviderUnavailable,
+        StoreUnwritable: as :meth:`changes`."""
         searched = self._searched
-        if searched is not None:
+        if searched is not None and searched[0] is self._map:
             return {p for p in paths if p in searched[1]}
         wanted = list(dict.fromkeys(paths))
         out: set[str] = set()

@@ -883,6 +883,9 @@ def test_embedded_answers_as_the_snapshot_the_search_ranked(
         assert reader.embedded(["new.md", "n001.md"]) == {"n001.md"}
         assert reader.search("new", 1)[0].path == "new.md"
         assert reader.embedded(["new.md", "n001.md"]) == {"new.md", "n001.md"}
+        # this object's own change since its search: the index as it is now
+        reader.sync([(p, m, z) for p, m, z in LISTING if p != "n001.md"], _load)
+        assert reader.embedded(["new.md", "n001.md"]) == set()
     finally:
         reader.close()
         writer.close()
