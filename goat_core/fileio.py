@@ -48,6 +48,7 @@ __all__ = [
     "fsync_dir",
     "is_reserved_name",
     "rename_exchange_supported",
+    "shown_name",
     "write_owner_only",
 ]
 
@@ -505,3 +506,17 @@ class StoreLock:
         tb: TracebackType | None,
     ) -> None:
         self.release()
+
+
+def shown_name(path: str) -> str:
+    """``path`` as a line of text names it: a name that is not UTF-8 (lone surrogates, as
+    :func:`os.fsdecode` gives) with its bytes escaped (``bad\\xffname.md``), so the line
+    encodes as text and as JSON."""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        try:
+            return os.fsencode(path).decode("utf-8", "backslashreplace")
+        except UnicodeEncodeError:  # a surrogate no file name decodes to
+            return path.encode("utf-8", "backslashreplace").decode("utf-8")
+    return path

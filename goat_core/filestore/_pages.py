@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from goat_core.contract import Health, Page, PageSummary, RecallItem
 from goat_core.errors import Ambiguous, BadInput, NotFound, PathError, TooLarge
-from goat_core.fileio import contain, etag
+from goat_core.fileio import contain, etag, shown_name
 from goat_core.filestore._frontmatter import jsonable, parse_note
 
 # Pages use the search index (never the reverse), imported where first needed: it loads
@@ -373,8 +373,10 @@ def _by_exact_title(ref: str, items: Sequence[PageRef]) -> str | None:
 
 
 def encode_cursor(path: str) -> str:
-    """The cursor continuing a listing after ``path``: unpadded URL-safe base64 of its UTF-8."""
-    return base64.urlsafe_b64encode(path.encode("utf-8")).decode("ascii").rstrip("=")
+    """The cursor continuing a listing after ``path``: unpadded URL-safe base64 of its UTF-8
+    (a name that is not UTF-8: of its bytes, as :func:`os.fsencode` gives them)."""
+    raw = path.encode("utf-8", "surrogateescape")
+    return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
 
 
 def decode_cursor(cursor: str, *, issuer: str = "store") -> str:
@@ -391,7 +393,7 @@ def decode_cursor(cursor: str, *, issuer: str = "store") -> str:
             raise ValueError("empty cursor")
         padded = cursor + "=" * (-len(cursor) % 4)
         raw = base64.b64decode(padded.encode("ascii"), altchars=b"-_", validate=True)
-        path = raw.decode("utf-8")
+        path = raw.decode("utf-8", "surrogateescape")
         if encode_cursor(path) != cursor:
             raise ValueError("cursor is not canonical")
     except (binascii.Error, UnicodeError, ValueError) as exc:
@@ -552,8 +554,8 @@ def degraded_reasons(
 ) -> list[str]:
     """``degraded`` lines: unparsable notes (``<path>: <problem>; read as body``) first, then
     files the walk skipped (``<path>: skipped, <reason>``)."""
-    reasons = [f"{path}: {problem}; read as body" for path, problem in problems]
-    reasons += [f"{path}: skipped, {reason}" for path, reason in skipped]
+    reasons = [f"{shown_name(path)}: {problem}; read as body" for path, problem in problems]
+    reasons += [f"{shown_name(path)}: skipped, {reason}" for path, reason in skipped]
     return reasons
 
 
@@ -562,11 +564,7 @@ def unsearched_reasons(unsearched: Mapping[str, str]) -> list[str]:
     (``SearchIndex.unsearched``): ``<path>: not searched, <why>``, in path order. A name
     that is not UTF-8 is written with its bytes escaped (``bad\\xffname.md``), so the
     line encodes as text and as JSON."""
-    out = []
-    for path in sorted(unsearched):
-        shown = os.fsencode(path).decode("utf-8", "backslashreplace")
-        out.append(f"{shown}: not searched, {unsearched[path]}")
-    return out
+    return [f"{shown_name(path)}: not searched, {unsearched[path]}" for path in sorted(unsearched)]
 
 
 #: Skip reasons of entries whose notes a listing still shows (a link to a folder listed under

@@ -365,15 +365,22 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
         return note
 
     def _refs(self) -> list[PageRef]:
-        """``(path, title, frontmatter id)`` of every indexed note; call after a sync. When
-        the index could not take the latest changes (its disk is full or read-only), of every
-        note as the files are now (:meth:`_note_files`, each read), so no reference resolves
-        to a stale title or misses a new note."""
+        """``(path, title, frontmatter id)`` of every indexed note, and of every note the
+        index could not hold but that reads (``SearchIndex.unsearched``: a file name that is
+        not UTF-8), so a page the listing shows opens; call after a sync. When the index
+        could not take the latest changes (its disk is full or read-only), of every note as
+        the files are now (:meth:`_note_files`, each read), so no reference resolves to a
+        stale title or misses a new note."""
         index = self._index_open()
         if index.behind is not None:
             notes = (self._load(f.path, f.mtime_ns, f.size) for f in self._note_files())
             return [(n.path, n.title, n.fm_id) for n in notes if n is not None]
-        return [(d.path, d.title, d.ident) for d in index.documents()]
+        refs = [(d.path, d.title, d.ident) for d in index.documents()]
+        for path in sorted(index.unsearched):
+            note = self._load(path)
+            if note is not None:
+                refs.append((note.path, note.title, note.fm_id))
+        return refs
 
     def _note_files(self) -> list[Any]:
         """The files of the notes a reference may name (default: every note of a walk)."""

@@ -327,6 +327,15 @@ class HostTransfer(HostBase):
         for done, summary in enumerate(summaries, start=1):
             page = await context.get_page(summary.id)
             rel = bundle_path(page)
+            from goat_core.fileio import shown_name
+
+            if shown_name(rel) != rel:  # lone surrogates: no UTF-8 manifest can name it
+                degraded.append(
+                    f"{shown_name(rel)}: not exported, its name is not UTF-8, which a "
+                    "bundle's manifest cannot hold"
+                )
+                complete = False
+                continue
             twin = taken.setdefault(unicodedata.normalize("NFC", rel).casefold(), rel)
             if twin != rel:
                 degraded.append(

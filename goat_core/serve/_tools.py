@@ -114,6 +114,24 @@ def _on_wire(text: str) -> bool:
     return True
 
 
+def _escaped(value: Any) -> Any:
+    """``value`` (JSON-shaped) with each string that is not UTF-8 (:func:`_on_wire`) written
+    with its bytes escaped (``bad\\xffname.md``), as ``unsearched_reasons`` in
+    goat_core/filestore/_pages.py writes a name; other values as they are."""
+    if isinstance(value, str):
+        if _on_wire(value):
+            return value
+        try:
+            return value.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+        except UnicodeEncodeError:  # a surrogate no file name decodes to
+            return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    if isinstance(value, Mapping):
+        return {k: _escaped(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_escaped(v) for v in value]
+    return value
+
+
 def _wire_items(items: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
     """``(items that can be sent, degraded lines for the rest)``: an item with a string
     that is not UTF-8 (:func:`_on_wire`) is named by its path, bytes escaped
@@ -336,7 +354,11 @@ class ServedScope:
                 err = data["error"]
                 return self._error(str(err.get("type")), str(err.get("message")), context)
             out = {**self._meta(context), **data}
-            size = len(json.dumps(out, ensure_ascii=False, default=str).encode())
+            try:
+                size = len(json.dumps(out, ensure_ascii=False, default=str).encode())
+            except UnicodeEncodeError:  # a name that is not UTF-8 in a line of text
+                out = _escaped(out)
+                size = len(json.dumps(out, ensure_ascii=False, default=str).encode())
             if size > MAX_RESULT_BYTES:
                 return self._error(
                     "TooLarge",

@@ -190,3 +190,17 @@ async def test_a_page_whose_name_is_not_utf8_is_named_not_sent(home: Path, tmp_p
             ("goat://scope", "scope"),
             ("goat://page/good.md", "good"),
         ]
+        # a page of one, whose boundary is that name, continues past it
+        first = (await client.call_tool("pages", {"limit": 1})).structured_content
+        assert first["items"] == [] and first["next_cursor"]
+        rest = await client.call_tool("pages", {"limit": 1, "cursor": first["next_cursor"]})
+        assert [i["path"] for i in rest.structured_content["items"]] == ["good.md"]
+    # a skipped entry (a symlink out of the store) whose name is not UTF-8: named, escaped
+    (tmp_path / "o.md").write_text("outside\n", encoding="utf-8")
+    os.symlink(os.fsencode(tmp_path / "o.md"), os.path.join(os.fsencode(vault), b"link\xfd.md"))
+    skipped = "link\\xfd.md: skipped, symlink points outside the store"
+    async with Client(_params(home, "--global")) as client:
+        for tool, args in (("pages", {}), ("recall", {"query": "plain"})):
+            r = await client.call_tool(tool, args)
+            assert not r.is_error, r.content
+            assert skipped in r.structured_content["degraded"], r.structured_content

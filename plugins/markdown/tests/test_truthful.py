@@ -386,3 +386,54 @@ def test_a_note_whose_name_is_not_utf8_is_listed_in_json_that_round_trips(
         data = json.loads(result.stdout)
         rows = data["items"] if command == "pages" else data["nodes"]
         assert sorted(os.fsencode(r["path"]) for r in rows) == [b"bad\xffname.md", b"good.md"]
+
+
+def test_names_that_are_not_utf8_page_open_and_export_with_a_reason(
+    goat_home: Path, tmp_path: Path
+) -> None:
+    """The exact names ``bad\\xffname.md``, ``dir\\xfe/inner.md`` and a symlink
+    ``link\\xfd.md`` pointing out of the store: a listing paged across them continues, the
+    skipped link is named with its byte escaped, the note opens by its exact name, and an
+    export writes the rest and names each note it could not (its manifest is UTF-8)."""
+    import os
+
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (tmp_path / "outside.md").write_text("away\n", encoding="utf-8")
+    raw = os.fsencode(vault)
+    (vault / "good.md").write_text("plain\n", encoding="utf-8")
+    with open(os.path.join(raw, b"bad\xffname.md"), "wb") as f:
+        f.write(b"bytes here\n")
+    os.mkdir(os.path.join(raw, b"dir\xfe"))
+    with open(os.path.join(raw, b"dir\xfe", b"inner.md"), "wb") as f:
+        f.write(b"inner bytes\n")
+    os.symlink(os.fsencode(tmp_path / "outside.md"), os.path.join(raw, b"link\xfd.md"))
+    assert goat("bind", "--pen", "u8", "markdown", "--set", f"root={vault}").exit_code == 0
+
+    seen, cursor = [], None
+    for _ in range(4):
+        args = ["pages", "--pen", "u8", "--limit", "1", "--json"]
+        result = goat(*args, *(["--cursor", cursor] if cursor else []))
+        assert result.exit_code == 0, result.output
+        data = json.loads(result.stdout)
+        seen += [os.fsencode(i["path"]) for i in data["items"]]
+        assert "link\\xfd.md: skipped, symlink points outside the store" in data["degraded"]
+        cursor = data["next_cursor"]
+        if cursor is None:
+            break
+    assert seen == [b"bad\xffname.md", b"dir\xfe/inner.md", b"good.md"]
+
+    shown = goat("show", "--pen", "u8", os.fsdecode(b"bad\xffname.md"))
+    assert shown.exit_code == 0 and "bytes here" in shown.stdout
+
+    out = tmp_path / "out"
+    exported = goat("export", "--pen", "u8", str(out), "--json")
+    report = json.loads(exported.stdout)
+    assert [i["target"] for i in report["items"]] == ["good.md"]
+    assert report["complete"] is False
+    why = "its name is not UTF-8, which a bundle's manifest cannot hold"
+    assert f"bad\\xffname.md: not exported, {why}" in report["degraded"]
+    assert f"dir\\xfe/inner.md: not exported, {why}" in report["degraded"]
+    manifest = json.loads((out / "goat-export.json").read_text(encoding="utf-8"))
+    assert [p["path"] for p in manifest["pages"]] == ["good.md"]
+    assert sorted(os.listdir(out)) == ["goat-export.json", "good.md"]
