@@ -319,15 +319,23 @@ class ServedScope:
         return {"scope": self.served.scope.key, "store": label}
 
     def _error(self, kind: str, message: str, context: MemoryContext | None) -> ToolOutcome:
-        message = redact(message)  # may quote a server: never a secret
+        message = _escaped(redact(message))  # may quote a server: never a secret
         return ToolOutcome(
             {**self._meta(context), "error": {"type": kind, "message": message}}, True
         )
 
     async def call(self, name: str, arguments: Mapping[str, Any] | None) -> ToolOutcome:
-        """Run tool ``name``; never raises for a tool's own failure (a tool error instead)."""
+        """Run tool ``name``; never raises for a tool's own failure (a tool error instead).
+        Every string of the answer encodes as UTF-8, as MCP's JSON must: one that would not
+        (a file name that is not UTF-8, in an item, a ``degraded`` line or an error's
+        message) is written with its bytes escaped (:func:`_escaped`)."""
         if name == HOOK_TOOL:
-            return await self.hook_context(arguments)
+            outcome = await self.hook_context(arguments)
+            try:
+                json.dumps(outcome.data, ensure_ascii=False, default=str).encode("utf-8")
+            except UnicodeEncodeError:
+                return ToolOutcome(_escaped(outcome.data), outcome.is_error, outcome.plain)
+            return outcome
         context: MemoryContext | None = None
         try:
             if arguments is None:
@@ -356,7 +364,7 @@ class ServedScope:
             out = {**self._meta(context), **data}
             try:
                 size = len(json.dumps(out, ensure_ascii=False, default=str).encode())
-            except UnicodeEncodeError:  # a name that is not UTF-8 in a line of text
+            except UnicodeEncodeError:
                 out = _escaped(out)
                 size = len(json.dumps(out, ensure_ascii=False, default=str).encode())
             if size > MAX_RESULT_BYTES:

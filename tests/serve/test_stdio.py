@@ -204,3 +204,13 @@ async def test_a_page_whose_name_is_not_utf8_is_named_not_sent(home: Path, tmp_p
             r = await client.call_tool(tool, args)
             assert not r.is_error, r.content
             assert skipped in r.structured_content["degraded"], r.structured_content
+    # an error naming such a page (two pages share a title) is a typed tool error, escaped
+    for name in (b"aa\xfe.md", b"ab.md"):
+        with open(os.path.join(os.fsencode(vault), name), "wb") as f:
+            f.write(b"---\ntitle: Twin\n---\nsame title\n")
+    async with Client(_params(home, "--global")) as client:
+        r = await client.call_tool("show", {"page": "Twin"})
+        assert r.is_error
+        error = r.structured_content["error"]
+        assert error["type"] == "Ambiguous" and "aa\\xfe.md" in error["message"], error
+        assert not (await client.call_tool("recall", {"query": "plain"})).is_error  # still up
