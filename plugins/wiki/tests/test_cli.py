@@ -194,3 +194,12 @@ def test_a_page_whose_name_is_not_utf8_makes_recall_incomplete(
         "bad\\xffname.md: not searched, its name is not UTF-8, so it is not indexed"
         in (data["degraded"])
     )
+    # every write rebuilds the wiki's index, which is UTF-8 text: that page gets no line
+    assert goat("remember", "kettle note", "--pen", "w", "--title", "New one").exit_code == 0
+    docs = write_tree(tmp_path / "docs", {"a.md": "a kettle source\n"})
+    assert goat("wiki", "ingest", str(docs), "--pen", "w").exit_code == 0
+    linted = goat("wiki", "lint", "--fix", "--pen", "w")  # exit 1: orphan pages remain
+    assert linted.exit_code == 1 and "orphan-page" in linted.output
+    assert "unexpected" not in linted.output
+    index = (vault / "index.md").read_text(encoding="utf-8")
+    assert "New one" in index and "bad" not in index

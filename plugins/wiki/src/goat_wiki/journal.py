@@ -18,6 +18,7 @@ from typing import Any
 
 from goat_core import filestore
 from goat_core.errors import Conflict, GoatError
+from goat_core.fileio import shown_name
 from goat_core.filestore import (
     MISSING_ETAG,
     WalkResult,
@@ -317,10 +318,17 @@ class WikiJournal(WikiStore):
         )
 
     def _rebuild_index(self, layout: Layout) -> int:
-        """Write the whole index from every page; returns the number of lines."""
+        """Write the whole index from every page; returns the number of lines. A page whose
+        file name is not UTF-8 gets no line (the index is UTF-8 text; a log line names it,
+        and recall names it as not searched)."""
         assert layout.index is not None
         scan = self._scan()
-        lines = {n.path: self._index_entry(n) for n in scan.notes}
+        lines = {}
+        for n in scan.notes:
+            if shown_name(n.path) != n.path:
+                log.warning("wiki.index_unlisted", path=shown_name(n.path), why="not UTF-8")
+                continue
+            lines[n.path] = self._index_entry(n)
         text = wt.render_index(lines, self._provider_frontmatter("index"))
         path = self.root / layout.index
         expected = current_etag(path)
