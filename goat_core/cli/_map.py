@@ -110,7 +110,8 @@ def map_cmd(html: Path | None, pen: str | None, as_json: bool, home: Path | None
 def _write_text_atomic(path: Path, text: str) -> None:
     """Write ``text`` (UTF-8) to ``path`` with :func:`goat_core.fileio.atomic_write` (temp file
     in the same folder, fsync, rename, folder fsync: a reader never sees half a file). A new
-    file gets ``0644`` minus the umask; an existing one keeps its permissions.
+    file gets ``0644`` minus the umask; an existing one keeps its permissions. A lone
+    surrogate (a file name that is not UTF-8) is written as its escape, ``\\udcff``.
 
     :raises BadInput: the folder does not exist.
     """
@@ -120,7 +121,7 @@ def _write_text_atomic(path: Path, text: str) -> None:
     folder = target.parent if str(target.parent) else Path(".")
     if not folder.is_dir():
         raise BadInput(f"cannot write {path}: folder {folder} does not exist")
-    atomic_write(target, text.encode("utf-8"))
+    atomic_write(target, text.encode("utf-8", "backslashreplace"))
 
 
 #: ``goat map``, added to the root group by :mod:`goat_core.cli`.

@@ -194,6 +194,7 @@ class MemoryContext:
     # -- writes -------------------------------------------------------------------------------
     async def _write(self, provider: Provider, write: MemoryWrite) -> Receipt:
         assert self.spec is not None
+        _check_utf8(write)
         limit = self.spec.max_input_chars
         if len(write.text) > limit:
             raise TooLarge(
@@ -663,3 +664,19 @@ def memory_tools(context: MemoryContext) -> ToolSet:
             "bound to exactly one scope"
         )
     return build_tools(context)
+
+
+def _check_utf8(write: MemoryWrite) -> None:
+    """:raises BadInput: a text, title, page or tag of ``write`` holds a lone surrogate (an
+    argument that was not UTF-8 decodes to one), which no note or index can hold."""
+    fields = {"text": write.text, "title": write.title, "on": write.on}
+    fields.update({f"tag {i + 1}": tag for i, tag in enumerate(write.tags)})
+    for name, value in fields.items():
+        if value is None:
+            continue
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise BadInput(
+                f"the {name} is not valid UTF-8 (at character {exc.start + 1}); nothing was stored"
+            ) from None

@@ -214,7 +214,8 @@ class HostTransfer(HostBase):
         and, without ``rename``, the whole copy writes nothing. A page copied before with
         the same content is a ``duplicate``.
 
-        :raises BadInput: no page named, the same scope, or the same store.
+        :raises BadInput: no page named, the same scope, the same store, or a page whose
+            name is not UTF-8.
         :raises NotFound, Ambiguous: a reference the source does not resolve to one page.
         :raises NotSupported: the destination's provider takes no copies.
         """
@@ -237,10 +238,17 @@ class HostTransfer(HostBase):
         at = now_iso()
         pages: list[TransferPage] = []
         seen: set[str] = set()
+        from goat_core.fileio import shown_name
+
         for ref in refs:
             page = await src.get_page(ref)
             if page.id in seen:
                 continue
+            if shown_name(page.id) != page.id:  # lone surrogates: no YAML or JSON holds it
+                raise BadInput(
+                    f"{shown_name(page.id)}: its name is not UTF-8, so its copy could not "
+                    "record where it came from; rename it first; nothing was copied"
+                )
             seen.add(page.id)
             pages.append(self._transfer_page(page, COPIED_FROM, source.key, provider, at))
         items = await self._import(

@@ -437,3 +437,38 @@ def test_names_that_are_not_utf8_page_open_and_export_with_a_reason(
     manifest = json.loads((out / "goat-export.json").read_text(encoding="utf-8"))
     assert [p["path"] for p in manifest["pages"]] == ["good.md"]
     assert sorted(os.listdir(out)) == ["goat-export.json", "good.md"]
+
+
+def test_names_and_text_that_are_not_utf8_are_refused_or_escaped_on_write(
+    goat_home: Path, tmp_path: Path
+) -> None:
+    """``goat copy`` of ``bad\\xffname.md`` is refused whole (its provenance could not be
+    written as YAML); ``goat map --html`` writes the name as its escape; ``goat remember``
+    of text or a title holding the byte 0xff (a lone surrogate in argv) is bad input."""
+    import os
+
+    vault, pen = tmp_path / "vault", tmp_path / "pen"
+    vault.mkdir()
+    pen.mkdir()
+    (vault / "good.md").write_text("plain\n", encoding="utf-8")
+    with open(os.path.join(os.fsencode(vault), b"bad\xffname.md"), "wb") as f:
+        f.write(b"bytes here\n")
+    assert goat("bind", "--pen", "u8", "markdown", "--set", f"root={vault}").exit_code == 0
+    assert goat("bind", "--pen", "p1", "markdown", "--set", f"root={pen}").exit_code == 0
+
+    copied = goat(
+        "copy", os.fsdecode(b"bad\xffname.md"), "good.md", "--pen", "u8", "--to-pen", "p1"
+    )
+    assert copied.exit_code == 2
+    assert "bad\\xffname.md: its name is not UTF-8" in copied.output
+    assert os.listdir(pen) == []  # nothing was copied, not even good.md
+
+    html = tmp_path / "map.html"
+    assert goat("map", "--pen", "u8", "--html", str(html)).exit_code == 0
+    assert "bad\\udcffname" in html.read_text(encoding="utf-8")
+
+    for args in (["zebra" + os.fsdecode(b"\xff")], ["ok", "--title", os.fsdecode(b"odd\xfe")]):
+        wrote = goat("remember", *args, "--pen", "p1")
+        assert wrote.exit_code == 2, wrote.output
+        assert "is not valid UTF-8" in wrote.output and "nothing was stored" in wrote.output
+    assert os.listdir(pen) == []
