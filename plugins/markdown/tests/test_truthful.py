@@ -472,3 +472,24 @@ def test_names_and_text_that_are_not_utf8_are_refused_or_escaped_on_write(
         assert wrote.exit_code == 2, wrote.output
         assert "is not valid UTF-8" in wrote.output and "nothing was stored" in wrote.output
     assert os.listdir(pen) == []
+
+
+def test_a_note_the_index_cannot_hold_still_reports_its_bad_frontmatter(
+    goat_home: Path, tmp_path: Path
+) -> None:
+    """``both\\xfd.md`` (bytes) with frontmatter ``title: [bad``: the index cannot keep its
+    problem, yet ``goat pages`` names it, read as body (the listing itself is whole)."""
+    import os
+
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "good.md").write_text("plain\n", encoding="utf-8")
+    with open(os.path.join(os.fsencode(vault), b"both\xfd.md"), "wb") as f:
+        f.write(b"---\ntitle: [bad\n---\nbody\n")
+    assert goat("bind", "--pen", "u8", "markdown", "--set", f"root={vault}").exit_code == 0
+    data = json.loads(goat("pages", "--pen", "u8", "--json").stdout)
+    assert [os.fsencode(i["path"]) for i in data["items"]] == [b"both\xfd.md", b"good.md"]
+    assert data["complete"] is True
+    assert len(data["degraded"]) == 1
+    assert data["degraded"][0].startswith("both\\xfd.md: ")
+    assert data["degraded"][0].endswith("; read as body")
