@@ -382,6 +382,19 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
                 refs.append((note.path, note.title, note.fm_id))
         return refs
 
+    def _problems(self) -> list[tuple[str, str]]:
+        """``(path, problem)`` of every note read with a problem (bad frontmatter, not
+        UTF-8 text): the index's (``SearchIndex.problems``), then those of the notes it could
+        not hold (``SearchIndex.unsearched``: a file name that is not UTF-8), each read now,
+        since no index row keeps theirs. Call after a sync."""
+        index = self._index_open()
+        problems = index.problems()
+        for path in sorted(index.unsearched):
+            note = self._load(path)
+            if note is not None and note.error:
+                problems.append((path, note.error))
+        return problems
+
     def _note_files(self) -> list[Any]:
         """The files of the notes a reference may name (default: every note of a walk)."""
         return list(self._walk().files)

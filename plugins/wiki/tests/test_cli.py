@@ -203,3 +203,18 @@ def test_a_page_whose_name_is_not_utf8_makes_recall_incomplete(
     assert "unexpected" not in linted.output
     index = (vault / "index.md").read_text(encoding="utf-8")
     assert "New one" in index and "bad" not in index
+
+
+def test_a_page_the_index_cannot_hold_still_reports_its_bad_frontmatter(
+    goat_home: Path, tmp_path: Path
+) -> None:
+    """``both\\xfd.md`` (bytes) with frontmatter ``title: [bad``: no index row keeps its
+    problem, yet ``goat pages`` of the wiki names it, read as body."""
+    vault = write_tree(tmp_path / "vault", {"good.md": "plain\n"})
+    with open(os.path.join(os.fsencode(vault), b"both\xfd.md"), "wb") as f:
+        f.write(b"---\ntitle: [bad\n---\nbody\n")
+    assert goat("bind", "--pen", "w", "wiki", "--set", f"root={vault}").exit_code == 0
+    data = json.loads(goat("pages", "--pen", "w", "--json").stdout)
+    assert os.fsencode("both\udcfd.md") in [os.fsencode(i["path"]) for i in data["items"]]
+    problem = [d for d in data["degraded"] if d.startswith("both\\xfd.md: ")]
+    assert len(problem) == 1 and problem[0].endswith("; read as body"), data["degraded"]

@@ -799,13 +799,7 @@ class MarkdownProvider(FolderStoreProvider[filestore.StoredNote]):
         walk, _stats = self._sync_index()
         ordered = [f.path for f in walk.files]  # already in page order
         chunk, more, next_cursor = filestore.page_window(ordered, limit, cursor, issuer="store")
-        index = self._index_open()
-        problems = index.problems()
-        for path in sorted(index.unsearched):  # listed, yet no index row keeps its problem
-            note = self._load(path)
-            if note is not None and note.error:
-                problems.append((path, note.error))
-        degraded = self._degraded(walk.skipped, problems) + self._behind()
+        degraded = self._degraded(walk.skipped, self._problems()) + self._behind()
         # only the listed notes are read (etag, updated, title)
         items, unread = filestore.page_summaries(chunk, self._load)
         degraded += unread

@@ -571,7 +571,7 @@ class WikiPages(WikiLint):
         walk, layout = self._sync()
         ordered = [f.path for f in self._page_files(walk, layout)]
         chunk, more, next_cursor = filestore.page_window(ordered, limit, cursor, issuer="wiki")
-        degraded = filestore.degraded_reasons(self._index_open().problems(), walk.skipped)
+        degraded = filestore.degraded_reasons(self._problems(), walk.skipped)
         behind = self._behind()  # the index missed changes: the listing may be behind
         degraded += behind + self._pending_journal()
         items, unread = filestore.page_summaries(chunk, self._load)
