@@ -47,6 +47,7 @@ __all__ = [
     "etag",
     "fsync_dir",
     "is_reserved_name",
+    "is_utf8",
     "rename_exchange_supported",
     "shown_name",
     "write_owner_only",
@@ -508,15 +509,23 @@ class StoreLock:
         self.release()
 
 
-def shown_name(path: str) -> str:
-    """``path`` as a line of text names it: a name that is not UTF-8 (lone surrogates, as
-    :func:`os.fsdecode` gives) with its bytes escaped (``bad\\xffname.md``), so the line
-    encodes as text and as JSON."""
+def is_utf8(name: str) -> bool:
+    """Whether ``name`` encodes as UTF-8: a file name that is not UTF-8 decodes
+    (:func:`os.fsdecode`, ``os.walk``) to lone surrogates, which no note, index, YAML or
+    JSON text can hold."""
     try:
-        path.encode("utf-8")
+        name.encode("utf-8")
     except UnicodeEncodeError:
-        try:
-            return os.fsencode(path).decode("utf-8", "backslashreplace")
-        except UnicodeEncodeError:  # a surrogate no file name decodes to
-            return path.encode("utf-8", "backslashreplace").decode("utf-8")
-    return path
+        return False
+    return True
+
+
+def shown_name(path: str) -> str:
+    """``path`` as a line of text names it: a name that is not UTF-8 (:func:`is_utf8`) with
+    its bytes escaped (``bad\\xffname.md``), so the line encodes as text and as JSON."""
+    if is_utf8(path):
+        return path
+    try:
+        return os.fsencode(path).decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:  # a surrogate no file name decodes to
+        return path.encode("utf-8", "backslashreplace").decode("utf-8")

@@ -376,23 +376,22 @@ class FolderStoreProvider(Provider, Generic[NoteT]):
             notes = (self._load(f.path, f.mtime_ns, f.size) for f in self._note_files())
             return [(n.path, n.title, n.fm_id) for n in notes if n is not None]
         refs = [(d.path, d.title, d.ident) for d in index.documents()]
-        for path in sorted(index.unsearched):
-            note = self._load(path)
-            if note is not None:
-                refs.append((note.path, note.title, note.fm_id))
+        refs += [(n.path, n.title, n.fm_id) for n in self._unheld_notes()]
         return refs
+
+    def _unheld_notes(self) -> list[NoteT]:
+        """The notes the index could not hold but that read (``SearchIndex.unsearched``: a
+        file name that is not UTF-8), each read now, in path order."""
+        notes = (self._load(path) for path in sorted(self._index_open().unsearched))
+        return [n for n in notes if n is not None]
 
     def _problems(self) -> list[tuple[str, str]]:
         """``(path, problem)`` of every note read with a problem (bad frontmatter, not
         UTF-8 text): the index's (``SearchIndex.problems``), then those of the notes it could
         not hold (``SearchIndex.unsearched``: a file name that is not UTF-8), each read now,
         since no index row keeps theirs. Call after a sync."""
-        index = self._index_open()
-        problems = index.problems()
-        for path in sorted(index.unsearched):
-            note = self._load(path)
-            if note is not None and note.error:
-                problems.append((path, note.error))
+        problems = self._index_open().problems()
+        problems += [(n.path, n.error) for n in self._unheld_notes() if n.error]
         return problems
 
     def _note_files(self) -> list[Any]:

@@ -484,21 +484,6 @@ def _title(rel: str, data: Mapping[str, Any]) -> str:
     return unicodedata.normalize("NFC", PurePosixPath(rel).stem)
 
 
-def _utf8(name: str) -> bool:
-    """Whether a file name decoded from the file system is valid UTF-8 (``os.walk`` keeps
-    undecodable bytes as lone surrogates, which no store can write or index)."""
-    try:
-        name.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-def _shown(name: str) -> str:
-    """A name as a refusal shows it: undecodable bytes escaped."""
-    return name.encode("utf-8", "backslashreplace").decode("utf-8", "replace")
-
-
 def _plural(n: int, what: str) -> str:
     return f"{n} {what}{'' if n == 1 else 's'}"
 
@@ -518,14 +503,16 @@ def _walk(directory: Path, problems: list[str], skipped: list[Skipped]) -> dict[
     """Every ``.md`` file under ``directory``: ``{NFC path: path as on disk}`` (POSIX,
     relative), refusing symlinks, special files and two names one in NFC; dot folders and
     dot files are not part of a bundle, nor other files (each named in ``skipped``)."""
+    from goat_core.fileio import is_utf8, shown_name
+
     found: dict[str, str] = {}
     for folder, dirs, names in os.walk(directory, followlinks=False):
         base = Path(folder)
         keep = []
         for d in sorted(dirs):
             rel = (base / d).relative_to(directory).as_posix()
-            if not _utf8(rel):
-                problems.append(f"{_shown(rel)}/: its name is not UTF-8 (rule bundle-name)")
+            if not is_utf8(rel):
+                problems.append(f"{shown_name(rel)}/: its name is not UTF-8 (rule bundle-name)")
                 continue
             if (base / d).is_symlink():
                 problems.append(f"{rel}: a symlink (rule bundle-symlink)")
@@ -537,8 +524,8 @@ def _walk(directory: Path, problems: list[str], skipped: list[Skipped]) -> dict[
         for name in sorted(names):
             path = base / name
             rel = path.relative_to(directory).as_posix()
-            if not _utf8(rel):
-                problems.append(f"{_shown(rel)}: its name is not UTF-8 (rule bundle-name)")
+            if not is_utf8(rel):
+                problems.append(f"{shown_name(rel)}: its name is not UTF-8 (rule bundle-name)")
                 continue
             st = os.lstat(path)
             lower = name.lower()

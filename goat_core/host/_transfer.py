@@ -36,6 +36,7 @@ from goat_core.contract import (
     TransferReport,
 )
 from goat_core.errors import BadInput, GoatError, NotSupported
+from goat_core.fileio import is_utf8, shown_name
 from goat_core.host._context import MemoryContext
 from goat_core.host._hostbase import HostBase
 from goat_core.host._okf import (
@@ -238,13 +239,11 @@ class HostTransfer(HostBase):
         at = now_iso()
         pages: list[TransferPage] = []
         seen: set[str] = set()
-        from goat_core.fileio import shown_name
-
         for ref in refs:
             page = await src.get_page(ref)
             if page.id in seen:
                 continue
-            if shown_name(page.id) != page.id:  # lone surrogates: no YAML or JSON holds it
+            if not is_utf8(page.id):  # lone surrogates: no YAML or JSON holds it
                 raise BadInput(
                     f"{shown_name(page.id)}: its name is not UTF-8, so its copy could not "
                     "record where it came from; rename it first; nothing was copied"
@@ -335,9 +334,7 @@ class HostTransfer(HostBase):
         for done, summary in enumerate(summaries, start=1):
             page = await context.get_page(summary.id)
             rel = bundle_path(page)
-            from goat_core.fileio import shown_name
-
-            if shown_name(rel) != rel:  # lone surrogates: no UTF-8 manifest can name it
+            if not is_utf8(rel):  # lone surrogates: no UTF-8 manifest can name it
                 degraded.append(
                     f"{shown_name(rel)}: not exported, its name is not UTF-8, which a "
                     "bundle's manifest cannot hold"

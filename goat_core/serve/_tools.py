@@ -15,13 +15,13 @@ No mcp import: the MCP layer (``_server``) turns these plain dicts into protocol
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from goat_core.contract import Capability
 from goat_core.errors import BadInput, GoatError, NotFound, ProviderUnavailable
+from goat_core.fileio import is_utf8, shown_name
 from goat_core.logs import get_logger, redact
 from goat_core.serve._scope import ServeScope, bind_hint
 from goat_core.serve._session import SessionLedger
@@ -104,27 +104,12 @@ _UNBOUND_SCHEMAS: dict[str, dict[str, Any]] = {
 }
 
 
-def _on_wire(text: str) -> bool:
-    """Whether ``text`` encodes as UTF-8, as MCP's JSON must: a file name that is not UTF-8
-    decodes to lone surrogates, which do not."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
 def _escaped(value: Any) -> Any:
-    """``value`` (JSON-shaped) with each string that is not UTF-8 (:func:`_on_wire`) written
-    with its bytes escaped (``bad\\xffname.md``), as ``unsearched_reasons`` in
-    goat_core/filestore/_pages.py writes a name; other values as they are."""
+    """``value`` (JSON-shaped) with each string that is not UTF-8 written with its bytes
+    escaped (``bad\\xffname.md``, :func:`goat_core.fileio.shown_name`), as MCP's JSON must
+    carry it; other values as they are."""
     if isinstance(value, str):
-        if _on_wire(value):
-            return value
-        try:
-            return value.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-        except UnicodeEncodeError:  # a surrogate no file name decodes to
-            return value.encode("utf-8", "backslashreplace").decode("utf-8")
+        return shown_name(value)
     if isinstance(value, Mapping):
         return {k: _escaped(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -134,17 +119,15 @@ def _escaped(value: Any) -> Any:
 
 def _wire_items(items: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
     """``(items that can be sent, degraded lines for the rest)``: an item with a string
-    that is not UTF-8 (:func:`_on_wire`) is named by its path, bytes escaped
-    (``bad\\xffname.md``), as ``unsearched_reasons`` in goat_core/filestore/_pages.py does."""
+    that is not UTF-8 (:func:`goat_core.fileio.is_utf8`) is named by its path, bytes escaped
+    (``bad\\xffname.md``, :func:`goat_core.fileio.shown_name`)."""
     sent: list[dict[str, Any]] = []
     unsent: list[str] = []
     for item in items:
-        if all(_on_wire(v) for v in item.values() if isinstance(v, str)):
+        if all(is_utf8(v) for v in item.values() if isinstance(v, str)):
             sent.append(item)
         else:
-            shown = os.fsencode(str(item.get("path") or item.get("id"))).decode(
-                "utf-8", "backslashreplace"
-            )
+            shown = shown_name(str(item.get("path") or item.get("id")))
             unsent.append(f"{shown}: not listed, its name is not UTF-8, which MCP cannot carry")
     return sent, unsent
 
@@ -547,7 +530,7 @@ class ServedScope:
         if not context.spec.supports(Capability.PAGES):
             return []
         listing = await context.list_pages(limit=RESOURCE_PAGE_LIMIT)
-        out = [(p.id, p.title) for p in listing.items if _on_wire(p.id) and _on_wire(p.title)]
+        out = [(p.id, p.title) for p in listing.items if is_utf8(p.id) and is_utf8(p.title)]
         if len(out) < len(listing.items):  # MCP cannot carry them; the pages tool names them
             log.info("serve.resources_unsent", unsent=len(listing.items) - len(out))
         return out

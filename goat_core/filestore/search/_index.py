@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from goat_core.errors import BadInput, ProviderUnavailable, StoreUnwritable
+from goat_core.fileio import is_utf8
 from goat_core.filestore.search._faults import (
     _is_busy,
     _is_corrupt,
@@ -49,7 +50,6 @@ from goat_core.filestore.search._scan import (
     _by_folder,
     _checked_groups,
     _digest,
-    _encodable,
     _folder_of,
     _Pending,
     _Plan,
@@ -453,7 +453,7 @@ class SearchIndex:
                 # the lock
                 if pop(st.path, None) == (st.mtime_ns, st.size):
                     unchanged += 1
-                elif not _encodable(st.path):
+                elif not is_utf8(st.path):
                     skipped += 1
                     unsearched[st.path] = "its name is not UTF-8, so it is not indexed"
                     unsealed.add(folder)
@@ -549,7 +549,7 @@ class SearchIndex:
                 else:
                     changed.append(folder)
             gone = [f for f in stored if f not in digests]
-            want = [f for f in (*changed, *gone) if _encodable(f)]
+            want = [f for f in (*changed, *gone) if is_utf8(f)]
             rows: dict[str, tuple[int, int]] = {}
             if len(want) > max(64, len(stored) // 4):  # one scan beats many lookups
                 wanted = set(want)
@@ -634,7 +634,7 @@ class SearchIndex:
             raise BadInput(
                 f"update_one: doc.path {doc.path!r} differs from stat.path {stat.path!r}"
             )
-        if not _encodable(stat.path):
+        if not is_utf8(stat.path):
             self.unsearched[stat.path] = "its name is not UTF-8, so it is not indexed"
             return
         self.unsearched.pop(stat.path, None)
@@ -656,7 +656,7 @@ class SearchIndex:
         digest of its folder; on a full or read-only disk keeps the row, sets :attr:`behind`
         and returns ``False``, like :meth:`update_one`."""
         self.unsearched.pop(path, None)
-        if not _encodable(path):  # never indexed (see update_one): no row to drop
+        if not is_utf8(path):  # never indexed (see update_one): no row to drop
             return False
 
         def go() -> bool:

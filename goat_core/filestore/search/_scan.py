@@ -71,14 +71,6 @@ def _digest(entries: Sequence[FileStatLike]) -> bytes:
     return h.digest()
 
 
-def _encodable(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
 @dataclass
 class _Plan:
     """What a sync compares: ``changed`` listed folders (digest differs, new or cleared),

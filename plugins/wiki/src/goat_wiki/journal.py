@@ -18,7 +18,7 @@ from typing import Any
 
 from goat_core import filestore
 from goat_core.errors import Conflict, GoatError
-from goat_core.fileio import shown_name
+from goat_core.fileio import is_utf8, shown_name
 from goat_core.filestore import (
     MISSING_ETAG,
     WalkResult,
@@ -325,7 +325,7 @@ class WikiJournal(WikiStore):
         scan = self._scan()
         lines = {}
         for n in scan.notes:
-            if shown_name(n.path) != n.path:
+            if not is_utf8(n.path):
                 log.warning("wiki.index_unlisted", path=shown_name(n.path), why="not UTF-8")
                 continue
             lines[n.path] = self._index_entry(n)
