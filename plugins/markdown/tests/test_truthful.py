@@ -365,6 +365,20 @@ def test_a_note_whose_name_is_not_utf8_makes_recall_incomplete(
         host.close()
 
 
+def _bound_with(tmp_path: Path, name: bytes, data: bytes) -> Path:
+    """A vault holding ``good.md`` and the file ``name`` (bytes, maybe not UTF-8) holding
+    ``data``, bound to the Pen ``u8``."""
+    import os
+
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "good.md").write_text("plain\n", encoding="utf-8")
+    with open(os.path.join(os.fsencode(vault), name), "wb") as f:
+        f.write(data)
+    assert goat("bind", "--pen", "u8", "markdown", "--set", f"root={vault}").exit_code == 0
+    return vault
+
+
 def test_a_note_whose_name_is_not_utf8_is_listed_in_json_that_round_trips(
     goat_home: Path, tmp_path: Path
 ) -> None:
@@ -373,12 +387,7 @@ def test_a_note_whose_name_is_not_utf8_is_listed_in_json_that_round_trips(
     gives back the string that ``os.fsencode`` turns into the file's bytes."""
     import os
 
-    vault = tmp_path / "vault"
-    vault.mkdir()
-    (vault / "good.md").write_text("plain\n", encoding="utf-8")
-    with open(os.path.join(os.fsencode(vault), b"bad\xffname.md"), "wb") as f:
-        f.write(b"bytes here\n")
-    assert goat("bind", "--pen", "u8", "markdown", "--set", f"root={vault}").exit_code == 0
+    _bound_with(tmp_path, b"bad\xffname.md", b"bytes here\n")
     for command in ("pages", "map"):
         result = goat(command, "--pen", "u8", "--json")
         assert result.exit_code == 0, result.output
@@ -397,18 +406,13 @@ def test_names_that_are_not_utf8_page_open_and_export_with_a_reason(
     export writes the rest and names each note it could not (its manifest is UTF-8)."""
     import os
 
-    vault = tmp_path / "vault"
-    vault.mkdir()
+    vault = _bound_with(tmp_path, b"bad\xffname.md", b"bytes here\n")
     (tmp_path / "outside.md").write_text("away\n", encoding="utf-8")
     raw = os.fsencode(vault)
-    (vault / "good.md").write_text("plain\n", encoding="utf-8")
-    with open(os.path.join(raw, b"bad\xffname.md"), "wb") as f:
-        f.write(b"bytes here\n")
     os.mkdir(os.path.join(raw, b"dir\xfe"))
     with open(os.path.join(raw, b"dir\xfe", b"inner.md"), "wb") as f:
         f.write(b"inner bytes\n")
     os.symlink(os.fsencode(tmp_path / "outside.md"), os.path.join(raw, b"link\xfd.md"))
-    assert goat("bind", "--pen", "u8", "markdown", "--set", f"root={vault}").exit_code == 0
 
     seen, cursor = [], None
     for _ in range(4):
@@ -447,13 +451,9 @@ def test_names_and_text_that_are_not_utf8_are_refused_or_escaped_on_write(
     of text or a title holding the byte 0xff (a lone surrogate in argv) is bad input."""
     import os
 
-    vault, pen = tmp_path / "vault", tmp_path / "pen"
-    vault.mkdir()
+    _bound_with(tmp_path, b"bad\xffname.md", b"bytes here\n")
+    pen = tmp_path / "pen"
     pen.mkdir()
-    (vault / "good.md").write_text("plain\n", encoding="utf-8")
-    with open(os.path.join(os.fsencode(vault), b"bad\xffname.md"), "wb") as f:
-        f.write(b"bytes here\n")
-    assert goat("bind", "--pen", "u8", "markdown", "--set", f"root={vault}").exit_code == 0
     assert goat("bind", "--pen", "p1", "markdown", "--set", f"root={pen}").exit_code == 0
 
     copied = goat(
@@ -481,12 +481,7 @@ def test_a_note_the_index_cannot_hold_still_reports_its_bad_frontmatter(
     problem, yet ``goat pages`` names it, read as body (the listing itself is whole)."""
     import os
 
-    vault = tmp_path / "vault"
-    vault.mkdir()
-    (vault / "good.md").write_text("plain\n", encoding="utf-8")
-    with open(os.path.join(os.fsencode(vault), b"both\xfd.md"), "wb") as f:
-        f.write(b"---\ntitle: [bad\n---\nbody\n")
-    assert goat("bind", "--pen", "u8", "markdown", "--set", f"root={vault}").exit_code == 0
+    _bound_with(tmp_path, b"both\xfd.md", b"---\ntitle: [bad\n---\nbody\n")
     data = json.loads(goat("pages", "--pen", "u8", "--json").stdout)
     assert [os.fsencode(i["path"]) for i in data["items"]] == [b"both\xfd.md", b"good.md"]
     assert data["complete"] is True
